@@ -119,6 +119,11 @@ impl WordCounter {
         words.iter().map(|(w, c)| (PyBytes::new(py, w), *c)).collect()
     }
 
+    /// Number of distinct pre-tokens (an upper bound while counts sit in per-thread shards).
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
     /// Bytes of text counted so far.
     #[getter]
     fn bytes(&self) -> u64 {

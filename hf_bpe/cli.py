@@ -1,0 +1,152 @@
+"""Command line: ``hf-bpe train | demo | encode | stats``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _add_train_options(p: argparse.ArgumentParser, vocab_size: int) -> None:
+    p.add_argument("--vocab-size", type=int, default=vocab_size, help="tokens in all: 256 bytes + specials + merges")
+    p.add_argument("--special-token", action="append", dest="special_tokens", metavar="T",
+                   help="a special token (repeatable); default <|endoftext|>")
+    p.add_argument("--tie-break", choices=["lexicographic", "hf"], default="lexicographic")
+    p.add_argument("--pattern", default="gpt2", help="gpt2, cl100k, o200k or a regex")
+    p.add_argument("--min-frequency", type=int, default=0)
+    p.add_argument("--max-token-length", type=int, default=None)
+    p.add_argument("--threads", type=int, default=None, help="default: all cores")
+    p.add_argument("--errors", choices=["strict", "replace", "ignore"], default="strict",
+                   help="what to do with bytes that are not UTF-8")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _train(args: argparse.Namespace, files: list[str]) -> "object":
+    import hf_bpe
+
+    specials = args.special_tokens if args.special_tokens is not None else ["<|endoftext|>"]
+    t0 = time.perf_counter()
+    bpe = hf_bpe.train_files(files, vocab_size=args.vocab_size, special_tokens=specials, pattern=args.pattern,
+                             tie_break=args.tie_break, min_frequency=args.min_frequency,
+                             max_token_length=args.max_token_length, num_threads=args.threads,
+                             progress=not args.quiet, errors=args.errors)
+    elapsed = time.perf_counter() - t0
+    out = bpe.save(args.out)
+    print(f"trained {bpe.vocab_size} tokens ({len(bpe.merges)} merges) in {elapsed:.1f} s -> {out}")
+    return bpe
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    _train(args, args.files)
+    return 0
+
+
+def _read_sample(path: str, limit: int) -> str:
+    import gzip
+
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return f.read(limit)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    import hf_bpe
+
+    corpus = hf_bpe.sample_corpus()
+    print(f"training on the bundled corpus {corpus}")
+    print("  (21 public-domain Project Gutenberg books, 8.8 MB of English text)")
+    args.special_tokens = None
+    bpe = _train(args, [corpus])
+    text = _read_sample(corpus, 2_000_000).replace("<|endoftext|>", "")
+    ids = bpe.encode_ordinary(text)
+    n_bytes = len(text.encode())
+    print(f"vocabulary size:   {bpe.vocab_size} (256 bytes + {len(bpe.special_tokens)} special + "
+          f"{bpe.vocab_size - 256 - len(bpe.special_tokens)} merged)")
+    print(f"compression ratio: {n_bytes / max(1, len(ids)):.2f} bytes/token on the first {n_bytes / 1e6:.1f} MB")
+    sentence = "The quick brown fox jumps over the lazy dog, and then it rests."
+    sids = bpe.encode(sentence)
+    print(f"sample sentence:   {sentence!r}")
+    print(f"  tokens: {[bpe.vocab[i].decode('utf-8', 'replace') for i in sids]}")
+    print(f"  ids:    {sids}")
+    print(f"  decode: {bpe.decode(sids)!r}")
+    print(f"output folder:     {Path(args.out).resolve()}  ({', '.join(sorted(os.listdir(args.out)))})")
+    return 0
+
+
+def _cmd_encode(args: argparse.Namespace) -> int:
+    import hf_bpe
+
+    bpe = hf_bpe.BPE.load(args.tokenizer)
+    if len(args.inputs) != 1:
+        print("hf-bpe encode: give one INPUT per output file", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    tokens, nbytes = bpe.encode_file(args.inputs[0], args.out, progress=not args.quiet, errors=args.errors)
+    dt = time.perf_counter() - t0
+    print(f"{tokens} tokens from {nbytes} bytes in {dt:.2f} s ({nbytes / 1e6 / max(dt, 1e-9):.1f} MB/s) -> {args.out}")
+    return 0
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    import tempfile
+
+    import hf_bpe
+
+    bpe = hf_bpe.BPE.load(args.tokenizer)
+    total_b = total_t = 0
+    print(f"{'file':40} {'bytes':>14} {'tokens':>14} {'bytes/token':>12}")
+    for path in args.inputs:
+        with tempfile.TemporaryDirectory() as d:
+            t, b = bpe.encode_file(path, os.path.join(d, "ids.npy"), progress=not args.quiet, errors=args.errors)
+        total_b += b
+        total_t += t
+        print(f"{path[-40:]:40} {b:>14,} {t:>14,} {b / max(t, 1):>12.3f}")
+    if len(args.inputs) > 1:
+        print(f"{'total':40} {total_b:>14,} {total_t:>14,} {total_b / max(total_t, 1):>12.3f}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``hf-bpe`` command."""
+    parser = argparse.ArgumentParser(prog="hf-bpe", description="Byte-level BPE: train, encode, inspect.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("train", help="train a vocabulary on files (text, .gz, .jsonl)")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--out", required=True, help="output folder")
+    _add_train_options(p, 32000)
+    p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("demo", help="train on the bundled sample corpus and show the result")
+    p.add_argument("--out", default="hf_bpe_demo", help="output folder (default ./hf_bpe_demo)")
+    _add_train_options(p, 8000)
+    p.set_defaults(func=_cmd_demo)
+
+    for name, func, helptext in (("encode", _cmd_encode, "encode a file into a flat .npy of ids"),
+                                 ("stats", _cmd_stats, "bytes, tokens and compression ratio of files")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--tokenizer", required=True, help="tokenizer folder or tokenizer.json")
+        p.add_argument("inputs", nargs="+", metavar="INPUT")
+        if name == "encode":
+            p.add_argument("--out", required=True, help="output .npy file")
+        p.add_argument("--errors", choices=["strict", "replace", "ignore"], default="strict")
+        p.add_argument("--quiet", action="store_true")
+        p.set_defaults(func=func)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError, TypeError) as e:
+        print(f"hf-bpe {args.command}: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""Training front: documents from lists, generators, files or ``datasets``, counted by the native
+core (all cores, GIL released), then merged by the native trainer.
+
+The recipe is GPT-2's: split on special tokens (they go straight into the vocabulary and never
+take part in a merge), pre-tokenize with the pattern, count each distinct pre-token once, then
+repeatedly merge the most frequent adjacent pair (weighted by word count) until the vocabulary
+is full.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from hf_bpe import _core
+from hf_bpe.bpe import BPE
+from hf_bpe.formats import BYTE_TO_CHAR
+from hf_bpe.progress import count_progress, file_progress
+
+__all__ = ["train", "train_files", "count_words"]
+
+TieBreak = Literal["lexicographic", "hf"]
+
+# Documents are handed to the core in batches of about this many characters: big enough to keep
+# every core busy, small enough to keep memory flat when streaming a generator.
+_BATCH_CHARS = 8 << 20
+
+
+def _check_options(vocab_size: int, special_tokens: Sequence[str], tie_break: str, min_frequency: int,
+                   max_token_length: int | None) -> list[str]:
+    if isinstance(special_tokens, str):
+        raise TypeError(f"special_tokens must be a list of strings, not the string {special_tokens!r}")
+    specials = list(special_tokens)
+    for s in specials:
+        if not isinstance(s, str) or not s:
+            raise ValueError(f"special token {s!r} must be a non-empty string")
+    dup = {s for s in specials if specials.count(s) > 1}
+    if dup:
+        raise ValueError(f"special token {sorted(dup)[0]!r} is listed twice")
+    if not isinstance(vocab_size, int) or vocab_size < 256 + len(specials):
+        raise ValueError(f"vocab_size={vocab_size!r} is below 256 byte tokens + {len(specials)} special tokens "
+                         f"= {256 + len(specials)}")
+    if tie_break not in ("lexicographic", "hf"):
+        raise ValueError(f"tie_break must be 'lexicographic' or 'hf', not {tie_break!r}")
+    if min_frequency < 0:
+        raise ValueError(f"min_frequency must be >= 0, not {min_frequency}")
+    if max_token_length is not None and max_token_length < 1:
+        raise ValueError(f"max_token_length must be >= 1 or None, not {max_token_length}")
+    return specials
+
+
+def _batches(texts: Any, text_column: str) -> Iterable[list[str]]:
+    """Yields lists of documents from a list/generator of str or a datasets (Iterable)Dataset."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("texts must be an iterable of documents, not a single string: wrap it in a list")
+    if hasattr(texts, "column_names") and hasattr(texts, "iter"):  # datasets.Dataset / IterableDataset
+        cols = texts.column_names
+        if cols is not None and text_column not in cols:
+            raise ValueError(f"the dataset has no column {text_column!r} (columns: {cols}); pass text_column=")
+        for batch in texts.select_columns([text_column]).iter(batch_size=1000):
+            docs = batch[text_column]
+            yield [d for d in docs if d is not None]
+        return
+    batch: list[str] = []
+    size = 0
+    for n, doc in enumerate(texts):
+        if not isinstance(doc, str):
+            raise TypeError(f"document #{n} is a {type(doc).__name__}, not a str")
+        batch.append(doc)
+        size += len(doc)
+        if size >= _BATCH_CHARS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def count_words(texts: Any, special_tokens: Sequence[str] = ("<|endoftext|>",), pattern: str = "gpt2",
+                num_threads: int | None = None, progress: bool = False, text_column: str = "text") -> _core.WordCounter:
+    """Counts the distinct pre-tokens of documents (the first half of training)."""
+    counter = _core.WordCounter(pattern, list(special_tokens), num_threads)
+    bar = None
+    if progress:
+        from hf_bpe.progress import _tqdm
+
+        total = len(texts) if hasattr(texts, "__len__") and not isinstance(texts, (str, bytes)) else None
+        bar = _tqdm(total=total, desc="counting", unit="doc")
+    try:
+        for batch in _batches(texts, text_column):
+            counter.add_texts(batch)
+            if bar is not None:
+                bar.update(len(batch))
+    finally:
+        if bar is not None:
+            bar.close()
+    return counter
+
+
+def train(
+    texts: Any,
+    vocab_size: int = 32000,
+    special_tokens: Sequence[str] = ("<|endoftext|>",),
+    pattern: str = "gpt2",
+    tie_break: TieBreak = "lexicographic",
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    num_threads: int | None = None,
+    progress: bool = True,
+    text_column: str = "text",
+) -> BPE:
+    """Trains a byte-level BPE vocabulary on documents.
+
+    ``texts``: any iterable of ``str`` documents (list, generator) or a ``datasets.Dataset`` /
+    ``IterableDataset`` (its ``text_column``). ``vocab_size`` counts every token: 256 bytes +
+    special tokens + merged tokens. ``tie_break="lexicographic"`` picks, among pairs of equal
+    count, the greatest (left bytes, right bytes); ``"hf"`` reproduces HF ``tokenizers``'
+    ``BpeTrainer`` exactly, ids included. Training stops early when no pair occurs at least
+    ``min_frequency`` times. ``max_token_length`` caps the bytes of a merged token.
+    """
+    specials = _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
+    _core.pattern_source(pattern)  # fail early on a bad pattern
+    counter = count_words(texts, specials, pattern, num_threads, progress, text_column)
+    return _finish(counter, vocab_size, specials, pattern, tie_break, min_frequency, max_token_length, progress)
+
+
+def train_files(
+    paths: str | os.PathLike | Sequence[str | os.PathLike],
+    vocab_size: int = 32000,
+    special_tokens: Sequence[str] = ("<|endoftext|>",),
+    pattern: str = "gpt2",
+    tie_break: TieBreak = "lexicographic",
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    num_threads: int | None = None,
+    progress: bool = True,
+    errors: str = "strict",
+    text_field: str = "text",
+) -> BPE:
+    """Trains on files, streamed (never loaded whole): plain UTF-8 text, ``.gz``, or ``.jsonl``
+    (``.jsonl.gz``) with a ``text_field``. ``errors`` is ``"strict"`` (a non-UTF-8 file fails,
+    naming the byte offset), ``"replace"`` or ``"ignore"``. Other options as :func:`train`."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise ValueError("no files given")
+    for p in paths:
+        if not Path(p).is_file():
+            raise FileNotFoundError(f"{p}: no such file" if not Path(p).exists() else f"{p}: not a file")
+    specials = _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
+    counter = _core.WordCounter(pattern, specials, num_threads)
+    with file_progress(paths, "counting", enabled=progress) as cb:
+        for p in paths:
+            counter.add_file(p, errors, text_field, cb)
+            if cb is not None:
+                cb.next_file()  # type: ignore[attr-defined]
+    return _finish(counter, vocab_size, specials, pattern, tie_break, min_frequency, max_token_length, progress)
+
+
+def _finish(counter: _core.WordCounter, vocab_size: int, specials: list[str], pattern: str, tie_break: str,
+            min_frequency: int, max_token_length: int | None, progress: bool) -> BPE:
+    if counter.bytes == 0 or len(counter) == 0:
+        raise ValueError("the corpus is empty: there is no text to train on (only empty documents or special tokens)")
+    max_new = vocab_size - 256 - len(specials)
+    with count_progress(max_new, "merging", "tok", enabled=progress and max_new > 0) as cb:
+        merges = _core.train_merges(counter, max_new, tie_break, min_frequency, max_token_length, cb)
+    return assemble(merges, specials, pattern, tie_break)
+
+
+def assemble(merges: list[tuple[bytes, bytes]], specials: Sequence[str], pattern: str, tie_break: str) -> BPE:
+    """Gives ids to the tokens of a training run.
+
+    ``lexicographic``: bytes 0-255 by value, then the special tokens, then the merged tokens in
+    training order. ``hf``: the special tokens, then the 256 bytes in the order of their GPT-2
+    characters' code points, then the merged tokens — HF ``tokenizers``' layout. In both, a merge
+    whose result already exists keeps that token's id.
+    """
+    if tie_break == "hf":
+        base = [s.encode() for s in specials] + [bytes([b]) for b in sorted(range(256), key=lambda b: ord(BYTE_TO_CHAR[b]))]
+    else:
+        base = [bytes([b]) for b in range(256)] + [s.encode() for s in specials]
+    vocab = dict(enumerate(base))
+    special_ids = {s: (i if tie_break == "hf" else 256 + i) for i, s in enumerate(specials)}
+    known = {b for i, b in vocab.items() if i not in special_ids.values()}
+    for a, b in merges:
+        t = a + b
+        if t not in known:
+            known.add(t)
+            vocab[len(vocab)] = t
+    return BPE(vocab, merges, special_ids, pattern)
