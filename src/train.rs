@@ -203,6 +203,14 @@ impl Heap {
     }
 }
 
+/// One distinct word: its symbols are `syms[start..start + len]` (len shrinks as merges apply).
+/// Everything the merge loop needs about a word sits in one 24-byte record (one cache miss).
+struct Word {
+    start: usize,
+    len: u32,
+    count: i64,
+}
+
 #[derive(Clone, Copy)]
 struct Node {
     word: u32,
@@ -252,6 +260,9 @@ pub fn train(
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
     let hf = cfg.tie_break == TieBreak::Hf;
+    // HF_BPE_TRAIN_TIMING=1 prints the time of each phase to stderr (for profiling).
+    let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
+    let t0 = std::time::Instant::now();
     let mut merges = Vec::new();
     if cfg.max_new_tokens == 0 {
         return merges;
@@ -268,20 +279,17 @@ pub fn train(
 
     // ---- Words, flat. ----
     let mut syms: Vec<u32> = Vec::new();
-    let mut wstart: Vec<usize> = Vec::new();
-    let mut wlen: Vec<u32> = Vec::new();
-    let mut wcount: Vec<i64> = Vec::new();
+    let mut wds: Vec<Word> = Vec::new();
     for (w, c) in words {
         if w.len() < 2 || *c == 0 || w.len() > u32::MAX as usize {
             continue;
         }
-        wstart.push(syms.len());
-        wlen.push(w.len() as u32);
         // Saturate: counts near u64::MAX would overflow the i64 deltas.
-        wcount.push((*c).min(i64::MAX as u64 / 4) as i64);
+        let count = (*c).min(i64::MAX as u64 / 4) as i64;
+        wds.push(Word { start: syms.len(), len: w.len() as u32, count });
         syms.extend(w.iter().map(|&b| b as u32));
     }
-    let nwords = wlen.len();
+    let nwords = wds.len();
     if nwords > u32::MAX as usize - 1 {
         return merges; // more distinct words than ids; cannot happen with real data
     }
@@ -294,7 +302,7 @@ pub fn train(
         .flat_map_iter(|ws| {
             let mut out = Vec::new();
             for w in ws {
-                let s = &syms[wstart[w]..wstart[w] + wlen[w] as usize];
+                let s = &syms[wds[w].start..wds[w].start + wds[w].len as usize];
                 for p in s.windows(2) {
                     out.push((key(p[0], p[1]), w as u32));
                 }
@@ -327,7 +335,7 @@ pub fn train(
         let mut last = NIL;
         while i < recs.len() && recs[i].0 == k {
             let w = recs[i].1;
-            c = c.saturating_add(wcount[w as usize]);
+            c = c.saturating_add(wds[w as usize].count);
             if w != last {
                 pairs.nodes.push(Node { word: w, next: head });
                 head = (pairs.nodes.len() - 1) as u32;
@@ -368,7 +376,10 @@ pub fn train(
         heap.heapify(&|x, y| better(x, y, t, p));
     }
 
-    let mut wstamp: Vec<u32> = vec![u32::MAX; nwords];
+    if timing {
+        eprintln!("train: setup+initial pairs {:?} ({} words, {} pairs)", t0.elapsed(), nwords, pairs.left.len());
+    }
+    let t1 = std::time::Instant::now();
     let mut touched_list: Vec<u32> = Vec::new();
     let mut word_buf: Vec<u32> = Vec::new();
     let mut new_tokens = 0usize;
@@ -408,12 +419,13 @@ pub fn train(
         pairs.head[p] = NIL;
         while n != NIL {
             let node = pairs.nodes[n as usize];
-            if wstamp[node.word as usize] != merge_no {
-                wstamp[node.word as usize] = merge_no;
-                word_buf.push(node.word);
-            }
+            word_buf.push(node.word);
             n = node.next;
         }
+        // Sorting dedupes the list and makes the walk over words (and their symbols) go forward
+        // through memory, which the hardware prefetcher likes; it was the main cache-miss cost.
+        word_buf.sort_unstable();
+        word_buf.dedup();
 
         // ---- Merge in each word, applying deltas only next to each occurrence. ----
         // `delta(x, y, d, w)` updates the count of (x, y) by d * count(w); rising pairs get w in
@@ -444,9 +456,9 @@ pub fn train(
         };
         for &w in &word_buf {
             let wi = w as usize;
-            let st = wstart[wi];
-            let len = wlen[wi] as usize;
-            let wc = wcount[wi];
+            let st = wds[wi].start;
+            let len = wds[wi].len as usize;
+            let wc = wds[wi].count;
             let s = &mut syms[st..st + len];
             let (mut r, mut wr) = (0usize, 0usize);
             while r < len {
@@ -470,7 +482,7 @@ pub fn train(
                     r += 1;
                 }
             }
-            wlen[wi] = wr as u32;
+            wds[wi].len = wr as u32;
         }
         // The merged pair is gone from every word. HF's trainer never decrements it (only its
         // neighbours), which only matters if the pair re-forms later through a reused token;
@@ -489,7 +501,6 @@ pub fn train(
         merge_no = merge_no.wrapping_add(1);
         if merge_no == u32::MAX {
             // Stamps would collide with "never"; reset them (only after 4 billion merges).
-            wstamp.iter_mut().for_each(|s| *s = u32::MAX);
             pairs.touched.iter_mut().for_each(|s| *s = u32::MAX);
             merge_no = 0;
         }
@@ -500,6 +511,9 @@ pub fn train(
                 break;
             }
         }
+    }
+    if timing {
+        eprintln!("train: merge loop {:?} ({} merges, {} heap entries, {} list nodes)", t1.elapsed(), merges.len(), heap.v.len(), pairs.nodes.len());
     }
     merges
 }
