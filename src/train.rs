@@ -211,11 +211,14 @@ struct Word {
     count: i64,
 }
 
+/// A node of an unrolled linked list of word ids (32 bytes: one pointer chase per 6 words).
 #[derive(Clone, Copy)]
 struct Node {
-    word: u32,
+    w: [u32; NODE_WORDS],
+    n: u32,
     next: u32,
 }
+const NODE_WORDS: usize = 6;
 
 #[inline]
 fn key(a: u32, b: u32) -> u64 {
@@ -228,10 +231,15 @@ struct Pairs {
     left: Vec<u32>,
     right: Vec<u32>,
     count: Vec<i64>,
+    /// Words listed at the start: `init_words[init_start..init_start + init_len]`, sorted.
+    init_start: Vec<usize>,
+    init_len: Vec<u32>,
+    /// Words added later (when the pair's count rose in them): an unrolled list.
     head: Vec<u32>,
     /// Merge number in which this pair's count last rose (to push it once per merge).
     touched: Vec<u32>,
     nodes: Vec<Node>,
+    init_words: Vec<u32>,
 }
 
 impl Pairs {
@@ -244,6 +252,8 @@ impl Pairs {
             self.right.push(b);
             self.count.push(0);
             self.head.push(NIL);
+            self.init_start.push(0);
+            self.init_len.push(0);
             self.touched.push(u32::MAX);
         }
         id as usize
@@ -290,63 +300,87 @@ pub fn train(
         syms.extend(w.iter().map(|&b| b as u32));
     }
     let nwords = wds.len();
+    if timing { eprintln!("train: words {:?}", t0.elapsed()); }
     if nwords > u32::MAX as usize - 1 {
         return merges; // more distinct words than ids; cannot happen with real data
     }
 
-    // ---- Initial pairs, in parallel: (pair key, word) records, sorted, then summed in runs.
-    let chunk = (nwords / (rayon::current_num_threads() * 8)).max(1024);
-    let mut recs: Vec<(u64, u32)> = (0..nwords)
-        .into_par_iter()
-        .chunks(chunk)
-        .flat_map_iter(|ws| {
-            let mut out = Vec::new();
-            for w in ws {
-                let s = &syms[wds[w].start..wds[w].start + wds[w].len as usize];
-                for p in s.windows(2) {
-                    out.push((key(p[0], p[1]), w as u32));
+    // ---- Initial pairs. Every initial pair is a pair of bytes, so a dense 65536-slot table
+    // replaces hashing and sorting: weighted counts and occurrence histograms are computed in
+    // parallel per chunk of words and summed; then a counting sort lays out, for each pair, the
+    // ids of the words holding it, contiguously and in word order (deduped within a word).
+    let chunk = (nwords / (rayon::current_num_threads() * 4)).max(4096);
+    let (bcount, bocc) = wds
+        .par_chunks(chunk)
+        .map(|ws| {
+            let mut cnt = vec![0i64; 1 << 16];
+            let mut occ = vec![0u32; 1 << 16];
+            for wd in ws {
+                for p in syms[wd.start..wd.start + wd.len as usize].windows(2) {
+                    let k = (p[0] << 8 | p[1]) as usize;
+                    cnt[k] = cnt[k].saturating_add(wd.count);
+                    occ[k] += 1;
                 }
             }
-            out
+            (cnt, occ)
         })
-        .collect();
-    recs.par_sort_unstable();
-
+        .reduce(
+            || (vec![0i64; 1 << 16], vec![0u32; 1 << 16]),
+            |(mut c1, mut o1), (c2, o2)| {
+                for k in 0..1 << 16 {
+                    c1[k] = c1[k].saturating_add(c2[k]);
+                    o1[k] += o2[k];
+                }
+                (c1, o1)
+            },
+        );
+    if timing {
+        eprintln!("train: initial counts {:?}", t0.elapsed());
+    }
+    // Pair ids for the byte pairs that occur, in key order; `fill[k]` = next free slot.
     let mut pairs = Pairs {
         ids: FxHashMap::default(),
         left: Vec::new(),
         right: Vec::new(),
         count: Vec::new(),
+        init_start: Vec::new(),
+        init_len: Vec::new(),
         head: Vec::new(),
         touched: Vec::new(),
-        nodes: Vec::with_capacity(recs.len()),
+        nodes: Vec::new(),
+        init_words: Vec::new(),
     };
-    let mut i = 0;
-    while i < recs.len() {
-        let k = recs[i].0;
-        let (a, b) = ((k >> 32) as u32, k as u32);
-        let id = pairs.left.len();
-        pairs.ids.insert(k, id as u32);
-        pairs.left.push(a);
-        pairs.right.push(b);
-        pairs.touched.push(u32::MAX);
-        let mut c: i64 = 0;
-        let mut head = NIL;
-        let mut last = NIL;
-        while i < recs.len() && recs[i].0 == k {
-            let w = recs[i].1;
-            c = c.saturating_add(wds[w as usize].count);
-            if w != last {
-                pairs.nodes.push(Node { word: w, next: head });
-                head = (pairs.nodes.len() - 1) as u32;
-                last = w;
-            }
-            i += 1;
+    let mut fill = vec![0usize; 1 << 16];
+    let mut total = 0usize;
+    for k in 0..1usize << 16 {
+        if bocc[k] == 0 {
+            continue;
         }
-        pairs.count.push(c);
-        pairs.head.push(head);
+        let id = pairs.id((k >> 8) as u32, (k & 255) as u32);
+        pairs.count[id] = bcount[k];
+        pairs.init_start[id] = total;
+        fill[k] = total;
+        total += bocc[k] as usize;
     }
-    drop(recs);
+    pairs.init_words = vec![NIL; total];
+    let bstart = fill.clone();
+    for (w, wd) in wds.iter().enumerate() {
+        for p in syms[wd.start..wd.start + wd.len as usize].windows(2) {
+            let k = (p[0] << 8 | p[1]) as usize;
+            let f = fill[k];
+            // Dedupe repeats of the pair within this word (the slot before is ours if so).
+            if f == bstart[k] || pairs.init_words[f - 1] != w as u32 {
+                pairs.init_words[f] = w as u32;
+                fill[k] = f + 1;
+            }
+        }
+    }
+    for k in 0..1usize << 16 {
+        if bocc[k] != 0 {
+            let id = pairs.ids[&key((k >> 8) as u32, (k & 255) as u32)] as usize;
+            pairs.init_len[id] = (fill[k] - pairs.init_start[id]) as u32;
+        }
+    }
 
     let mut toks = Tokens::new();
     let better = |x: &Entry, y: &Entry, toks: &Tokens, pairs: &Pairs| -> bool {
@@ -415,17 +449,22 @@ pub fn train(
 
         // ---- Collect the words of the pair (lazy list; dedupe with a per-word stamp). ----
         word_buf.clear();
+        let (ist, iln) = (pairs.init_start[p], pairs.init_len[p] as usize);
+        word_buf.extend_from_slice(&pairs.init_words[ist..ist + iln]);
+        pairs.init_len[p] = 0;
         let mut n = pairs.head[p];
         pairs.head[p] = NIL;
-        while n != NIL {
-            let node = pairs.nodes[n as usize];
-            word_buf.push(node.word);
-            n = node.next;
+        if n != NIL {
+            while n != NIL {
+                let node = &pairs.nodes[n as usize];
+                word_buf.extend_from_slice(&node.w[..node.n as usize]);
+                n = node.next;
+            }
+            // Sorting dedupes the list and makes the walk over words (and their symbols) go
+            // forward through memory, which the hardware prefetcher likes.
+            word_buf.sort_unstable();
+            word_buf.dedup();
         }
-        // Sorting dedupes the list and makes the walk over words (and their symbols) go forward
-        // through memory, which the hardware prefetcher likes; it was the main cache-miss cost.
-        word_buf.sort_unstable();
-        word_buf.dedup();
 
         // ---- Merge in each word, applying deltas only next to each occurrence. ----
         // `delta(x, y, d, w)` updates the count of (x, y) by d * count(w); rising pairs get w in
@@ -444,9 +483,24 @@ pub fn train(
             pairs.count[id] = pairs.count[id].saturating_add(sign * wc);
             if sign > 0 {
                 let h = pairs.head[id];
-                if h == NIL || pairs.nodes[h as usize].word != w {
-                    pairs.nodes.push(Node { word: w, next: h });
+                let fresh = |pairs: &mut Pairs| {
+                    let mut node = Node { w: [0; NODE_WORDS], n: 1, next: h };
+                    node.w[0] = w;
+                    pairs.nodes.push(node);
                     pairs.head[id] = (pairs.nodes.len() - 1) as u32;
+                };
+                if h == NIL {
+                    fresh(pairs);
+                } else {
+                    let node = &mut pairs.nodes[h as usize];
+                    if node.w[node.n as usize - 1] != w {
+                        if (node.n as usize) < NODE_WORDS {
+                            node.w[node.n as usize] = w;
+                            node.n += 1;
+                        } else {
+                            fresh(pairs);
+                        }
+                    }
                 }
                 if pairs.touched[id] != merge_no {
                     pairs.touched[id] = merge_no;
