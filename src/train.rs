@@ -15,12 +15,16 @@
 //!   lookup, the key being `left << 32 | right`). Counts, list heads and "touched in this merge"
 //!   stamps are plain vectors indexed by that id. The hash lookup is the only hashing in the
 //!   hot loop, and it happens only for the pairs next to an occurrence of the merged pair.
-//! * Pair -> words index: one singly linked list per pair, all nodes in one arena
-//!   (`Vec<Node>`), so adding a word to a pair's list is a push, never an allocation of a small
-//!   `Vec`. The lists are lazy: a word stays listed after it lost the pair, which is checked
-//!   (cheaply, by scanning the short word) when the pair is merged. A word is appended only
-//!   when a pair's count *rises* in it, and consecutive duplicates are skipped by looking at
-//!   the list head.
+//! * Pair -> words index, lazy: a word stays listed after it lost the pair, which is checked
+//!   (by scanning the short word) when the pair is merged; about half the visits on English
+//!   find an occurrence. The initial lists are one contiguous, sorted `Vec<u32>` laid out by a
+//!   counting sort; words added later (when a pair's count *rises* in them) go to an unrolled
+//!   linked list per pair (6 word ids per 32-byte node, all nodes in one arena), so adding is a
+//!   push, never a small allocation, and a walk costs one pointer chase per 6 words.
+//!   Consecutive duplicates are skipped by looking at the head node.
+//! * The walk over a pair's words is bound by cache misses (word record, then its symbols), so
+//!   the word ids are sorted (forward memory order, and dedupe) and the records and symbols of
+//!   words 16 and 8 places ahead are prefetched. That cut the loop's CPU time by about 25%.
 //! * Max-heap of (count, pair) with lazy (stale) entries: a pair is pushed when its count
 //!   rises; when it falls, the old entry stays. On pop, an entry whose stored count is not the
 //!   current count is pushed again with the current count (if still > 0). Since every pair with
@@ -28,10 +32,21 @@
 //!   maximum. The heap is our own so the comparator can read token bytes (lexicographic tie
 //!   break) or a rank table (HF tie break) without storing keys in the entries.
 //! * Per merge, only the pairs next to each occurrence change: `X A B Y` loses (X,A), (A,B),
-//!   (B,Y) and gains (X,C), (C,Y). The merged pair's own count is simply set to 0 afterwards
-//!   (every word holding it is in its list, so all occurrences are gone).
-//! * Initial pair counting is parallel (rayon): per chunk of words we emit (pair, word) records,
-//!   sort them in parallel, and sum runs. This builds counts and the word lists in one pass.
+//!   (B,Y) and gains (X,C), (C,Y). In lexicographic mode the merged pair's own count is then
+//!   simply set to 0 (every word holding it is in its list, so all occurrences are gone).
+//! * Initial pair counting is parallel (rayon) over chunks of words into dense 65536-slot
+//!   tables (initial pairs are byte pairs): no hashing and no sorting at start-up.
+//!
+//! Measured (2-core VM, English, 32k vocab, merges only): 20 MB of text (100k distinct words)
+//! about 0.15 s of CPU; the whole 191 MB corpus (324k distinct words) about 0.45 s.
+//!
+//! HF parity (`TieBreak::Hf`): same tie rule (smallest (rank(left), rank(right))), same id reuse,
+//! the merged pair's own count is not decremented (only its neighbours are, as in HF's
+//! `Word::merge`), `max_token_length` filters only newly formed pairs with
+//! `len(x) + len(y) < max_token_length`, initial pairs are never filtered. Known differences,
+//! both outside realistic data: HF counts in `i32` (we use `i64`, so no overflow), and when a
+//! merged string is *reused* and an old pair re-forms, HF merges it only in the words of the heap
+//! entry it pops, while we merge it in all listed words.
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
