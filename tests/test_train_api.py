@@ -158,7 +158,7 @@ def test_non_utf8_file_names_file_and_offset(tmp_path):
 def test_bad_jsonl_names_line(tmp_path):
     p = tmp_path / "d.jsonl"
     p.write_text('{"text": "fine"}\n{"text": "also fine"}\n{"txt": "wrong field"}\n')
-    with pytest.raises(ValueError, match=r"d\.jsonl: line 3: no field 'text'"):
+    with pytest.raises(ValueError, match=r"d\.jsonl: line 3: no field .text."):
         hf_bpe.train_files(p, vocab_size=300, progress=False)
     p.write_text('{"text": "fine"}\n{broken\n')
     with pytest.raises(ValueError, match=r"d\.jsonl: line 2: invalid JSON"):
@@ -170,9 +170,12 @@ def test_single_50mb_line(tmp_path):
     word = "lorem ipsum dolor sit amet, consectetur adipiscing elit "
     with open(p, "w") as f:
         f.write(word * (50_000_000 // len(word)))
-    bpe = hf_bpe.train_files(p, vocab_size=320, progress=False)
-    assert bpe.vocab_size == 320
-    assert any(t == b" lorem" for t in bpe.vocab.values())
+    bpe = hf_bpe.train_files(p, vocab_size=400, progress=False)
+    # Nine distinct words: training runs out of pairs once every word is a single token.
+    tokens = set(bpe.vocab.values())
+    for w in ["lorem", " ipsum", " dolor", " sit", " amet", ",", " consectetur", " adipiscing", " elit", " lorem"]:
+        assert w.encode() in tokens
+    assert bpe.vocab_size < 400
     # and as one in-memory document
     text = p.read_text()
-    assert hf_bpe.train([text], vocab_size=320, progress=False) == bpe
+    assert hf_bpe.train([text], vocab_size=400, progress=False) == bpe
