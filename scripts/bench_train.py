@@ -277,7 +277,7 @@ def describe_input(path: Path) -> str:
     size = path.stat().st_size
     with open(path, "rb") as f:
         docs = sum(block.count(SPECIAL.encode()) for block in iter(lambda: f.read(1 << 22), b"")) + 1
-    return f"{size / 1e6:.1f} MB, {docs} documents"
+    return f"`{path.name}`, {size:,} bytes, {docs} documents"
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,9 +305,9 @@ def run_child(tool: str, path: Path, vocab: int, timeout: float, cache: Path, ta
             proc.wait()
             return {"error": f"timeout > {timeout:g} s"}
     if code != 0 or not result.exists():
-        tail = (logs / f"{tag}.log").read_text(errors="replace").strip().splitlines()[-3:]
+        last = ((logs / f"{tag}.log").read_text(errors="replace").strip().splitlines() or [""])[-1]
         why = f"killed by signal {-code}" if code < 0 else f"exit {code}"
-        return {"error": f"{why}: {' | '.join(tail)[-300:]}"}
+        return {"error": f"{why}: {last.strip()[-200:]}"}
     return json.loads(result.read_text())
 
 
@@ -400,8 +400,7 @@ def build_table(results, sizes, tools, inputs, sanity) -> list[str]:
              "above baseline MiB | merges | notes |",
              "|---|---|---|---:|---:|---:|---:|---:|---|"]
     for label in sizes:
-        ok_ref = [r["wall_s"] for r in results.get((REFERENCE, label), []) if "error" not in r]
-        ref = median(ok_ref)
+        ref = median([r["wall_s"] for r in results.get((REFERENCE, label), []) if "error" not in r])
         for tool in tools:
             runs = results.get((tool, label), [])
             ok = [r for r in runs if "error" not in r]
@@ -409,18 +408,20 @@ def build_table(results, sizes, tools, inputs, sanity) -> list[str]:
             peak = median([r["peak_mib"] for r in ok])
             above = median([r["peak_mib"] - r["baseline_mib"] for r in ok])
             ratio = f"{wall / ref:.2f}×" if wall is not None and ref else "—"
-            notes = [TOOLS[tool].notes]
+            notes = []
             if ok:
-                notes.append(f"{len(ok)} runs, wall {min(r['wall_s'] for r in ok):.2f}–{max(r['wall_s'] for r in ok):.2f} s, "
-                             f"baseline {median([r['baseline_mib'] for r in ok]):.0f} MiB, vocab {ok[0]['vocab_size']}")
+                notes.append(f"{len(ok)} runs {min(r['wall_s'] for r in ok):.2f}–{max(r['wall_s'] for r in ok):.2f} s; "
+                             f"vocab {ok[0]['vocab_size']}")
             errors = sorted({r["error"] for r in runs if "error" in r})
             if errors:
                 notes.append(f"**{len(runs) - len(ok)}/{len(runs)} failed**: " + "; ".join(errors))
             if (tool, label) in sanity:
                 notes.append(sanity[(tool, label)])
             merges = ok[0]["merges"] if ok else None
-            lines.append(f"| {tool} | {TOOLS[tool].input_form} | {label} ({inputs[label]}) | {fmt(wall, '.2f')} | "
-                         f"{ratio} | {fmt(peak, '.0f')} | {fmt(above, '.0f')} | {fmt(merges, 'd')} | {'; '.join(notes)} |")
+            lines.append(f"| {tool} | {TOOLS[tool].input_form} | {label} | {fmt(wall, '.2f')} | {ratio} | "
+                         f"{fmt(peak, '.0f')} | {fmt(above, '.0f')} | {fmt(merges, 'd')} | {'; '.join(notes)} |")
+    lines += ["", "Inputs: " + "; ".join(f"{label} = {desc}" for label, desc in inputs.items()) + ".", "", "Tools:"]
+    lines += [f"- **{t}** ({TOOLS[t].package}): {TOOLS[t].notes}" for t in tools]
     return lines
 
 
