@@ -215,13 +215,20 @@ def _max_rss_mib() -> float:
     return max(own, kids) / 1024  # Linux reports KiB
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU time of this process, all threads."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 def child_main(args) -> None:
     """One measurement, in a fresh process: writes a JSON result to ``args.result``."""
     run = setup_tool(args.child)
     baseline = _max_rss_mib()
-    t0 = time.perf_counter()
+    c0, t0 = _cpu_seconds(), time.perf_counter()
     finish = run(args.input, args.vocab)
     wall = time.perf_counter() - t0
+    cpu = _cpu_seconds() - c0
     peak = _max_rss_mib()
     tokens, merges, vocab_size = finish()
     if args.dump:
@@ -229,7 +236,7 @@ def child_main(args) -> None:
                 "merges": None if merges is None else [[a.hex(), b.hex()] for a, b in merges]}
         Path(args.dump).write_text(json.dumps(dump))
     Path(args.result).write_text(json.dumps({
-        "wall_s": wall, "peak_mib": peak, "baseline_mib": baseline,
+        "wall_s": wall, "cpu_s": cpu, "peak_mib": peak, "baseline_mib": baseline,
         "merges": len(tokens), "vocab_size": vocab_size,
     }))
 
@@ -396,15 +403,16 @@ def fmt(x, spec):
 
 
 def build_table(results, sizes, tools, inputs, sanity) -> list[str]:
-    lines = ["| tool | input form | size | median wall s | ratio vs hf_bpe | median peak RSS MiB | "
+    lines = ["| tool | input form | size | median wall s | ratio vs hf_bpe | median CPU s | median peak RSS MiB | "
              "above baseline MiB | merges | notes |",
-             "|---|---|---|---:|---:|---:|---:|---:|---|"]
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for label in sizes:
         ref = median([r["wall_s"] for r in results.get((REFERENCE, label), []) if "error" not in r])
         for tool in tools:
             runs = results.get((tool, label), [])
             ok = [r for r in runs if "error" not in r]
             wall = median([r["wall_s"] for r in ok])
+            cpu = median([r["cpu_s"] for r in ok])
             peak = median([r["peak_mib"] for r in ok])
             above = median([r["peak_mib"] - r["baseline_mib"] for r in ok])
             ratio = f"{wall / ref:.2f}×" if wall is not None and ref else "—"
@@ -418,7 +426,7 @@ def build_table(results, sizes, tools, inputs, sanity) -> list[str]:
             if (tool, label) in sanity:
                 notes.append(sanity[(tool, label)])
             merges = ok[0]["merges"] if ok else None
-            lines.append(f"| {tool} | {TOOLS[tool].input_form} | {label} | {fmt(wall, '.2f')} | {ratio} | "
+            lines.append(f"| {tool} | {TOOLS[tool].input_form} | {label} | {fmt(wall, '.2f')} | {ratio} | {fmt(cpu, '.1f')} | "
                          f"{fmt(peak, '.0f')} | {fmt(above, '.0f')} | {fmt(merges, 'd')} | {'; '.join(notes)} |")
     lines += ["", "Inputs: " + "; ".join(f"{label} = {desc}" for label, desc in inputs.items()) + ".", "", "Tools:"]
     lines += [f"- **{t}** ({TOOLS[t].package}): {TOOLS[t].notes}" for t in tools]
@@ -461,6 +469,7 @@ def main() -> None:
     dumps = args.cache / "dumps"
     dumps.mkdir(parents=True, exist_ok=True)
 
+    load_before = os.getloadavg()
     # Repetitions are interleaved (all tools once, then all again) so slow drifts hit everyone.
     results: dict[tuple[str, str], list[dict]] = {}
     for label in sizes:
@@ -475,6 +484,7 @@ def main() -> None:
                 print(f"[{label} run {rep + 1}/{args.runs}] {tool:<16} {shown}", file=sys.stderr)
 
     # Sanity: each tool's learned tokens against HF tokenizers' (same data, same number of merges).
+    load_after = os.getloadavg()
     sanity: dict[tuple[str, str], str] = {}
     for label in sizes:
         ref = load_dump(dumps / f"tokenizers-{label}.json")
@@ -510,6 +520,9 @@ def main() -> None:
 
     report = [f"## BPE training benchmark: vocab {args.vocab}, corpus `{args.corpus.name}`", "",
               *machine_info(), versions(),
+              f"- load average (1/5/15 min) before {'/'.join(f'{x:.1f}' for x in load_before)}, after "
+              f"{'/'.join(f'{x:.1f}' for x in load_after)}: other work on the machine inflates wall time, "
+              "CPU time (user + system, all threads) much less",
               f"- {args.runs} run(s) per cell, each in a fresh process; timeout {args.timeout:g} s per run",
               "- wall = the training call alone (reading + pre-tokenizing + counting + merging), "
               "for generator inputs including Python reading/splitting the file; peak RSS = ru_maxrss at the end "
