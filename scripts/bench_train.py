@@ -74,7 +74,7 @@ class Tool:
 
 TOOLS = {
     "ours": Tool("ours", "hf_bpe", "file (Rust reader)",
-                 "`train_files`; splits on <|endoftext|>; GPT-2 regex"),
+                 "`train_files`; splits on <|endoftext|>; GPT-2 regex; ties -> greatest bytes (lexicographic)"),
     "ours-iter": Tool("ours-iter", "hf_bpe", "Python doc generator",
                       "`train`; GPT-2 regex"),
     "ours-hf": Tool("ours-hf", "hf_bpe", "file (Rust reader)",
@@ -89,10 +89,11 @@ TOOLS = {
                       "`TextFileSource(separator=<|endoftext|>)`; built-in GPT-2 scanner (no custom regex); "
                       "HF tie-breaking"),
     "rustbpe": Tool("rustbpe", "rustbpe", "Python doc generator",
-                    "`train_from_iterator(pattern=GPT-2)`; no special tokens (asked for vocab-1)"),
+                    "`train_from_iterator(pattern=GPT-2)`; no special tokens (asked for vocab-1); ties -> smallest raw byte ids, "
+                    "so its order leaves HF's at the first tie"),
     "bpeasy": Tool("bpeasy", "bpeasy", "Python doc generator",
                    "`train_bpe(GPT-2 regex, max_token_length=1e6)`; no special tokens (asked for vocab-1); "
-                   "returns a vocab only, no merges"),
+                   "returns a vocab only, no merges; ties -> smallest raw byte ids"),
 }
 
 
