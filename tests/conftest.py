@@ -1,0 +1,56 @@
+"""Shared fixtures. The big real-world data lives in ``../shared/data`` beside the repository:
+tests that need it skip with a clear reason in a fresh clone that lacks it (CI has it)."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "data"
+SEP = "\n<|endoftext|>\n"
+
+
+def shared_data() -> Path:
+    """``../shared/data`` or a skip (a user's fresh clone has no shared data)."""
+    if not SHARED.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"{SHARED} is missing in CI: the shared data must be beside the checkout")
+        pytest.skip(f"{SHARED} not found: real corpora and vocabularies live beside the repo (fresh clone)")
+    return SHARED
+
+
+def corpus_docs(name: str, max_bytes: int) -> list[str]:
+    """Whole documents from the start of ``corpus/<name>.txt.gz``, about ``max_bytes`` in all."""
+    path = shared_data() / "corpus" / f"{name}.txt.gz"
+    with gzip.open(path, "rb") as f:
+        raw = f.read(max_bytes + 200_000)
+    text = raw.decode("utf-8", errors="ignore")
+    docs = text.split(SEP)
+    out, size = [], 0
+    for d in docs[:-1] if len(docs) > 1 else docs:
+        out.append(d)
+        size += len(d)
+        if size >= max_bytes:
+            break
+    if not out:
+        out = [text[:max_bytes]]
+    return out
+
+
+def corpus_slice(name: str, max_bytes: int, offset: int = 0) -> str:
+    """``max_bytes`` of text (cut at a character boundary) from ``corpus/<name>.txt.gz``."""
+    path = shared_data() / "corpus" / f"{name}.txt.gz"
+    with gzip.open(path, "rb") as f:
+        if offset:
+            f.read(offset)
+        raw = f.read(max_bytes)
+    return raw.decode("utf-8", errors="ignore")
+
+
+@pytest.fixture
+def gpt2_dir() -> Path:
+    return shared_data() / "gpt2"
