@@ -76,7 +76,7 @@ TOOLS = {
     "ours": Tool("ours", "hf_bpe", "file (Rust reader)",
                  "`train_files`; splits on <|endoftext|>; GPT-2 regex; ties -> greatest bytes (lexicographic)"),
     "ours-iter": Tool("ours-iter", "hf_bpe", "Python doc generator",
-                      "`train`; GPT-2 regex"),
+                      "`train` on the generator's documents; GPT-2 regex; ties -> greatest bytes"),
     "ours-hf": Tool("ours-hf", "hf_bpe", "file (Rust reader)",
                     "`train_files(tie_break='hf')`, for --check"),
     "tokenizers": Tool("tokenizers", "tokenizers", "Python doc generator",
@@ -404,7 +404,7 @@ def fmt(x, spec):
 
 
 def build_table(results, sizes, tools, inputs, sanity) -> list[str]:
-    lines = ["| tool | input form | size | median wall s | ratio vs hf_bpe | median CPU s | median peak RSS MiB | "
+    lines = ["| tool | input form | size | median wall s | ratio vs hf_bpe (wall) | median CPU s | median peak RSS MiB | "
              "above baseline MiB | merges | notes |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for label in sizes:
