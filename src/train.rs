@@ -1,4 +1,40 @@
-//! The BPE merge loop (placeholder signature; implementation in progress).
+//! The BPE merge loop.
+//!
+//! Input: distinct pre-tokens ("words") with their counts. Output: merges in training order.
+//! Each step picks the most frequent adjacent pair of tokens (ties broken by [`TieBreak`]),
+//! records it, and replaces every occurrence of it (left to right, non-overlapping) by the
+//! merged token. Tokens are identified by their byte string: if a merge produces a string that
+//! already is a token, that token is reused and the vocabulary does not grow.
+//!
+//! Performance notes (why this is fast):
+//! * Words live in one flat `Vec<u32>` of token ids with a start and a current length per
+//!   word. Merging inside a word compacts its slice in place: no allocation per word and good
+//!   locality. Words of a single byte or with count 0 are dropped up front (they never hold a
+//!   pair).
+//! * Each pair gets a dense `u32` id the first time it is seen (one `FxHashMap<u64, u32>`
+//!   lookup, the key being `left << 32 | right`). Counts, list heads and "touched in this merge"
+//!   stamps are plain vectors indexed by that id. The hash lookup is the only hashing in the
+//!   hot loop, and it happens only for the pairs next to an occurrence of the merged pair.
+//! * Pair -> words index: one singly linked list per pair, all nodes in one arena
+//!   (`Vec<Node>`), so adding a word to a pair's list is a push, never an allocation of a small
+//!   `Vec`. The lists are lazy: a word stays listed after it lost the pair, which is checked
+//!   (cheaply, by scanning the short word) when the pair is merged. A word is appended only
+//!   when a pair's count *rises* in it, and consecutive duplicates are skipped by looking at
+//!   the list head.
+//! * Max-heap of (count, pair) with lazy (stale) entries: a pair is pushed when its count
+//!   rises; when it falls, the old entry stays. On pop, an entry whose stored count is not the
+//!   current count is pushed again with the current count (if still > 0). Since every pair with
+//!   a positive count always has an entry at least as large, the first valid pop is the true
+//!   maximum. The heap is our own so the comparator can read token bytes (lexicographic tie
+//!   break) or a rank table (HF tie break) without storing keys in the entries.
+//! * Per merge, only the pairs next to each occurrence change: `X A B Y` loses (X,A), (A,B),
+//!   (B,Y) and gains (X,C), (C,Y). The merged pair's own count is simply set to 0 afterwards
+//!   (every word holding it is in its list, so all occurrences are gone).
+//! * Initial pair counting is parallel (rayon): per chunk of words we emit (pair, word) records,
+//!   sort them in parallel, and sum runs. This builds counts and the word lists in one pass.
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 /// How to choose among pairs with the same count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,14 +55,557 @@ pub struct TrainConfig {
     pub max_token_length: Option<usize>,
 }
 
+const NIL: u32 = u32::MAX;
+
+/// Rank of a single byte in HF's byte-level alphabet: the GPT-2 `bytes_to_unicode` characters
+/// sorted by code point. Printable bytes keep their own code point (33..=126, 161..=172,
+/// 174..=255) and come first in byte order; the other 68 bytes are mapped to U+0100.. in byte
+/// order, so they come after all of them.
+pub fn hf_byte_rank() -> [u32; 256] {
+    let mut rank = [0u32; 256];
+    let mut next = 0u32;
+    let printable = |b: usize| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+    for b in 0..256 {
+        if printable(b) {
+            rank[b] = next;
+            next += 1;
+        }
+    }
+    for b in 0..256 {
+        if !printable(b) {
+            rank[b] = next;
+            next += 1;
+        }
+    }
+    rank
+}
+
+/// All token strings, in one arena. Ids 0..256 are the single bytes; then one id per new
+/// distinct string, in creation order.
+struct Tokens {
+    bytes: Vec<u8>,
+    start: Vec<u32>,
+    len: Vec<u32>,
+    /// Tie-break rank for the HF rule: byte rank for 0..256, the id itself after that
+    /// (ids are handed out in creation order, as HF does).
+    hf_rank: Vec<u32>,
+    by_string: FxHashMap<Vec<u8>, u32>,
+}
+
+impl Tokens {
+    fn new() -> Self {
+        let ranks = hf_byte_rank();
+        let mut t = Tokens {
+            bytes: (0..=255u8).collect(),
+            start: (0..256).collect(),
+            len: vec![1; 256],
+            hf_rank: ranks.to_vec(),
+            by_string: FxHashMap::default(),
+        };
+        for b in 0..=255u8 {
+            t.by_string.insert(vec![b], b as u32);
+        }
+        t
+    }
+
+    #[inline]
+    fn get(&self, id: u32) -> &[u8] {
+        let s = self.start[id as usize] as usize;
+        &self.bytes[s..s + self.len[id as usize] as usize]
+    }
+
+    /// The id of `a`+`b`, creating it if new. Returns (id, is_new).
+    fn merge(&mut self, a: u32, b: u32) -> (u32, bool) {
+        let mut s = Vec::with_capacity((self.len[a as usize] + self.len[b as usize]) as usize);
+        s.extend_from_slice(self.get(a));
+        s.extend_from_slice(self.get(b));
+        if let Some(&id) = self.by_string.get(&s) {
+            return (id, false);
+        }
+        let id = self.len.len() as u32;
+        // Token bytes can exceed u32 range only with >4 GB of distinct merged strings; saturate
+        // rather than panic (lengths are only used for max_token_length and tie breaks).
+        self.start.push(u32::try_from(self.bytes.len()).unwrap_or(u32::MAX));
+        self.len.push(u32::try_from(s.len()).unwrap_or(u32::MAX));
+        self.bytes.extend_from_slice(&s);
+        if self.bytes.len() > u32::MAX as usize {
+            // Would break `get`; never happens for realistic vocabularies.
+            self.bytes.truncate(u32::MAX as usize);
+        }
+        self.hf_rank.push(id);
+        self.by_string.insert(s, id);
+        (id, true)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    count: i64,
+    pair: u32,
+}
+
+/// A binary max-heap whose order is given by a closure at each call (so it can look at token
+/// bytes). `better(x, y)` is true when `x` must come out before `y`.
+struct Heap {
+    v: Vec<Entry>,
+}
+
+impl Heap {
+    fn push(&mut self, e: Entry, better: &impl Fn(&Entry, &Entry) -> bool) {
+        self.v.push(e);
+        let mut i = self.v.len() - 1;
+        while i > 0 {
+            let p = (i - 1) / 2;
+            if better(&self.v[i], &self.v[p]) {
+                self.v.swap(i, p);
+                i = p;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize, better: &impl Fn(&Entry, &Entry) -> bool) {
+        let n = self.v.len();
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let r = l + 1;
+            let c = if r < n && better(&self.v[r], &self.v[l]) { r } else { l };
+            if better(&self.v[c], &self.v[i]) {
+                self.v.swap(c, i);
+                i = c;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn pop(&mut self, better: &impl Fn(&Entry, &Entry) -> bool) -> Option<Entry> {
+        let n = self.v.len();
+        if n == 0 {
+            return None;
+        }
+        self.v.swap(0, n - 1);
+        let top = self.v.pop();
+        if !self.v.is_empty() {
+            self.sift_down(0, better);
+        }
+        top
+    }
+
+    fn heapify(&mut self, better: &impl Fn(&Entry, &Entry) -> bool) {
+        for i in (0..self.v.len() / 2).rev() {
+            self.sift_down(i, better);
+        }
+    }
+}
+
+/// One distinct word: its symbols are `syms[start..start + len]` (len shrinks as merges apply).
+/// Everything the merge loop needs about a word sits in one 24-byte record (one cache miss).
+struct Word {
+    start: usize,
+    len: u32,
+    count: i64,
+}
+
+#[derive(Clone, Copy)]
+struct Node {
+    word: u32,
+    next: u32,
+}
+
+#[inline]
+fn key(a: u32, b: u32) -> u64 {
+    ((a as u64) << 32) | b as u64
+}
+
+/// All mutable pair state.
+struct Pairs {
+    ids: FxHashMap<u64, u32>,
+    left: Vec<u32>,
+    right: Vec<u32>,
+    count: Vec<i64>,
+    head: Vec<u32>,
+    /// Merge number in which this pair's count last rose (to push it once per merge).
+    touched: Vec<u32>,
+    nodes: Vec<Node>,
+}
+
+impl Pairs {
+    #[inline]
+    fn id(&mut self, a: u32, b: u32) -> usize {
+        let n = self.left.len() as u32;
+        let id = *self.ids.entry(key(a, b)).or_insert(n);
+        if id == n {
+            self.left.push(a);
+            self.right.push(b);
+            self.count.push(0);
+            self.head.push(NIL);
+            self.touched.push(u32::MAX);
+        }
+        id as usize
+    }
+}
+
 /// Learns merges from distinct words with their counts. Returns the merges in training order,
 /// each as (left bytes, right bytes). `progress(done)` is called now and then (about every 1%)
 /// with the number of new tokens made so far; when it returns `false` training stops early and
 /// the merges made so far are returned.
 pub fn train(
-    _words: &[(Box<[u8]>, u64)],
-    _cfg: &TrainConfig,
-    _progress: &mut dyn FnMut(usize) -> bool,
+    words: &[(Box<[u8]>, u64)],
+    cfg: &TrainConfig,
+    progress: &mut dyn FnMut(usize) -> bool,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
-    todo!("merge loop")
+    let hf = cfg.tie_break == TieBreak::Hf;
+    // HF_BPE_TRAIN_TIMING=1 prints the time of each phase to stderr (for profiling).
+    let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
+    let t0 = std::time::Instant::now();
+    let mut merges = Vec::new();
+    if cfg.max_new_tokens == 0 {
+        return merges;
+    }
+    // Lexicographic: a pair (x, y) is eligible iff len(x) + len(y) <= max_len; ineligible pairs
+    // are never counted at all. HF: a *newly formed* pair is counted only if
+    // len(x) + len(y) < max_len (strict, in chars = bytes for byte-level); the initial count and
+    // all decrements are unfiltered (this is what `tokenizers`' word.rs does).
+    let max_len = cfg.max_token_length.unwrap_or(usize::MAX) as u64;
+    if !hf && max_len < 2 {
+        return merges;
+    }
+    let min_count = cfg.min_frequency.max(1).min(i64::MAX as u64) as i64;
+
+    // ---- Words, flat. ----
+    let mut syms: Vec<u32> = Vec::new();
+    let mut wds: Vec<Word> = Vec::new();
+    for (w, c) in words {
+        if w.len() < 2 || *c == 0 || w.len() > u32::MAX as usize {
+            continue;
+        }
+        // Saturate: counts near u64::MAX would overflow the i64 deltas.
+        let count = (*c).min(i64::MAX as u64 / 4) as i64;
+        wds.push(Word { start: syms.len(), len: w.len() as u32, count });
+        syms.extend(w.iter().map(|&b| b as u32));
+    }
+    let nwords = wds.len();
+    if nwords > u32::MAX as usize - 1 {
+        return merges; // more distinct words than ids; cannot happen with real data
+    }
+
+    // ---- Initial pairs, in parallel: (pair key, word) records, sorted, then summed in runs.
+    let chunk = (nwords / (rayon::current_num_threads() * 8)).max(1024);
+    let mut recs: Vec<(u64, u32)> = (0..nwords)
+        .into_par_iter()
+        .chunks(chunk)
+        .flat_map_iter(|ws| {
+            let mut out = Vec::new();
+            for w in ws {
+                let s = &syms[wds[w].start..wds[w].start + wds[w].len as usize];
+                for p in s.windows(2) {
+                    out.push((key(p[0], p[1]), w as u32));
+                }
+            }
+            out
+        })
+        .collect();
+    recs.par_sort_unstable();
+
+    let mut pairs = Pairs {
+        ids: FxHashMap::default(),
+        left: Vec::new(),
+        right: Vec::new(),
+        count: Vec::new(),
+        head: Vec::new(),
+        touched: Vec::new(),
+        nodes: Vec::with_capacity(recs.len()),
+    };
+    let mut i = 0;
+    while i < recs.len() {
+        let k = recs[i].0;
+        let (a, b) = ((k >> 32) as u32, k as u32);
+        let id = pairs.left.len();
+        pairs.ids.insert(k, id as u32);
+        pairs.left.push(a);
+        pairs.right.push(b);
+        pairs.touched.push(u32::MAX);
+        let mut c: i64 = 0;
+        let mut head = NIL;
+        let mut last = NIL;
+        while i < recs.len() && recs[i].0 == k {
+            let w = recs[i].1;
+            c = c.saturating_add(wds[w as usize].count);
+            if w != last {
+                pairs.nodes.push(Node { word: w, next: head });
+                head = (pairs.nodes.len() - 1) as u32;
+                last = w;
+            }
+            i += 1;
+        }
+        pairs.count.push(c);
+        pairs.head.push(head);
+    }
+    drop(recs);
+
+    let mut toks = Tokens::new();
+    let better = |x: &Entry, y: &Entry, toks: &Tokens, pairs: &Pairs| -> bool {
+        if x.count != y.count {
+            return x.count > y.count;
+        }
+        let (xa, xb) = (pairs.left[x.pair as usize], pairs.right[x.pair as usize]);
+        let (ya, yb) = (pairs.left[y.pair as usize], pairs.right[y.pair as usize]);
+        if hf {
+            let r = &toks.hf_rank;
+            (r[xa as usize], r[xb as usize]) < (r[ya as usize], r[yb as usize])
+        } else {
+            (toks.get(xa), toks.get(xb)) > (toks.get(ya), toks.get(yb))
+        }
+    };
+
+    let mut heap = Heap { v: Vec::with_capacity(pairs.left.len() * 2) };
+    for p in 0..pairs.left.len() {
+        let c = pairs.count[p];
+        let ok = hf || 2 <= max_len; // initial pairs are byte pairs of length 2
+        if c > 0 && ok {
+            heap.v.push(Entry { count: c, pair: p as u32 });
+        }
+    }
+    {
+        let (t, p) = (&toks, &pairs);
+        heap.heapify(&|x, y| better(x, y, t, p));
+    }
+
+    if timing {
+        eprintln!("train: setup+initial pairs {:?} ({} words, {} pairs)", t0.elapsed(), nwords, pairs.left.len());
+    }
+    let t1 = std::time::Instant::now();
+    let mut touched_list: Vec<u32> = Vec::new();
+    let mut word_buf: Vec<u32> = Vec::new();
+    let mut new_tokens = 0usize;
+    let step = (cfg.max_new_tokens / 100).max(1);
+    let mut merge_no: u32 = 0;
+
+    while new_tokens < cfg.max_new_tokens {
+        // ---- Pop the best valid pair. ----
+        let top = loop {
+            let e = {
+                let (t, p) = (&toks, &pairs);
+                heap.pop(&|x, y| better(x, y, t, p))
+            };
+            let Some(e) = e else { break None };
+            let cur = pairs.count[e.pair as usize];
+            if cur != e.count {
+                if cur > 0 {
+                    let (t, p) = (&toks, &pairs);
+                    heap.push(Entry { count: cur, pair: e.pair }, &|x, y| better(x, y, t, p));
+                }
+                continue;
+            }
+            break Some(e);
+        };
+        let Some(top) = top else { break };
+        if top.count < min_count {
+            break;
+        }
+        let p = top.pair as usize;
+        let (a, b) = (pairs.left[p], pairs.right[p]);
+        let (c, is_new) = toks.merge(a, b);
+        merges.push((toks.get(a).to_vec(), toks.get(b).to_vec()));
+
+        // ---- Collect the words of the pair (lazy list; dedupe with a per-word stamp). ----
+        word_buf.clear();
+        let mut n = pairs.head[p];
+        pairs.head[p] = NIL;
+        while n != NIL {
+            let node = pairs.nodes[n as usize];
+            word_buf.push(node.word);
+            n = node.next;
+        }
+        // Sorting dedupes the list and makes the walk over words (and their symbols) go forward
+        // through memory, which the hardware prefetcher likes; it was the main cache-miss cost.
+        word_buf.sort_unstable();
+        word_buf.dedup();
+
+        // ---- Merge in each word, applying deltas only next to each occurrence. ----
+        // `delta(x, y, d, w)` updates the count of (x, y) by d * count(w); rising pairs get w in
+        // their list and are remembered for one push after this merge.
+        let toks_len = &toks.len;
+        let mut delta = |pairs: &mut Pairs, x: u32, y: u32, sign: i64, w: u32, wc: i64| {
+            let l = toks_len[x as usize] as u64 + toks_len[y as usize] as u64;
+            if hf {
+                if sign > 0 && l >= max_len {
+                    return;
+                }
+            } else if l > max_len {
+                return;
+            }
+            let id = pairs.id(x, y);
+            pairs.count[id] = pairs.count[id].saturating_add(sign * wc);
+            if sign > 0 {
+                let h = pairs.head[id];
+                if h == NIL || pairs.nodes[h as usize].word != w {
+                    pairs.nodes.push(Node { word: w, next: h });
+                    pairs.head[id] = (pairs.nodes.len() - 1) as u32;
+                }
+                if pairs.touched[id] != merge_no {
+                    pairs.touched[id] = merge_no;
+                    touched_list.push(id as u32);
+                }
+            }
+        };
+        for &w in &word_buf {
+            let wi = w as usize;
+            let st = wds[wi].start;
+            let len = wds[wi].len as usize;
+            let wc = wds[wi].count;
+            let s = &mut syms[st..st + len];
+            let (mut r, mut wr) = (0usize, 0usize);
+            while r < len {
+                if r + 1 < len && s[r] == a && s[r + 1] == b {
+                    if wr > 0 {
+                        let x = s[wr - 1];
+                        delta(&mut pairs, x, a, -1, w, wc);
+                        delta(&mut pairs, x, c, 1, w, wc);
+                    }
+                    if r + 2 < len {
+                        let y = s[r + 2];
+                        delta(&mut pairs, b, y, -1, w, wc);
+                        delta(&mut pairs, c, y, 1, w, wc);
+                    }
+                    s[wr] = c;
+                    wr += 1;
+                    r += 2;
+                } else {
+                    s[wr] = s[r];
+                    wr += 1;
+                    r += 1;
+                }
+            }
+            wds[wi].len = wr as u32;
+        }
+        // The merged pair is gone from every word. HF's trainer never decrements it (only its
+        // neighbours), which only matters if the pair re-forms later through a reused token;
+        // mirror that in HF mode.
+        if !hf {
+            pairs.count[p] = 0;
+        }
+        for &id in &touched_list {
+            let cnt = pairs.count[id as usize];
+            if cnt > 0 {
+                let (t, pr) = (&toks, &pairs);
+                heap.push(Entry { count: cnt, pair: id }, &|x, y| better(x, y, t, pr));
+            }
+        }
+        touched_list.clear();
+        merge_no = merge_no.wrapping_add(1);
+        if merge_no == u32::MAX {
+            // Stamps would collide with "never"; reset them (only after 4 billion merges).
+            pairs.touched.iter_mut().for_each(|s| *s = u32::MAX);
+            merge_no = 0;
+        }
+
+        if is_new {
+            new_tokens += 1;
+            if new_tokens % step == 0 && !progress(new_tokens) {
+                break;
+            }
+        }
+    }
+    if timing {
+        eprintln!("train: merge loop {:?} ({} merges, {} heap entries, {} list nodes)", t1.elapsed(), merges.len(), heap.v.len(), pairs.nodes.len());
+    }
+    merges
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(words: &[(&[u8], u64)], n: usize, tb: TieBreak, minf: u64, maxlen: Option<usize>) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let ws: Vec<(Box<[u8]>, u64)> = words.iter().map(|(w, c)| (w.to_vec().into_boxed_slice(), *c)).collect();
+        let cfg = TrainConfig { max_new_tokens: n, tie_break: tb, min_frequency: minf, max_token_length: maxlen };
+        train(&ws, &cfg, &mut |_| true)
+    }
+
+    fn m(list: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        list.iter().map(|(a, b)| (a.as_bytes().to_vec(), b.as_bytes().to_vec())).collect()
+    }
+
+    #[test]
+    fn worked_example() {
+        let words: &[(&[u8], u64)] = &[(b" the", 5), (b" then", 2), (b" cat", 3), (b" hat", 1)];
+        let got = run(words, 6, TieBreak::Lexicographic, 0, None);
+        assert_eq!(got, m(&[("t", "h"), ("th", "e"), (" ", "the"), ("a", "t"), ("c", "at"), (" ", "cat")]));
+    }
+
+    #[test]
+    fn hf_example_from_hf_tests() {
+        // HF's own unit test: min_frequency 2 gives re, are, is (ids (a,re) < (i,s)).
+        let words: &[(&[u8], u64)] = &[
+            (b"roses", 1), (b"are", 2), (b"red", 1), (b"voilets", 1), (b"blue", 1), (b"BERT", 1),
+            (b"is", 2), (b"big", 1), (b"and", 1), (b"so", 1), (b"GPT-2", 1),
+        ];
+        let got = run(words, 100, TieBreak::Hf, 2, None);
+        assert_eq!(got, m(&[("r", "e"), ("a", "re"), ("i", "s")]));
+        let got = run(words, 100, TieBreak::Lexicographic, 2, None);
+        assert_eq!(got, m(&[("r", "e"), ("i", "s"), ("a", "re")]));
+    }
+
+    #[test]
+    fn repeats() {
+        // A A A -> C A ; A A A A -> C C
+        let got = run(&[(b"aaa", 1)], 10, TieBreak::Lexicographic, 0, None);
+        assert_eq!(got, m(&[("a", "a"), ("aa", "a")]));
+        let got = run(&[(b"aaaa", 1)], 10, TieBreak::Lexicographic, 0, None);
+        assert_eq!(got, m(&[("a", "a"), ("aa", "aa")]));
+        let got = run(&[(b"abab", 3)], 10, TieBreak::Lexicographic, 0, None);
+        assert_eq!(got, m(&[("a", "b"), ("ab", "ab")]));
+        // aaaaa: (a,a)=4 -> aa aa a: (aa,aa)=1, (aa,a)=1 -> lexicographic picks (aa, aa)
+        let got = run(&[(b"aaaaa", 1)], 10, TieBreak::Lexicographic, 0, None);
+        assert_eq!(got, m(&[("a", "a"), ("aa", "aa"), ("aaaa", "a")]));
+    }
+
+    #[test]
+    fn edges_and_stops() {
+        assert!(run(&[], 10, TieBreak::Lexicographic, 0, None).is_empty());
+        assert!(run(&[(b"", 5), (b"x", 9)], 10, TieBreak::Hf, 0, None).is_empty());
+        assert!(run(&[(b"ab", 0)], 10, TieBreak::Hf, 0, None).is_empty());
+        assert!(run(&[(b"ab", 5)], 0, TieBreak::Hf, 0, None).is_empty());
+        assert!(run(&[(b"ab", 5)], 10, TieBreak::Hf, 6, None).is_empty());
+        assert_eq!(run(&[(b"ab", 5)], 10, TieBreak::Hf, 5, None).len(), 1);
+        let big = u64::MAX / 2;
+        let got = run(&[(b"abc", big), (b"bcd", big)], 10, TieBreak::Lexicographic, 0, None);
+        assert_eq!(got[0], (b"b".to_vec(), b"c".to_vec()));
+        // max_token_length (bytes, inclusive) in lexicographic mode
+        let got = run(&[(b"abcdef", 3)], 10, TieBreak::Lexicographic, 0, Some(2));
+        assert!(got.iter().all(|(a, b)| a.len() + b.len() <= 2));
+        assert_eq!(got.len(), 3);
+        assert!(run(&[(b"abcdef", 3)], 10, TieBreak::Lexicographic, 0, Some(1)).is_empty());
+    }
+
+    #[test]
+    fn progress_can_stop() {
+        let words: &[(&[u8], u64)] = &[(b"abcdefghijklmnop", 1)];
+        let ws: Vec<(Box<[u8]>, u64)> = words.iter().map(|(w, c)| (w.to_vec().into_boxed_slice(), *c)).collect();
+        let cfg = TrainConfig { max_new_tokens: 10, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None };
+        let mut calls = 0;
+        let got = train(&ws, &cfg, &mut |_| {
+            calls += 1;
+            calls < 3
+        });
+        assert_eq!(got.len(), 3);
+    }
+
+    #[test]
+    fn byte_rank_table() {
+        let r = hf_byte_rank();
+        assert_eq!(r[b'!' as usize], 0);
+        assert_eq!(r[126], 93);
+        assert_eq!(r[161], 94);
+        assert_eq!(r[174], 106);
+        assert_eq!(r[255], 187);
+        assert_eq!(r[0], 188);
+        assert_eq!(r[173], 255);
+    }
 }

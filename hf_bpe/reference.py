@@ -1,0 +1,138 @@
+"""Naive pure-Python byte-level BPE: the test oracle for the Rust trainer.
+
+This module is deliberately slow and simple so that it can be read in one sitting and trusted.
+It recomputes every pair count before every merge; the Rust trainer (``hf_bpe._core``) does the
+same job incrementally with a heap and must produce exactly the same merges.
+
+Conventions shared with the Rust trainer:
+
+* A token is identified by its byte string. The initial tokens are the 256 single bytes.
+* Each step merges the most frequent adjacent pair (counts are weighted by word counts,
+  overlapping pairs all count, so ``b"aaa"`` holds ``(a, a)`` twice). Occurrences are then
+  replaced left to right, without overlap (``a a a -> aa a``).
+* If the merged string already is a token, the merge is still recorded but no new token is
+  made. Training stops after ``max_new_tokens`` new strings, or when the best count is below
+  ``max(1, min_frequency)``.
+* Ties between equal counts:
+
+  - ``"lexicographic"``: the pair whose ``(left_bytes, right_bytes)`` tuple is greatest
+    (Python's ``max`` over tuples of bytes), as in the CS336 assignment.
+  - ``"hf"``: the pair with the smallest ``(rank(left), rank(right))``, as HF ``tokenizers``'
+    ``BpeTrainer`` with the ByteLevel alphabet does. ``rank`` of a single byte is its position
+    in the GPT-2 byte-to-unicode alphabet sorted by code point (see :func:`hf_byte_rank`); a
+    merged token's rank is ``256 + `` the order in which its string was first created.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+__all__ = ["hf_byte_rank", "train_reference", "encode_word_reference"]
+
+
+def hf_byte_rank() -> list[int]:
+    """Rank of each byte value in HF's byte-level alphabet (sorted by code point).
+
+    GPT-2 maps the printable bytes 33..126, 161..172 and 174..255 to themselves and the other
+    68 bytes to U+0100 and up, so the printable ones come first (in byte order), then the rest.
+    """
+    printable = [b for b in range(256) if 33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255]
+    others = [b for b in range(256) if b not in printable]
+    rank = [0] * 256
+    for r, b in enumerate(printable + others):
+        rank[b] = r
+    return rank
+
+
+def _count_pairs(words: dict[tuple[bytes, ...], int]) -> Counter:
+    """Count every adjacent pair of tokens, weighted by the word's count."""
+    counts: Counter = Counter()
+    for tokens, n in words.items():
+        for pair in zip(tokens, tokens[1:]):
+            counts[pair] += n
+    return counts
+
+
+def _merge_word(tokens: tuple[bytes, ...], pair: tuple[bytes, bytes]) -> tuple[bytes, ...]:
+    """Replace occurrences of ``pair`` left to right, without overlap."""
+    out = []
+    i = 0
+    while i < len(tokens):
+        if i + 1 < len(tokens) and (tokens[i], tokens[i + 1]) == pair:
+            out.append(tokens[i] + tokens[i + 1])
+            i += 2
+        else:
+            out.append(tokens[i])
+            i += 1
+    return tuple(out)
+
+
+def train_reference(
+    word_counts: dict[bytes, int],
+    max_new_tokens: int,
+    tie_break: str = "lexicographic",
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+) -> list[tuple[bytes, bytes]]:
+    """Learn BPE merges from ``{word_bytes: count}``; returns ``[(left, right), ...]`` in order.
+
+    ``max_token_length`` (lexicographic rule only) forbids pairs whose merged string would be
+    longer than that many bytes.
+    """
+    if tie_break not in ("lexicographic", "hf"):
+        raise ValueError(f"tie_break must be 'lexicographic' or 'hf', not {tie_break!r}")
+    if tie_break == "hf" and max_token_length is not None:
+        raise ValueError("the reference implements max_token_length for 'lexicographic' only")
+    words: dict[tuple[bytes, ...], int] = Counter()
+    for w, n in word_counts.items():
+        if n > 0:
+            words[tuple(bytes([b]) for b in w)] += n
+
+    byte_rank = hf_byte_rank()
+    rank: dict[bytes, int] = {bytes([b]): byte_rank[b] for b in range(256)}
+    merges: list[tuple[bytes, bytes]] = []
+    new_tokens = 0
+    while new_tokens < max_new_tokens:
+        counts = _count_pairs(words)
+        if max_token_length is not None:
+            counts = Counter({p: c for p, c in counts.items() if len(p[0]) + len(p[1]) <= max_token_length})
+        if not counts:
+            break
+        if tie_break == "lexicographic":
+            best = max(counts, key=lambda p: (counts[p], p))
+        else:
+            best = min(counts, key=lambda p: (-counts[p], rank[p[0]], rank[p[1]]))
+        if counts[best] < max(1, min_frequency):
+            break
+        merges.append(best)
+        merged = best[0] + best[1]
+        if merged not in rank:
+            rank[merged] = 256 + new_tokens
+            new_tokens += 1
+        next_words: dict[tuple[bytes, ...], int] = Counter()
+        for tokens, n in words.items():
+            next_words[_merge_word(tokens, best)] += n
+        words = next_words
+    return merges
+
+
+def encode_word_reference(word: bytes, merges: list[tuple[bytes, bytes]]) -> list[bytes]:
+    """Split ``word`` into tokens by applying ``merges`` by rank.
+
+    Repeatedly finds the adjacent pair with the lowest merge rank (the leftmost one if it
+    occurs several times) and merges it, until no adjacent pair is a merge.
+    """
+    ranks: dict[tuple[bytes, bytes], int] = {}
+    for i, pair in enumerate(merges):
+        ranks.setdefault(pair, i)
+    tokens = [bytes([b]) for b in word]
+    while len(tokens) > 1:
+        best_i, best_rank = -1, None
+        for i in range(len(tokens) - 1):
+            r = ranks.get((tokens[i], tokens[i + 1]))
+            if r is not None and (best_rank is None or r < best_rank):
+                best_i, best_rank = i, r
+        if best_rank is None:
+            break
+        tokens[best_i : best_i + 2] = [tokens[best_i] + tokens[best_i + 1]]
+    return tokens
