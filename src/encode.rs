@@ -1,0 +1,897 @@
+//! Encoding text to token ids (and back), exact to GPT-2/HF or tiktoken semantics.
+//!
+//! Two flavours of the same merge loop:
+//! * **Merges** (GPT-2 / HF `tokenizers`): each pre-token starts as single bytes, and the adjacent
+//!   pair with the lowest *merge rank* is merged, leftmost first on ties.
+//! * **Ranks** (tiktoken, `merges=None`): ids are ranks; the adjacent pair whose *concatenated
+//!   bytes* have the lowest rank is merged, leftmost first; a piece that is itself a token is
+//!   emitted directly.
+//!
+//! Both reduce to one table, `pairs: (left_id, right_id) -> (rank, result_id)`. In tiktoken mode
+//! every part of a piece is always a token (it starts as a byte and only ever becomes a ranked
+//! concatenation), so the rank of the concatenation of two parts is a function of the two part
+//! ids; we enumerate, for every token, every split into two tokens once at construction. In both
+//! modes two pairs of equal rank merge into the same token, so "lowest (rank, result)" packed in
+//! one `u64` orders pairs exactly like the reference algorithms.
+//!
+//! Performance notes (why it looks like this):
+//! * **Cache first.** Natural text is dominated by a few hundred thousand distinct pre-tokens,
+//!   so after warm-up nearly every piece is one hash lookup. Pieces of at most 15 bytes are
+//!   packed into a `u128` key (no allocation, two-word FxHash); the value holds up to three ids
+//!   inline (98% of pieces encode to at most two tokens), longer results live in an arena.
+//!   Pieces up to [`MAX_CACHED_LEN`] bytes go to a second map keyed by boxed bytes; longer ones
+//!   are not cached (they are rare and their merge cost is linear-ish anyway).
+//! * **Bounded memory.** Each cache slot has a byte budget (`cache_bytes / slots`); entries are
+//!   charged an estimate of their real cost (key + value + hashbrown control byte, over the
+//!   7/8 load factor) and the slot is wiped when the budget is exceeded, as gigatoken does after
+//!   its unbounded cache exhausted RAM on TB-scale corpora. Wiping keeps the allocation, so a
+//!   slot never grows beyond its budget.
+//! * **No shared mutable state on the hot path.** The encoder owns a few cache slots behind
+//!   mutexes; a worker `try_lock`s one slot *once per work unit* (about a megabyte of text),
+//!   never per word, so there are no atomics per lookup (HF moved its cache to thread-local for
+//!   the same reason). A worker that finds every slot busy uses a private throw-away cache, so
+//!   nothing ever blocks — this also makes a forked child safe when a parent thread held a slot.
+//! * **FxHash** everywhere: keys are integers or short byte strings from trusted tables; SipHash
+//!   would cost 5–10% overall (tiktoken measured the same).
+//! * **Short pieces** (≤ [`LARGE_PIECE`] bytes) merge on two fixed stack arrays with a linear
+//!   scan for the minimum: for a dozen parts this beats any heap. **Long pieces** (base64 blobs,
+//!   `"a" * 1_000_000`) use a binary heap of `(rank, position)` over a doubly linked list,
+//!   O(n log n), with lazy invalidation of stale heap entries.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Mutex;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use rustc_hash::FxHashMap;
+
+use crate::pretok::Pattern;
+
+/// Pieces longer than this (in bytes) use the O(n log n) heap merge.
+pub const LARGE_PIECE: usize = 128;
+/// Pieces longer than this (in bytes) are never cached.
+pub const MAX_CACHED_LEN: usize = 64;
+/// Default total cache budget of one encoder.
+pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
+
+const NO_PAIR: u64 = u64::MAX;
+const DEAD: u32 = u32::MAX;
+
+/// An immutable, shareable encoder: tables + pattern + special tokens + cache slots.
+pub struct Encoder {
+    /// Decoder: bytes of token `id` are `dec_bytes[dec_off[id]..dec_off[id+1]]`, if `present[id]`.
+    dec_off: Vec<u64>,
+    dec_bytes: Vec<u8>,
+    present: Vec<bool>,
+    /// id of the one-byte token for each byte.
+    byte_ids: [u32; 256],
+    /// (left << 32 | right) -> (rank << 32 | result).
+    pairs: FxHashMap<u64, u64>,
+    /// tiktoken mode: whole-piece lookup (mergeable tokens only). None in merges mode.
+    direct: Option<FxHashMap<Box<[u8]>, u32>>,
+    /// The inputs, kept for serialization.
+    vocab: Vec<(u32, Box<[u8]>)>,
+    merges: Option<Vec<(u32, u32)>>,
+    specials: Vec<(String, u32)>,
+    special_ids: FxHashMap<String, u32>,
+    /// Leftmost-longest automaton over all special tokens (for splitting).
+    special_ac: Option<AhoCorasick>,
+    /// Standard automaton for overlapping search (for the disallowed check).
+    special_ac_all: Option<AhoCorasick>,
+    pub pattern: Pattern,
+    pattern_spec: String,
+    cache_bytes: usize,
+    slots: Vec<Mutex<WordCache>>,
+}
+
+/// Which special tokens may appear in a text, tiktoken style.
+#[derive(Clone, Debug)]
+pub enum SpecialSet {
+    None,
+    All,
+    Some(Vec<String>),
+}
+
+impl SpecialSet {
+    fn contains(&self, s: &str) -> bool {
+        match self {
+            SpecialSet::None => false,
+            SpecialSet::All => true,
+            SpecialSet::Some(v) => v.iter().any(|x| x == s),
+        }
+    }
+    fn is_empty(&self) -> bool {
+        match self {
+            SpecialSet::None => true,
+            SpecialSet::All => false,
+            SpecialSet::Some(v) => v.is_empty(),
+        }
+    }
+}
+
+/// A span of a document after special-token splitting.
+#[derive(Clone, Copy, Debug)]
+pub enum Item {
+    /// Ordinary text: byte range of the document.
+    Text(usize, usize),
+    /// An allowed special token: its id and byte range.
+    Special(u32, usize, usize),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cache
+// ---------------------------------------------------------------------------------------------
+
+#[inline]
+fn pack(b: &[u8]) -> u128 {
+    debug_assert!(b.len() < 16);
+    let mut buf = [0u8; 16];
+    buf[..b.len()].copy_from_slice(b);
+    buf[15] = b.len() as u8;
+    u128::from_le_bytes(buf)
+}
+
+/// Per-slot word cache. Value layout for `short`: `[a, b, c, n]`; if `n <= 3` the ids are
+/// inline, otherwise `a` is the offset in `arena` and `n & 0x7fff_ffff` the count.
+#[derive(Default)]
+pub struct WordCache {
+    short: FxHashMap<u128, [u32; 4]>,
+    long: FxHashMap<Box<[u8]>, (u32, u32)>,
+    arena: Vec<u32>,
+    used: usize,
+    budget: usize,
+    pub hits: u64,
+    pub misses: u64,
+}
+
+const LONG_FLAG: u32 = 0x8000_0000;
+// Estimated bytes per entry: key + value + 1 control byte, / 0.875 load factor, rounded up.
+const SHORT_ENTRY_COST: usize = 40;
+const LONG_ENTRY_COST: usize = 48;
+
+impl WordCache {
+    fn new(budget: usize) -> Self {
+        WordCache { budget, ..Default::default() }
+    }
+
+    #[inline]
+    fn get_short(&mut self, key: u128, out: &mut Vec<u32>) -> bool {
+        match self.short.get(&key) {
+            Some(v) => {
+                let n = v[3];
+                if n & LONG_FLAG == 0 {
+                    out.extend_from_slice(&v[..n as usize]);
+                } else {
+                    let (o, n) = (v[0] as usize, (n & !LONG_FLAG) as usize);
+                    out.extend_from_slice(&self.arena[o..o + n]);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
+    fn get_long(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
+        match self.long.get(piece) {
+            Some(&(o, n)) => {
+                out.extend_from_slice(&self.arena[o as usize..(o + n) as usize]);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn make_room(&mut self, cost: usize) {
+        if self.used + cost > self.budget || self.arena.len() > (u32::MAX >> 2) as usize {
+            // Wipe but keep the allocations: the table never grows beyond what the budget allowed.
+            self.short.clear();
+            self.long.clear();
+            self.arena.clear();
+            self.used = 0;
+        }
+    }
+
+    fn put(&mut self, piece: &[u8], ids: &[u32]) {
+        if self.budget == 0 || piece.len() > MAX_CACHED_LEN || ids.len() > (u32::MAX >> 1) as usize {
+            return;
+        }
+        let short = piece.len() < 16;
+        let arena_cost = if ids.len() > 3 || !short { 4 * ids.len() } else { 0 };
+        let cost = arena_cost + if short { SHORT_ENTRY_COST } else { LONG_ENTRY_COST + piece.len() };
+        self.make_room(cost);
+        if short {
+            let v = if ids.len() <= 3 {
+                let mut v = [0u32; 4];
+                v[..ids.len()].copy_from_slice(ids);
+                v[3] = ids.len() as u32;
+                v
+            } else {
+                let o = self.arena.len() as u32;
+                self.arena.extend_from_slice(ids);
+                [o, 0, 0, ids.len() as u32 | LONG_FLAG]
+            };
+            self.short.insert(pack(piece), v);
+        } else {
+            let o = self.arena.len() as u32;
+            self.arena.extend_from_slice(ids);
+            self.long.insert(piece.into(), (o, ids.len() as u32));
+        }
+        self.used += cost;
+    }
+}
+
+/// A cache slot borrowed for one unit of work: a locked slot, or a private one.
+pub enum CacheGuard<'a> {
+    Slot(std::sync::MutexGuard<'a, WordCache>),
+    Private(WordCache),
+}
+
+impl std::ops::Deref for CacheGuard<'_> {
+    type Target = WordCache;
+    fn deref(&self) -> &WordCache {
+        match self {
+            CacheGuard::Slot(g) => g,
+            CacheGuard::Private(c) => c,
+        }
+    }
+}
+impl std::ops::DerefMut for CacheGuard<'_> {
+    fn deref_mut(&mut self) -> &mut WordCache {
+        match self {
+            CacheGuard::Slot(g) => g,
+            CacheGuard::Private(c) => c,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Construction
+// ---------------------------------------------------------------------------------------------
+
+fn slot_count() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) + 1
+}
+
+impl Encoder {
+    /// Builds an encoder. `merges = None` selects tiktoken (rank) semantics.
+    pub fn new(
+        mut vocab: Vec<(u32, Box<[u8]>)>,
+        merges: Option<Vec<(u32, u32)>>,
+        mut specials: Vec<(String, u32)>,
+        pattern_spec: &str,
+        cache_bytes: usize,
+    ) -> Result<Self, String> {
+        let pattern = Pattern::from_spec(pattern_spec)?;
+        vocab.sort_by_key(|(id, _)| *id);
+        specials.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        for w in vocab.windows(2) {
+            if w[0].0 == w[1].0 {
+                return Err(format!("vocab has id {} twice", w[0].0));
+            }
+        }
+        if vocab.iter().any(|(id, _)| *id == u32::MAX) {
+            return Err(format!("token id {} is too large", u32::MAX));
+        }
+        let special_ids: FxHashMap<String, u32> = specials.iter().cloned().collect();
+        if special_ids.len() != specials.len() {
+            return Err("special_tokens has a token twice".into());
+        }
+        for (s, id) in &specials {
+            if s.is_empty() {
+                return Err(format!("special token with id {id} is the empty string"));
+            }
+            if *id == u32::MAX {
+                return Err(format!("special token {s:?} has an id that is too large"));
+            }
+            if let Ok(i) = vocab.binary_search_by_key(id, |(v, _)| *v) {
+                if &*vocab[i].1 != s.as_bytes() {
+                    return Err(format!(
+                        "special token {s:?} has id {id}, which the vocab gives to different bytes {:?}",
+                        String::from_utf8_lossy(&vocab[i].1)
+                    ));
+                }
+            }
+        }
+        let is_special_id: rustc_hash::FxHashSet<u32> = specials.iter().map(|(_, id)| *id).collect();
+        {
+            let mut ids: Vec<u32> = specials.iter().map(|(_, i)| *i).collect();
+            ids.sort();
+            if ids.windows(2).any(|w| w[0] == w[1]) {
+                return Err("two special tokens share an id".into());
+            }
+        }
+
+        // Decoder table.
+        let max_id = vocab
+            .iter()
+            .map(|(i, _)| *i)
+            .chain(specials.iter().map(|(_, i)| *i))
+            .max()
+            .map(|m| m as usize + 1)
+            .unwrap_or(0);
+        let mut present = vec![false; max_id];
+        let mut lens = vec![0u64; max_id];
+        for (id, b) in &vocab {
+            if b.is_empty() {
+                return Err(format!("token {id} has empty bytes"));
+            }
+            present[*id as usize] = true;
+            lens[*id as usize] = b.len() as u64;
+        }
+        for (s, id) in &specials {
+            present[*id as usize] = true;
+            lens[*id as usize] = s.len() as u64;
+        }
+        let mut dec_off = Vec::with_capacity(max_id + 1);
+        let mut acc = 0u64;
+        dec_off.push(0);
+        for l in &lens {
+            acc += l;
+            dec_off.push(acc);
+        }
+        let mut dec_bytes = vec![0u8; acc as usize];
+        for (id, b) in &vocab {
+            let o = dec_off[*id as usize] as usize;
+            dec_bytes[o..o + b.len()].copy_from_slice(b);
+        }
+        for (s, id) in &specials {
+            let o = dec_off[*id as usize] as usize;
+            dec_bytes[o..o + s.len()].copy_from_slice(s.as_bytes());
+        }
+
+        // Mergeable tokens: the vocab minus special ids (tiktoken keeps specials out of ranks).
+        let mut by_bytes: FxHashMap<&[u8], u32> = FxHashMap::default();
+        by_bytes.reserve(vocab.len());
+        for (id, b) in &vocab {
+            if is_special_id.contains(id) {
+                continue;
+            }
+            if let Some(old) = by_bytes.insert(b, *id) {
+                return Err(format!(
+                    "vocab gives the same bytes {:?} to ids {old} and {id}",
+                    String::from_utf8_lossy(b)
+                ));
+            }
+        }
+        let mut byte_ids = [u32::MAX; 256];
+        for b in 0..=255u8 {
+            match by_bytes.get(&[b][..]) {
+                Some(&id) => byte_ids[b as usize] = id,
+                None => {
+                    return Err(format!(
+                        "vocab has no single-byte token for byte 0x{b:02x}; byte-level BPE needs all 256 bytes"
+                    ))
+                }
+            }
+        }
+
+        let mut pairs: FxHashMap<u64, u64> = FxHashMap::default();
+        let direct = match &merges {
+            Some(m) => {
+                pairs.reserve(m.len());
+                let lookup = |id: u32| -> Option<&[u8]> { vocab.binary_search_by_key(&id, |(v, _)| *v).ok().map(|i| &*vocab[i].1) };
+                let mut cat = Vec::new();
+                for (rank, &(a, b)) in m.iter().enumerate() {
+                    let (ba, bb) = match (lookup(a), lookup(b)) {
+                        (Some(x), Some(y)) => (x, y),
+                        _ => {
+                            let bad = if lookup(a).is_none() { a } else { b };
+                            return Err(format!("merge {rank} ({a}, {b}) uses id {bad}, which is not in the vocab"));
+                        }
+                    };
+                    cat.clear();
+                    cat.extend_from_slice(ba);
+                    cat.extend_from_slice(bb);
+                    let Some(&r) = by_bytes.get(&cat[..]) else {
+                        return Err(format!(
+                            "merge {rank} ({a}, {b}) makes {:?}, which is not in the vocab",
+                            String::from_utf8_lossy(&cat)
+                        ));
+                    };
+                    // Keep the first (lowest-rank) occurrence of a repeated merge.
+                    pairs.entry(((a as u64) << 32) | b as u64).or_insert(((rank as u64) << 32) | r as u64);
+                }
+                None
+            }
+            None => {
+                // Every split of every token into two tokens is a pair whose merge makes it.
+                for (&bytes, &id) in &by_bytes {
+                    for k in 1..bytes.len() {
+                        if let (Some(&a), Some(&b)) = (by_bytes.get(&bytes[..k]), by_bytes.get(&bytes[k..])) {
+                            pairs.insert(((a as u64) << 32) | b as u64, ((id as u64) << 32) | id as u64);
+                        }
+                    }
+                }
+                Some(by_bytes.iter().map(|(b, id)| (Box::<[u8]>::from(*b), *id)).collect())
+            }
+        };
+
+        let (special_ac, special_ac_all) = if specials.is_empty() {
+            (None, None)
+        } else {
+            let pats: Vec<&str> = specials.iter().map(|(s, _)| s.as_str()).collect();
+            let a = AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(&pats).map_err(|e| e.to_string())?;
+            let b = AhoCorasick::builder().match_kind(MatchKind::Standard).build(&pats).map_err(|e| e.to_string())?;
+            (Some(a), Some(b))
+        };
+
+        let n_slots = slot_count();
+        let per_slot = cache_bytes / n_slots;
+        Ok(Encoder {
+            dec_off,
+            dec_bytes,
+            present,
+            byte_ids,
+            pairs,
+            direct,
+            vocab,
+            merges,
+            specials,
+            special_ids,
+            special_ac,
+            special_ac_all,
+            pattern,
+            pattern_spec: pattern_spec.to_string(),
+            cache_bytes,
+            slots: (0..n_slots).map(|_| Mutex::new(WordCache::new(per_slot))).collect(),
+        })
+    }
+
+    pub fn n_vocab(&self) -> usize {
+        self.present.len()
+    }
+
+    pub fn cache_bytes(&self) -> usize {
+        self.cache_bytes
+    }
+
+    pub fn pattern_spec(&self) -> &str {
+        &self.pattern_spec
+    }
+
+    pub fn specials(&self) -> &[(String, u32)] {
+        &self.specials
+    }
+
+    pub fn special_id(&self, s: &str) -> Option<u32> {
+        self.special_ids.get(s).copied()
+    }
+
+    pub fn is_tiktoken(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// Drops every cached word (e.g. after changing nothing but wanting memory back).
+    pub fn clear_cache(&self) {
+        for s in &self.slots {
+            if let Ok(mut c) = s.try_lock() {
+                let b = c.budget;
+                *c = WordCache::new(b);
+            }
+        }
+    }
+
+    /// (hits, misses, approximate bytes used) summed over the slots that are not busy.
+    pub fn cache_stats(&self) -> (u64, u64, usize) {
+        let mut t = (0, 0, 0);
+        for s in &self.slots {
+            if let Ok(c) = s.try_lock() {
+                t.0 += c.hits;
+                t.1 += c.misses;
+                t.2 += c.used;
+            }
+        }
+        t
+    }
+
+    /// Borrows a cache slot, preferring `hint`; never blocks.
+    pub fn cache(&self, hint: usize) -> CacheGuard<'_> {
+        let n = self.slots.len();
+        for k in 0..n {
+            if let Ok(g) = self.slots[(hint + k) % n].try_lock() {
+                return CacheGuard::Slot(g);
+            }
+        }
+        // Everything busy (or poisoned): a private cache with a small budget.
+        CacheGuard::Private(WordCache::new((self.cache_bytes / n).min(16 << 20)))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Merging
+    // -----------------------------------------------------------------------------------------
+
+    #[inline]
+    fn pair(&self, a: u32, b: u32) -> u64 {
+        match self.pairs.get(&(((a as u64) << 32) | b as u64)) {
+            Some(&v) => v,
+            None => NO_PAIR,
+        }
+    }
+
+    /// BPE of one piece, appended to `out` (no cache).
+    pub fn bpe_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
+        if piece.len() == 1 {
+            out.push(self.byte_ids[piece[0] as usize]);
+            return;
+        }
+        if let Some(d) = &self.direct {
+            if let Some(&id) = d.get(piece) {
+                out.push(id);
+                return;
+            }
+        }
+        if piece.len() <= LARGE_PIECE {
+            self.merge_small(piece, out)
+        } else {
+            self.merge_large(piece, out)
+        }
+    }
+
+    /// Quadratic merge on stack arrays; for pieces of at most LARGE_PIECE bytes.
+    fn merge_small(&self, piece: &[u8], out: &mut Vec<u32>) {
+        let mut toks = [0u32; LARGE_PIECE];
+        let mut ranks = [NO_PAIR; LARGE_PIECE];
+        let mut n = piece.len();
+        for (i, &b) in piece.iter().enumerate() {
+            toks[i] = self.byte_ids[b as usize];
+        }
+        for i in 0..n - 1 {
+            ranks[i] = self.pair(toks[i], toks[i + 1]);
+        }
+        while n > 1 {
+            // Leftmost minimum: rank first, and equal ranks always have equal results.
+            let mut best = NO_PAIR;
+            let mut at = 0;
+            for (i, &r) in ranks[..n - 1].iter().enumerate() {
+                if r < best {
+                    best = r;
+                    at = i;
+                }
+            }
+            if best == NO_PAIR {
+                break;
+            }
+            toks[at] = best as u32;
+            toks.copy_within(at + 2..n, at + 1);
+            if at + 2 < n {
+                ranks.copy_within(at + 2..n - 1, at + 1);
+            }
+            n -= 1;
+            if at + 1 < n {
+                ranks[at] = self.pair(toks[at], toks[at + 1]);
+            }
+            ranks[n - 1] = NO_PAIR;
+            if at > 0 {
+                ranks[at - 1] = self.pair(toks[at - 1], toks[at]);
+            }
+        }
+        out.extend_from_slice(&toks[..n]);
+    }
+
+    /// Heap + linked-list merge, O(n log n); for long pieces.
+    fn merge_large(&self, piece: &[u8], out: &mut Vec<u32>) {
+        let n = piece.len();
+        let mut toks: Vec<u32> = piece.iter().map(|&b| self.byte_ids[b as usize]).collect();
+        // next/prev as u32; n < 2^32 is checked by the caller's piece sizes in practice.
+        let mut next: Vec<u32> = (1..=n as u32).collect();
+        let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
+        let none = n as u32;
+        // Entries (rank_and_result, position); min-heap via Reverse. Positions are byte
+        // offsets of a node's first byte, so they increase left to right: equal ranks pop
+        // leftmost first.
+        let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(n);
+        for i in 0..n - 1 {
+            let r = self.pair(toks[i], toks[i + 1]);
+            if r != NO_PAIR {
+                heap.push(Reverse((r, i as u32)));
+            }
+        }
+        while let Some(Reverse((r, pos))) = heap.pop() {
+            let p = pos as usize;
+            if toks[p] == DEAD {
+                continue;
+            }
+            let q = next[p];
+            if q == none {
+                continue;
+            }
+            // Stale entry? An entry whose pair changed but has the same (rank, result) is
+            // interchangeable with the live one at the same key.
+            if self.pair(toks[p], toks[q as usize]) != r {
+                continue;
+            }
+            toks[p] = r as u32;
+            toks[q as usize] = DEAD;
+            let nq = next[q as usize];
+            next[p] = nq;
+            if nq != none {
+                prev[nq as usize] = pos;
+                let r2 = self.pair(toks[p], toks[nq as usize]);
+                if r2 != NO_PAIR {
+                    heap.push(Reverse((r2, pos)));
+                }
+            }
+            let pp = prev[p];
+            if pp != u32::MAX {
+                let r2 = self.pair(toks[pp as usize], toks[p]);
+                if r2 != NO_PAIR {
+                    heap.push(Reverse((r2, pp)));
+                }
+            }
+        }
+        let mut i = 0usize;
+        while i < n {
+            out.push(toks[i]);
+            i = next[i] as usize;
+        }
+    }
+
+    /// BPE of one piece through the cache.
+    #[inline]
+    pub fn encode_piece(&self, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
+        let len = piece.len();
+        if len == 1 {
+            out.push(self.byte_ids[piece[0] as usize]);
+            return;
+        }
+        if len < 16 {
+            let key = pack(piece);
+            if cache.get_short(key, out) {
+                cache.hits += 1;
+                return;
+            }
+        } else if len <= MAX_CACHED_LEN {
+            if cache.get_long(piece, out) {
+                cache.hits += 1;
+                return;
+            }
+        } else {
+            self.bpe_piece(piece, out);
+            return;
+        }
+        cache.misses += 1;
+        let start = out.len();
+        self.bpe_piece(piece, out);
+        cache.put(piece, &out[start..]);
+    }
+
+    /// Encodes ordinary text (no special-token handling), appending to `out`.
+    pub fn encode_text(&self, cache: &mut WordCache, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
+        let b = text.as_bytes();
+        self.pattern.for_each_piece(text, |s, e| self.encode_piece(cache, &b[s..e], out))
+    }
+
+    /// Like [`encode_text`] but also reports the byte range of every token.
+    pub fn encode_text_spans(
+        &self,
+        cache: &mut WordCache,
+        text: &str,
+        base: usize,
+        out: &mut Vec<u32>,
+        spans: &mut Vec<(usize, usize)>,
+    ) -> Result<(), String> {
+        let b = text.as_bytes();
+        self.pattern.for_each_piece(text, |s, e| {
+            let k = out.len();
+            self.encode_piece(cache, &b[s..e], out);
+            let mut p = base + s;
+            for &id in &out[k..] {
+                let l = self.token_len(id);
+                spans.push((p, p + l));
+                p += l;
+            }
+        })
+    }
+
+    #[inline]
+    pub fn token_len(&self, id: u32) -> usize {
+        (self.dec_off[id as usize + 1] - self.dec_off[id as usize]) as usize
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Special tokens
+    // -----------------------------------------------------------------------------------------
+
+    /// Fails if `text` contains a special token that is neither allowed nor excluded from the
+    /// check. `disallowed = None` means "all specials not allowed" (tiktoken's default).
+    pub fn check_disallowed(&self, text: &str, allowed: &SpecialSet, disallowed: &Option<SpecialSet>) -> Result<(), String> {
+        let found = match disallowed {
+            None => {
+                if matches!(allowed, SpecialSet::All) {
+                    return Ok(());
+                }
+                let Some(ac) = &self.special_ac_all else { return Ok(()) };
+                ac.find_overlapping_iter(text)
+                    .map(|m| &self.specials[m.pattern().as_usize()].0)
+                    .find(|s| !allowed.contains(s))
+                    .cloned()
+            }
+            Some(SpecialSet::None) => None,
+            Some(SpecialSet::All) => {
+                // Every special, even allowed ones (tiktoken would do the same).
+                let Some(ac) = &self.special_ac_all else { return Ok(()) };
+                ac.find_overlapping_iter(text).next().map(|m| self.specials[m.pattern().as_usize()].0.clone())
+            }
+            Some(SpecialSet::Some(list)) => {
+                // Literal search, like tiktoken's regex of the given strings (earliest wins).
+                list.iter()
+                    .filter(|s| !s.is_empty())
+                    .filter_map(|s| text.find(s.as_str()).map(|p| (p, s)))
+                    .min_by_key(|(p, _)| *p)
+                    .map(|(_, s)| s.clone())
+            }
+        };
+        match found {
+            Some(s) => Err(format!(
+                "Encountered text corresponding to disallowed special token {s:?}. Pass it in \
+                 allowed_special to encode it as a special token, or in disallowed_special=() \
+                 (or use encode_ordinary) to encode it as ordinary text."
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Splits a document at the allowed special tokens (leftmost-longest among allowed ones).
+    pub fn split_specials(&self, text: &str, allowed: &SpecialSet, base: usize, items: &mut Vec<Item>) {
+        let ac = match (&self.special_ac, allowed.is_empty()) {
+            (Some(ac), false) => ac,
+            _ => {
+                if !text.is_empty() {
+                    items.push(Item::Text(base, base + text.len()));
+                }
+                return;
+            }
+        };
+        let mut last = 0;
+        let mut from = 0;
+        while from < text.len() {
+            let input = aho_corasick::Input::new(text).span(from..text.len());
+            let Some(m) = ac.find(input) else { break };
+            let (name, id) = &self.specials[m.pattern().as_usize()];
+            if !allowed.contains(name) {
+                // Not allowed: it stays text; look for a special starting one byte later.
+                from = m.start() + 1;
+                continue;
+            }
+            if m.start() > last {
+                items.push(Item::Text(base + last, base + m.start()));
+            }
+            items.push(Item::Special(*id, base + m.start(), base + m.end()));
+            last = m.end();
+            from = m.end();
+        }
+        if last < text.len() {
+            items.push(Item::Text(base + last, base + text.len()));
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Decoding
+    // -----------------------------------------------------------------------------------------
+
+    #[inline]
+    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        let i = id as usize;
+        if i < self.present.len() && self.present[i] {
+            Some(&self.dec_bytes[self.dec_off[i] as usize..self.dec_off[i + 1] as usize])
+        } else {
+            None
+        }
+    }
+
+    /// Concatenated bytes of `ids`; the error names the first unknown id.
+    pub fn decode_bytes<I: IntoIterator<Item = i64>>(&self, ids: I, out: &mut Vec<u8>) -> Result<(), String> {
+        for id in ids {
+            match u32::try_from(id).ok().and_then(|i| self.token_bytes(i)) {
+                Some(b) => out.extend_from_slice(b),
+                None => return Err(format!("unknown token id {id} (vocab has ids below {})", self.n_vocab())),
+            }
+        }
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Serialization (deterministic; tables only, never the cache)
+    // -----------------------------------------------------------------------------------------
+
+    pub fn to_state(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.dec_bytes.len() + 8 * self.vocab.len() + 64);
+        v.extend_from_slice(STATE_MAGIC);
+        put_bytes(&mut v, self.pattern_spec.as_bytes());
+        v.extend_from_slice(&(self.cache_bytes as u64).to_le_bytes());
+        v.extend_from_slice(&(self.vocab.len() as u32).to_le_bytes());
+        for (id, b) in &self.vocab {
+            v.extend_from_slice(&id.to_le_bytes());
+            put_bytes(&mut v, b);
+        }
+        match &self.merges {
+            None => v.push(0),
+            Some(m) => {
+                v.push(1);
+                v.extend_from_slice(&(m.len() as u32).to_le_bytes());
+                for (a, b) in m {
+                    v.extend_from_slice(&a.to_le_bytes());
+                    v.extend_from_slice(&b.to_le_bytes());
+                }
+            }
+        }
+        v.extend_from_slice(&(self.specials.len() as u32).to_le_bytes());
+        for (s, id) in &self.specials {
+            v.extend_from_slice(&id.to_le_bytes());
+            put_bytes(&mut v, s.as_bytes());
+        }
+        v
+    }
+
+    pub fn from_state(b: &[u8]) -> Result<Self, String> {
+        let mut r = StateReader { b, p: 0 };
+        if r.take(STATE_MAGIC.len())? != STATE_MAGIC {
+            return Err("not an hf_bpe Encoder state (bad magic)".into());
+        }
+        let pattern = String::from_utf8(r.bytes()?.to_vec()).map_err(|_| "bad pattern in state".to_string())?;
+        let cache_bytes = r.u64()? as usize;
+        let n = r.u32()? as usize;
+        let mut vocab = Vec::with_capacity(n);
+        for _ in 0..n {
+            let id = r.u32()?;
+            vocab.push((id, Box::<[u8]>::from(r.bytes()?)));
+        }
+        let merges = match r.take(1)?[0] {
+            0 => None,
+            1 => {
+                let m = r.u32()? as usize;
+                let mut v = Vec::with_capacity(m);
+                for _ in 0..m {
+                    v.push((r.u32()?, r.u32()?));
+                }
+                Some(v)
+            }
+            _ => return Err("bad merges flag in state".into()),
+        };
+        let k = r.u32()? as usize;
+        let mut specials = Vec::with_capacity(k);
+        for _ in 0..k {
+            let id = r.u32()?;
+            let s = String::from_utf8(r.bytes()?.to_vec()).map_err(|_| "bad special token in state".to_string())?;
+            specials.push((s, id));
+        }
+        if r.p != b.len() {
+            return Err("trailing bytes in Encoder state".into());
+        }
+        Encoder::new(vocab, merges, specials, &pattern, cache_bytes)
+    }
+}
+
+const STATE_MAGIC: &[u8] = b"hf_bpe.Encoder/1\0";
+
+fn put_bytes(v: &mut Vec<u8>, b: &[u8]) {
+    v.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    v.extend_from_slice(b);
+}
+
+struct StateReader<'a> {
+    b: &'a [u8],
+    p: usize,
+}
+
+impl<'a> StateReader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if self.p + n > self.b.len() {
+            return Err("truncated Encoder state".into());
+        }
+        let s = &self.b[self.p..self.p + n];
+        self.p += n;
+        Ok(s)
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn bytes(&mut self) -> Result<&'a [u8], String> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+}
