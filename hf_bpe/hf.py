@@ -481,6 +481,8 @@ class BPETokenizer(PreTrainedTokenizer):
                     keep = max_length - n_special
                     if keep < 0:
                         raise ValueError(f"max_length={max_length} is smaller than the {n_special} special tokens added")
+                    if truncation_strategy == TruncationStrategy.ONLY_SECOND and na > keep:
+                        raise ValueError("Truncation error: truncation='only_second' needs a second sequence (text_pair)")
                     wins = _windows(na, keep, stride, left)
                 else:
                     wins = [(0, na)]
@@ -516,7 +518,8 @@ class BPETokenizer(PreTrainedTokenizer):
         if return_overflowing_tokens:
             rows["overflow_to_sample_mapping"] = mapping
         if not batched and return_tensors is None and not return_overflowing_tokens:
-            rows = {k: v[0] for k, v in rows.items()}
+            # as transformers' tokenizers backend: per-token lists lose the batch axis, scalars don't
+            rows = {k: (v[0] if v and isinstance(v[0], list) else v) for k, v in rows.items()}
         return BatchEncoding(rows, tensor_type=return_tensors)
 
     def _emit(self, rows, ia, fa, oa, ib, fb, ob, add_special, want_tt, want_mask, want_offs) -> None:
