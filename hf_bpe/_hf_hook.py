@@ -11,6 +11,9 @@ import warnings
 
 
 def _register() -> None:
+    mod = sys.modules.get("hf_bpe.hf")
+    if mod is not None and not hasattr(mod, "register"):
+        return  # hf_bpe.hf is importing transformers right now; it registers itself when done
     try:
         from hf_bpe.hf import register
 

@@ -698,3 +698,6 @@ def _load_bpe(vocab_file, merges_file, tokenizer_file) -> BPE:
     if tokenizer_file:
         return BPE.load(tokenizer_file)
     raise ValueError("BPETokenizer needs vocab_file + merges_file, tokenizer_file, or bpe=hf_bpe.BPE(...)")
+
+
+register()  # also when this module is imported directly (the import hook may have run too early)

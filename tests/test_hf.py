@@ -37,6 +37,7 @@ def run_py(code: str, env: dict | None = None, timeout: int = 300) -> str:
     e.update(env or {})
     res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                          timeout=timeout, env=e, cwd=str(TESTS))
+    assert "could not register" not in res.stderr, res.stderr[-3000:]
     assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-5000:]}"
     return res.stdout
 
@@ -392,6 +393,7 @@ FP_CODE = """
     import hf_bpe
     from datasets.fingerprint import Hasher
     tok = hf_bpe.BPETokenizer.from_pretrained(sys.argv[1])
+    tok.pad_token = tok.eos_token
     fn = hf_bpe.map_fn(tok)
     t0 = time.perf_counter(); h0 = Hasher.hash(tok); dt = time.perf_counter() - t0
     f0 = Hasher.hash(fn)
