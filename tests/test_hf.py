@@ -296,7 +296,9 @@ def test_autotokenizer_with_and_without_hf_bpe(pair, tmp_path, texts):
 
 def test_bpe_save_folder_loads_as_bpetokenizer_and_without_hf_bpe(tmp_path, trained_dir):
     folder = hf_bpe.BPE.load(trained_dir).save(tmp_path / "bpe_saved")
+    assert json.loads((folder / "tokenizer_config.json").read_text())["tokenizer_class"] == "BPETokenizer"
     auto = AutoTokenizer.from_pretrained(folder)
+    assert type(auto) is hf_bpe.BPETokenizer
     ref = GPT2Tokenizer.from_pretrained(folder)
     text = "The cat sat<|endoftext|> héllo 🙂 999"
     assert auto(text)["input_ids"] == ref(text)["input_ids"]
@@ -305,9 +307,9 @@ def test_bpe_save_folder_loads_as_bpetokenizer_and_without_hf_bpe(tmp_path, trai
         sys.modules["hf_bpe"] = None
         from transformers import AutoTokenizer
         t = AutoTokenizer.from_pretrained({str(folder)!r})
-        print(json.dumps([t({text!r})["input_ids"], t.eos_token]))
+        print(json.dumps([t({text!r})["input_ids"], t.eos_token, t.decode(t({text!r})["input_ids"])]))
     """)
-    assert last_json(out) == [ref(text)["input_ids"], "<|endoftext|>"]
+    assert last_json(out) == [ref(text)["input_ids"], "<|endoftext|>", text]
 
 
 def test_import_is_lazy_and_registers_after_transformers_import(gpt2_dir, tmp_path):
