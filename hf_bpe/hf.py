@@ -147,23 +147,16 @@ def _hf_offsets(tables: _Tables, ids: list[int], core_offsets: list[tuple[int, i
 
 
 def _encode_texts(bpe: BPE, spec: _AddedSpec, texts: list[str], split_special: bool, offsets: bool):
-    """Encodes texts. Returns (ids per text, special-flag lists or None, offsets lists or None)."""
+    """Encodes texts. Returns (ids per text, offsets per text or None)."""
     n = len(texts)
     if not offsets and (split_special or not spec.items or spec.native_ok(bpe)):
         allowed = () if split_special else "all"
         flat, off = bpe.encode_batch_flat(texts, allowed_special=allowed, disallowed_special=())
         flat_l, off_l = flat.tolist(), off.tolist()
-        ids = [flat_l[off_l[k]:off_l[k + 1]] for k in range(n)]
-        flags = None
-        if not split_special and spec.special_ids and len(flat):
-            hit = np.isin(flat, np.fromiter(spec.special_ids, dtype=np.int64))
-            if hit.any():
-                hl = hit.tolist()
-                flags = [hl[off_l[k]:off_l[k + 1]] for k in range(n)]
-        return ids, flags, None
+        return [flat_l[off_l[k]:off_l[k + 1]] for k in range(n)], None
     # General path: cut on added tokens, encode every plain piece of every text in one call.
     cuts = [[(0, len(t), None)] if split_special or not spec.items else _split_added(spec, t) for t in texts]
-    ids_out, flags_out, offs_out = [], [], [] if offsets else None
+    ids_out, offs_out = [], [] if offsets else None
     tables = _tables(bpe) if offsets else None
     core = bpe._encoder()
     if not offsets:
@@ -171,12 +164,10 @@ def _encode_texts(bpe: BPE, spec: _AddedSpec, texts: list[str], split_special: b
         enc = iter(bpe.encode_batch(plain, allowed_special=(), disallowed_special=()) if plain else [])
     for t, cs in zip(texts, cuts):
         ids: list[int] = []
-        fl: list[bool] = []
         of: list[tuple[int, int]] = []
         for s, e, a in cs:
             if a is not None:
                 ids.append(a)
-                fl.append(a in spec.special_ids)
                 if offsets:
                     of.append((s, e))
                 continue
@@ -186,12 +177,10 @@ def _encode_texts(bpe: BPE, spec: _AddedSpec, texts: list[str], split_special: b
             else:
                 piece_ids = next(enc)
             ids.extend(piece_ids)
-            fl.extend([False] * len(piece_ids))
         ids_out.append(ids)
-        flags_out.append(fl)
         if offsets:
             offs_out.append(of)
-    return ids_out, flags_out, offs_out
+    return ids_out, offs_out
 
 
 # --------------------------------------------------------------------------------------------
@@ -441,10 +430,9 @@ class BPETokenizer(PreTrainedTokenizer):
                 split_special_tokens=split_special_tokens, **kwargs)
         sst = self.split_special_tokens if split_special_tokens is None else split_special_tokens
         spec = self._added_spec()
-        want_flags = return_special_tokens_mask
-        a_ids, a_flags, a_offs = _encode_texts(self.bpe, spec, texts, sst, return_offsets_mapping)
+        a_ids, a_offs = _encode_texts(self.bpe, spec, texts, sst, return_offsets_mapping)
         if pairs is not None:
-            b_ids, b_flags, b_offs = _encode_texts(self.bpe, spec, pairs, sst, return_offsets_mapping)
+            b_ids, b_offs = _encode_texts(self.bpe, spec, pairs, sst, return_offsets_mapping)
         if return_attention_mask is None:
             return_attention_mask = "attention_mask" in self.model_input_names
         if return_token_type_ids is None:
@@ -469,10 +457,9 @@ class BPETokenizer(PreTrainedTokenizer):
         rows: dict[str, list] = {}
         mapping: list[int] = []
 
-        def seq(ids, flags, offs, k, rng):
+        def seq(ids, offs, k, rng):
             s, e = rng
-            f = flags[k][s:e] if flags is not None else [False] * (e - s)
-            return ids[k][s:e], f, (offs[k][s:e] if offs is not None else None)
+            return ids[k][s:e], (offs[k][s:e] if offs is not None else None)
 
         for k in range(len(texts)):
             na = len(a_ids[k])
@@ -498,12 +485,12 @@ class BPETokenizer(PreTrainedTokenizer):
             if not return_overflowing_tokens:
                 combos = combos[:1]
             for ra, rb in combos:
-                ia, fa, oa = seq(a_ids, a_flags, a_offs, k, ra)
-                ib = fb = ob = None
+                ia, oa = seq(a_ids, a_offs, k, ra)
+                ib = ob = None
                 if rb is not None:
-                    ib, fb, ob = seq(b_ids, b_flags, b_offs, k, rb)
-                self._emit(rows, ia, fa, oa, ib, fb, ob, add_special_tokens, return_token_type_ids,
-                           want_flags, return_offsets_mapping)
+                    ib, ob = seq(b_ids, b_offs, k, rb)
+                self._emit(rows, ia, oa, ib, ob, add_special_tokens, return_token_type_ids,
+                           return_special_tokens_mask, return_offsets_mapping)
                 mapping.append(k)
 
         for x in rows["input_ids"]:
@@ -522,7 +509,7 @@ class BPETokenizer(PreTrainedTokenizer):
             rows = {k: (v[0] if v and isinstance(v[0], list) else v) for k, v in rows.items()}
         return BatchEncoding(rows, tensor_type=return_tensors)
 
-    def _emit(self, rows, ia, fa, oa, ib, fb, ob, add_special, want_tt, want_mask, want_offs) -> None:
+    def _emit(self, rows, ia, oa, ib, ob, add_special, want_tt, want_mask, want_offs) -> None:
         if add_special:
             ids = self.build_inputs_with_special_tokens(ia, ib)
         else:
