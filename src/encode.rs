@@ -131,32 +131,146 @@ fn pack(b: &[u8]) -> u128 {
     u128::from_le_bytes(buf)
 }
 
+/// Open-addressing table for packed short keys (u128: up to 15 bytes + length byte).
+///
+/// Why not hashbrown: the probe here is one multiply, one shift and (almost always) one
+/// 32-byte entry = half a cache line holding both the key and the inline ids, so a hit costs a
+/// single memory access. Key 0 marks an empty slot (a cached piece has length >= 2, so its
+/// packed key is never 0). Load factor is kept at or below 1/2 so probe runs stay short.
+struct ShortTable {
+    keys_vals: Vec<ShortEntry>,
+    mask: usize,
+    len: usize,
+}
+
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct ShortEntry {
+    key: u128,
+    val: [u32; 4],
+}
+
+impl ShortTable {
+    /// `cap` is rounded up to a power of two; a capacity of 1 is a disabled (always empty) table.
+    fn with_capacity_pow2(cap: usize) -> Self {
+        let cap = cap.next_power_of_two().max(1);
+        ShortTable { keys_vals: vec![ShortEntry::default(); cap], mask: cap - 1, len: 0 }
+    }
+
+    #[inline(always)]
+    fn slot(&self, key: u128) -> usize {
+        let lo = key as u64;
+        let hi = (key >> 64) as u64;
+        let h = (lo ^ hi.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ((h ^ (h >> 29)) >> 16) as usize & self.mask
+    }
+
+    #[inline(always)]
+    fn get(&self, key: u128) -> Option<&[u32; 4]> {
+        let mut i = self.slot(key);
+        loop {
+            let e = unsafe { self.keys_vals.get_unchecked(i) };
+            if e.key == key {
+                return Some(&e.val);
+            }
+            if e.key == 0 {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    fn insert(&mut self, key: u128, val: [u32; 4]) {
+        debug_assert!(key != 0);
+        let mut i = self.slot(key);
+        loop {
+            let e = &mut self.keys_vals[i];
+            if e.key == key {
+                e.val = val;
+                return;
+            }
+            if e.key == 0 {
+                e.key = key;
+                e.val = val;
+                self.len += 1;
+                return;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        if self.keys_vals.len() <= 1 {
+            return 0; // the disabled sentinel
+        }
+        self.keys_vals.len() * std::mem::size_of::<ShortEntry>()
+    }
+
+    fn grow(&mut self) {
+        let mut bigger = ShortTable::with_capacity_pow2(self.keys_vals.len() * 2);
+        for e in &self.keys_vals {
+            if e.key != 0 {
+                bigger.insert(e.key, e.val);
+            }
+        }
+        *self = bigger;
+    }
+
+    fn clear(&mut self) {
+        self.keys_vals.iter_mut().for_each(|e| *e = ShortEntry::default());
+        self.len = 0;
+    }
+}
+
 /// Per-slot word cache. Value layout for `short`: `[a, b, c, n]`; if `n <= 3` the ids are
 /// inline, otherwise `a` is the offset in `arena` and `n & 0x7fff_ffff` the count.
-#[derive(Default)]
+///
+/// Memory: the short table (32 bytes per slot, at most half full) + the arena (4 bytes per
+/// id of long results) + the long map (key bytes + ~48 bytes per entry). When the total would
+/// pass `budget`, everything is wiped (allocations kept), so a slot never exceeds its budget
+/// by more than one table doubling's worth of planning: the table only doubles when the
+/// doubled size still fits.
 pub struct WordCache {
-    short: FxHashMap<u128, [u32; 4]>,
+    short: ShortTable,
     long: FxHashMap<Box<[u8]>, (u32, u32)>,
     arena: Vec<u32>,
-    used: usize,
+    long_bytes: usize,
     budget: usize,
     pub hits: u64,
     pub misses: u64,
 }
 
 const LONG_FLAG: u32 = 0x8000_0000;
-// Estimated bytes per entry: key + value + 1 control byte, / 0.875 load factor, rounded up.
-const SHORT_ENTRY_COST: usize = 40;
 const LONG_ENTRY_COST: usize = 48;
+const SHORT_INITIAL: usize = 1 << 12;
 
 impl WordCache {
     fn new(budget: usize) -> Self {
-        WordCache { budget, ..Default::default() }
+        let short_cap = if budget >= SHORT_INITIAL * 32 * 2 {
+            SHORT_INITIAL
+        } else if budget >= 1024 {
+            16
+        } else {
+            1 // caching disabled
+        };
+        WordCache {
+            short: ShortTable::with_capacity_pow2(short_cap),
+            long: FxHashMap::default(),
+            arena: Vec::new(),
+            long_bytes: 0,
+            budget,
+            hits: 0,
+            misses: 0,
+        }
     }
 
-    #[inline]
-    fn get_short(&mut self, key: u128, out: &mut Vec<u32>) -> bool {
-        match self.short.get(&key) {
+    pub fn used(&self) -> usize {
+        self.short.bytes() + self.arena.capacity() * 4 + self.long_bytes
+    }
+
+    #[inline(always)]
+    fn get_short(&self, key: u128, out: &mut Vec<u32>) -> bool {
+        match self.short.get(key) {
             Some(v) => {
                 let n = v[3];
                 if n & LONG_FLAG == 0 {
@@ -182,24 +296,47 @@ impl WordCache {
         }
     }
 
-    fn make_room(&mut self, cost: usize) {
-        if self.used + cost > self.budget || self.arena.len() > (u32::MAX >> 2) as usize {
-            // Wipe but keep the allocations: the table never grows beyond what the budget allowed.
-            self.short.clear();
-            self.long.clear();
-            self.arena.clear();
-            self.used = 0;
+    fn wipe(&mut self) {
+        self.short.clear();
+        self.long.clear();
+        self.arena.clear();
+        self.long_bytes = 0;
+    }
+
+    /// Makes room for `extra` more bytes of arena/long-map data and one more short entry.
+    fn make_room(&mut self, extra: usize, short: bool) {
+        if self.used() + extra > self.budget || self.arena.len() > (u32::MAX >> 2) as usize {
+            self.wipe();
+        }
+        if short && (self.short.len + 1) * 2 > self.short.keys_vals.len() {
+            if self.used() + self.short.bytes() + extra <= self.budget {
+                self.short.grow();
+            } else {
+                self.wipe();
+            }
         }
     }
 
     fn put(&mut self, piece: &[u8], ids: &[u32]) {
-        if self.budget == 0 || piece.len() > MAX_CACHED_LEN || ids.len() > (u32::MAX >> 1) as usize {
+        if self.budget < 1024 || piece.len() > MAX_CACHED_LEN || ids.len() > (u32::MAX >> 1) as usize {
             return;
         }
         let short = piece.len() < 16;
         let arena_cost = if ids.len() > 3 || !short { 4 * ids.len() } else { 0 };
-        let cost = arena_cost + if short { SHORT_ENTRY_COST } else { LONG_ENTRY_COST + piece.len() };
-        self.make_room(cost);
+        // Arena growth is amortized doubling; charge its capacity, not its length.
+        let arena_extra = if self.arena.len() + ids.len() > self.arena.capacity() {
+            (self.arena.capacity().max(ids.len())) * 4
+        } else {
+            0
+        };
+        let extra = arena_extra + if short { 0 } else { LONG_ENTRY_COST + piece.len() + arena_cost };
+        if self.used() + extra > self.budget && extra > self.budget / 2 {
+            return; // would not fit even after a wipe: don't cache this one
+        }
+        self.make_room(extra, short);
+        if short && (self.short.len + 1) * 2 > self.short.keys_vals.len() {
+            return; // the table cannot grow within the budget
+        }
         if short {
             let v = if ids.len() <= 3 {
                 let mut v = [0u32; 4];
@@ -216,8 +353,8 @@ impl WordCache {
             let o = self.arena.len() as u32;
             self.arena.extend_from_slice(ids);
             self.long.insert(piece.into(), (o, ids.len() as u32));
+            self.long_bytes += LONG_ENTRY_COST + piece.len();
         }
-        self.used += cost;
     }
 }
 
@@ -479,7 +616,7 @@ impl Encoder {
             if let Ok(c) = s.try_lock() {
                 t.0 += c.hits;
                 t.1 += c.misses;
-                t.2 += c.used;
+                t.2 += c.used();
             }
         }
         t
