@@ -19,8 +19,9 @@
 //!   so after warm-up nearly every piece is one hash lookup. Pieces of at most 15 bytes are
 //!   packed into a `u128` key (no allocation, two-word FxHash); the value holds up to three ids
 //!   inline (98% of pieces encode to at most two tokens), longer results live in an arena.
-//!   Pieces up to [`MAX_CACHED_LEN`] bytes go to a second map keyed by boxed bytes; longer ones
-//!   are not cached (they are rare and their merge cost is linear-ish anyway).
+//!   Pieces of 16..=31 bytes (common in Cyrillic, Greek, Arabic: 2 bytes per letter) get a
+//!   second table with 32-byte packed keys; pieces up to [`MAX_CACHED_LEN`] bytes (Thai or CJK
+//!   runs without spaces) a hashbrown map keyed by boxed bytes; longer ones are not cached.
 //! * **Bounded memory.** Each cache slot has a byte budget (`cache_bytes / slots`); entries are
 //!   charged an estimate of their real cost (key + value + hashbrown control byte, over the
 //!   7/8 load factor) and the slot is wiped when the budget is exceeded, as gigatoken does after
@@ -50,7 +51,7 @@ use crate::pretok::Pattern;
 /// Pieces longer than this (in bytes) use the O(n log n) heap merge.
 pub const LARGE_PIECE: usize = 128;
 /// Pieces longer than this (in bytes) are never cached.
-pub const MAX_CACHED_LEN: usize = 64;
+pub const MAX_CACHED_LEN: usize = 255;
 /// Default total cache budget of one encoder.
 pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 
@@ -131,65 +132,110 @@ fn pack(b: &[u8]) -> u128 {
     u128::from_le_bytes(buf)
 }
 
-/// Open-addressing table for packed short keys (u128: up to 15 bytes + length byte).
+/// Packed key of a piece of 16..=31 bytes: the bytes, zero padded, length in the last byte.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Key32([u64; 4]);
+
+#[inline]
+fn pack32(b: &[u8]) -> Key32 {
+    debug_assert!(b.len() >= 16 && b.len() < 32);
+    let mut buf = [0u8; 32];
+    buf[..b.len()].copy_from_slice(b);
+    buf[31] = b.len() as u8;
+    let w = |i: usize| u64::from_le_bytes(buf[8 * i..8 * i + 8].try_into().unwrap());
+    Key32([w(0), w(1), w(2), w(3)])
+}
+
+/// Keys of the open-addressing tables. The all-zero key marks an empty slot (a cached piece
+/// has length >= 2, so its packed key always has a non-zero length byte).
+trait TableKey: Copy + Default + PartialEq {
+    fn mix(&self) -> u64;
+    fn is_empty(&self) -> bool;
+}
+
+impl TableKey for u128 {
+    #[inline(always)]
+    fn mix(&self) -> u64 {
+        let (lo, hi) = (*self as u64, (*self >> 64) as u64);
+        (lo ^ hi.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        *self == 0
+    }
+}
+
+impl TableKey for Key32 {
+    #[inline(always)]
+    fn mix(&self) -> u64 {
+        let [a, b, c, d] = self.0;
+        let x = (a ^ b.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (x ^ c.rotate_left(41) ^ d.rotate_left(7)).wrapping_mul(0xBF58_476D_1CE4_E5B9)
+    }
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.0[3] == 0
+    }
+}
+
+/// Open-addressing table (linear probing) from packed piece keys to inline results.
 ///
-/// Why not hashbrown: the probe here is one multiply, one shift and (almost always) one
-/// 32-byte entry = half a cache line holding both the key and the inline ids, so a hit costs a
-/// single memory access. Key 0 marks an empty slot (a cached piece has length >= 2, so its
-/// packed key is never 0). Load factor is kept at or below 1/2 so probe runs stay short.
-struct ShortTable {
-    keys_vals: Vec<ShortEntry>,
+/// Why not hashbrown: the probe here is a multiply, a shift and (almost always) a single entry
+/// holding both the key and the inline ids (32 bytes for short keys, half a cache line), so a
+/// hit costs one memory access and no pointer chase; long-key hashbrown lookups additionally
+/// memcmp a boxed key elsewhere in memory. The load factor stays at or below 1/2.
+struct Table<K: TableKey> {
+    entries: Vec<Entry<K>>,
     mask: usize,
     len: usize,
 }
 
 #[derive(Clone, Copy, Default)]
-#[repr(C, align(32))]
-struct ShortEntry {
-    key: u128,
+#[repr(C, align(16))]
+struct Entry<K: TableKey> {
+    key: K,
     val: [u32; 4],
 }
 
-impl ShortTable {
+impl<K: TableKey> Table<K> {
     /// `cap` is rounded up to a power of two; a capacity of 1 is a disabled (always empty) table.
     fn with_capacity_pow2(cap: usize) -> Self {
         let cap = cap.next_power_of_two().max(1);
-        ShortTable { keys_vals: vec![ShortEntry::default(); cap], mask: cap - 1, len: 0 }
+        Table { entries: vec![Entry::default(); cap], mask: cap - 1, len: 0 }
     }
 
     #[inline(always)]
-    fn slot(&self, key: u128) -> usize {
-        let lo = key as u64;
-        let hi = (key >> 64) as u64;
-        let h = (lo ^ hi.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    fn slot(&self, key: &K) -> usize {
+        let h = key.mix();
         ((h ^ (h >> 29)) >> 16) as usize & self.mask
     }
 
     #[inline(always)]
-    fn get(&self, key: u128) -> Option<&[u32; 4]> {
+    fn get(&self, key: &K) -> Option<&[u32; 4]> {
         let mut i = self.slot(key);
         loop {
-            let e = unsafe { self.keys_vals.get_unchecked(i) };
-            if e.key == key {
+            // SAFETY: i is masked by `mask` = entries.len() - 1 (a power of two minus one).
+            let e = unsafe { self.entries.get_unchecked(i) };
+            if e.key == *key {
                 return Some(&e.val);
             }
-            if e.key == 0 {
+            if e.key.is_empty() {
                 return None;
             }
             i = (i + 1) & self.mask;
         }
     }
 
-    fn insert(&mut self, key: u128, val: [u32; 4]) {
-        debug_assert!(key != 0);
-        let mut i = self.slot(key);
+    fn insert(&mut self, key: K, val: [u32; 4]) {
+        debug_assert!(!key.is_empty() && (self.len + 1) * 2 <= self.entries.len());
+        let mut i = self.slot(&key);
         loop {
-            let e = &mut self.keys_vals[i];
+            let e = &mut self.entries[i];
             if e.key == key {
                 e.val = val;
                 return;
             }
-            if e.key == 0 {
+            if e.key.is_empty() {
                 e.key = key;
                 e.val = val;
                 self.len += 1;
@@ -199,17 +245,21 @@ impl ShortTable {
         }
     }
 
+    fn full(&self) -> bool {
+        (self.len + 1) * 2 > self.entries.len()
+    }
+
     fn bytes(&self) -> usize {
-        if self.keys_vals.len() <= 1 {
+        if self.entries.len() <= 1 {
             return 0; // the disabled sentinel
         }
-        self.keys_vals.len() * std::mem::size_of::<ShortEntry>()
+        self.entries.len() * std::mem::size_of::<Entry<K>>()
     }
 
     fn grow(&mut self) {
-        let mut bigger = ShortTable::with_capacity_pow2(self.keys_vals.len() * 2);
-        for e in &self.keys_vals {
-            if e.key != 0 {
+        let mut bigger = Table::with_capacity_pow2(self.entries.len() * 2);
+        for e in &self.entries {
+            if !e.key.is_empty() {
                 bigger.insert(e.key, e.val);
             }
         }
@@ -217,21 +267,27 @@ impl ShortTable {
     }
 
     fn clear(&mut self) {
-        self.keys_vals.iter_mut().for_each(|e| *e = ShortEntry::default());
+        self.entries.iter_mut().for_each(|e| *e = Entry::default());
         self.len = 0;
     }
 }
 
-/// Per-slot word cache. Value layout for `short`: `[a, b, c, n]`; if `n <= 3` the ids are
-/// inline, otherwise `a` is the offset in `arena` and `n & 0x7fff_ffff` the count.
+/// Per-slot word cache.
 ///
-/// Memory: the short table (32 bytes per slot, at most half full) + the arena (4 bytes per
-/// id of long results) + the long map (key bytes + ~48 bytes per entry). When the total would
-/// pass `budget`, everything is wiped (allocations kept), so a slot never exceeds its budget
-/// by more than one table doubling's worth of planning: the table only doubles when the
-/// doubled size still fits.
+/// * pieces of 2..=15 bytes: `short` table, key packed in a u128;
+/// * pieces of 16..=31 bytes: `mid` table, key packed in 32 bytes;
+/// * pieces of 32..=[`MAX_CACHED_LEN`] bytes: `long` hashbrown map keyed by boxed bytes.
+///
+/// Table values are `[a, b, c, n]`: if `n <= 3` the ids are inline, otherwise `a` is an offset
+/// into `arena` and `n & 0x7fff_ffff` the count.
+///
+/// Memory (`used()`): table capacities (entry size x slots) + arena capacity x 4 + long-map
+/// entries (key bytes + 48). Before anything grows, the growth is checked against `budget`;
+/// if it would not fit, the cache is wiped (allocations kept, so the total never passes the
+/// budget), and if it still would not fit, the piece is simply not cached.
 pub struct WordCache {
-    short: ShortTable,
+    short: Table<u128>,
+    mid: Table<Key32>,
     long: FxHashMap<Box<[u8]>, (u32, u32)>,
     arena: Vec<u32>,
     long_bytes: usize,
@@ -246,15 +302,16 @@ const SHORT_INITIAL: usize = 1 << 12;
 
 impl WordCache {
     fn new(budget: usize) -> Self {
-        let short_cap = if budget >= SHORT_INITIAL * 32 * 2 {
+        let cap = if budget >= SHORT_INITIAL * 80 * 2 {
             SHORT_INITIAL
-        } else if budget >= 1024 {
+        } else if budget >= 4096 {
             16
         } else {
             1 // caching disabled
         };
         WordCache {
-            short: ShortTable::with_capacity_pow2(short_cap),
+            short: Table::with_capacity_pow2(cap),
+            mid: Table::with_capacity_pow2(cap),
             long: FxHashMap::default(),
             arena: Vec::new(),
             long_bytes: 0,
@@ -265,31 +322,40 @@ impl WordCache {
     }
 
     pub fn used(&self) -> usize {
-        self.short.bytes() + self.arena.capacity() * 4 + self.long_bytes
+        self.short.bytes() + self.mid.bytes() + self.arena.capacity() * 4 + self.long_bytes
     }
 
     #[inline(always)]
-    fn get_short(&self, key: u128, out: &mut Vec<u32>) -> bool {
-        match self.short.get(key) {
-            Some(v) => {
-                let n = v[3];
-                if n & LONG_FLAG == 0 {
-                    out.extend_from_slice(&v[..n as usize]);
-                } else {
-                    let (o, n) = (v[0] as usize, (n & !LONG_FLAG) as usize);
-                    out.extend_from_slice(&self.arena[o..o + n]);
-                }
-                true
-            }
-            None => false,
+    fn emit(&self, v: &[u32; 4], out: &mut Vec<u32>) {
+        let n = v[3];
+        if n & LONG_FLAG == 0 {
+            out.extend_from_slice(&v[..n as usize]);
+        } else {
+            let (o, n) = (v[0] as usize, (n & !LONG_FLAG) as usize);
+            out.extend_from_slice(&self.arena[o..o + n]);
         }
     }
 
-    #[inline]
-    fn get_long(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
-        match self.long.get(piece) {
-            Some(&(o, n)) => {
-                out.extend_from_slice(&self.arena[o as usize..(o + n) as usize]);
+    /// Looks `piece` (2..=MAX_CACHED_LEN bytes) up; appends its ids and returns true on a hit.
+    #[inline(always)]
+    fn get(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
+        let len = piece.len();
+        let v = if len < 16 {
+            self.short.get(&pack(piece))
+        } else if len < 32 {
+            self.mid.get(&pack32(piece))
+        } else {
+            return match self.long.get(piece) {
+                Some(&(o, n)) => {
+                    out.extend_from_slice(&self.arena[o as usize..(o + n) as usize]);
+                    true
+                }
+                None => false,
+            };
+        };
+        match v {
+            Some(v) => {
+                self.emit(v, out);
                 true
             }
             None => false,
@@ -298,47 +364,66 @@ impl WordCache {
 
     fn wipe(&mut self) {
         self.short.clear();
+        self.mid.clear();
         self.long.clear();
         self.arena.clear();
         self.long_bytes = 0;
     }
 
-    /// Makes room for `extra` more bytes of arena/long-map data and one more short entry.
-    fn make_room(&mut self, extra: usize, short: bool) {
-        if self.used() + extra > self.budget || self.arena.len() > (u32::MAX >> 2) as usize {
-            self.wipe();
+    /// Can `delta` more bytes be used? Wipes once if that makes it fit.
+    fn room_for(&mut self, delta: usize) -> bool {
+        if self.used() + delta <= self.budget {
+            return true;
         }
-        if short && (self.short.len + 1) * 2 > self.short.keys_vals.len() {
-            if self.used() + self.short.bytes() + extra <= self.budget {
-                self.short.grow();
-            } else {
-                self.wipe();
-            }
-        }
+        self.wipe();
+        self.used() + delta <= self.budget
     }
 
     fn put(&mut self, piece: &[u8], ids: &[u32]) {
-        if self.budget < 1024 || piece.len() > MAX_CACHED_LEN || ids.len() > (u32::MAX >> 1) as usize {
+        let len = piece.len();
+        if self.budget < 4096 || len > MAX_CACHED_LEN || ids.len() > (u32::MAX >> 2) as usize {
             return;
         }
-        let short = piece.len() < 16;
-        let arena_cost = if ids.len() > 3 || !short { 4 * ids.len() } else { 0 };
-        // Arena growth is amortized doubling; charge its capacity, not its length.
-        let arena_extra = if self.arena.len() + ids.len() > self.arena.capacity() {
-            (self.arena.capacity().max(ids.len())) * 4
-        } else {
-            0
-        };
-        let extra = arena_extra + if short { 0 } else { LONG_ENTRY_COST + piece.len() + arena_cost };
-        if self.used() + extra > self.budget && extra > self.budget / 2 {
-            return; // would not fit even after a wipe: don't cache this one
+        // Make sure the target table has a free slot (growing it if the budget allows).
+        if len < 16 && self.short.full() {
+            let d = self.short.bytes().max(16 * 32);
+            if !self.room_for(d) {
+                return;
+            }
+            if self.short.full() {
+                self.short.grow();
+            }
+        } else if (16..32).contains(&len) && self.mid.full() {
+            let d = self.mid.bytes().max(16 * 48);
+            if !self.room_for(d) {
+                return;
+            }
+            if self.mid.full() {
+                self.mid.grow();
+            }
         }
-        self.make_room(extra, short);
-        if short && (self.short.len + 1) * 2 > self.short.keys_vals.len() {
-            return; // the table cannot grow within the budget
+        let in_arena = ids.len() > 3 || len >= 32;
+        if in_arena {
+            let need = self.arena.len() + ids.len();
+            let mut delta = if need > self.arena.capacity() { (need.max(self.arena.capacity() * 2) - self.arena.capacity()) * 4 } else { 0 };
+            if len >= 32 {
+                delta += LONG_ENTRY_COST + len;
+            }
+            if !self.room_for(delta) {
+                return;
+            }
+            if self.arena.len() + ids.len() > (u32::MAX >> 1) as usize {
+                self.wipe();
+            }
+            // A wipe may have emptied a table we checked above; it still has free slots.
+            let need = self.arena.len() + ids.len();
+            if need > self.arena.capacity() {
+                let target = need.max(self.arena.capacity() * 2);
+                self.arena.reserve_exact(target - self.arena.len());
+            }
         }
-        if short {
-            let v = if ids.len() <= 3 {
+        if len < 32 {
+            let v = if !in_arena {
                 let mut v = [0u32; 4];
                 v[..ids.len()].copy_from_slice(ids);
                 v[3] = ids.len() as u32;
@@ -348,12 +433,16 @@ impl WordCache {
                 self.arena.extend_from_slice(ids);
                 [o, 0, 0, ids.len() as u32 | LONG_FLAG]
             };
-            self.short.insert(pack(piece), v);
+            if len < 16 {
+                self.short.insert(pack(piece), v);
+            } else {
+                self.mid.insert(pack32(piece), v);
+            }
         } else {
             let o = self.arena.len() as u32;
             self.arena.extend_from_slice(ids);
             self.long.insert(piece.into(), (o, ids.len() as u32));
-            self.long_bytes += LONG_ENTRY_COST + piece.len();
+            self.long_bytes += LONG_ENTRY_COST + len;
         }
     }
 }
@@ -765,28 +854,26 @@ impl Encoder {
     }
 
     /// BPE of one piece through the cache.
-    #[inline]
+    #[inline(always)]
     pub fn encode_piece(&self, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
         let len = piece.len();
         if len == 1 {
             out.push(self.byte_ids[piece[0] as usize]);
             return;
         }
-        if len < 16 {
-            let key = pack(piece);
-            if cache.get_short(key, out) {
-                cache.hits += 1;
-                return;
-            }
-        } else if len <= MAX_CACHED_LEN {
-            if cache.get_long(piece, out) {
-                cache.hits += 1;
-                return;
-            }
-        } else {
+        if len > MAX_CACHED_LEN {
             self.bpe_piece(piece, out);
             return;
         }
+        if cache.get(piece, out) {
+            cache.hits += 1;
+            return;
+        }
+        self.encode_miss(cache, piece, out);
+    }
+
+    #[inline(never)]
+    fn encode_miss(&self, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
         cache.misses += 1;
         let start = out.len();
         self.bpe_piece(piece, out);
