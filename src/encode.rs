@@ -1119,3 +1119,145 @@ impl<'a> StateReader<'a> {
         self.take(n)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A toy tiktoken-style vocab: all bytes, then a few merged tokens over 'a'..'d'.
+    fn toy_ranks() -> Vec<(u32, Box<[u8]>)> {
+        let mut v: Vec<(u32, Box<[u8]>)> = (0..=255u8).map(|b| (b as u32, vec![b].into_boxed_slice())).collect();
+        let extra = ["ab", "aa", "bc", "abc", "aaaa", "ba", "cd", "abcd", "aab", "dd", "ddd", "bcd", "aaaaaaaa"];
+        for (i, t) in extra.iter().enumerate() {
+            v.push((256 + i as u32, t.as_bytes().into()));
+        }
+        v
+    }
+
+    /// Reference: merge the adjacent pair whose concatenation has the lowest rank, leftmost.
+    fn naive(ranks: &[(u32, Box<[u8]>)], piece: &[u8]) -> Vec<u32> {
+        let rank_of = |b: &[u8]| ranks.iter().find(|(_, t)| &**t == b).map(|(r, _)| *r);
+        if let Some(r) = rank_of(piece) {
+            return vec![r];
+        }
+        let mut parts: Vec<Vec<u8>> = piece.iter().map(|&b| vec![b]).collect();
+        loop {
+            let mut best: Option<(u32, usize)> = None;
+            for i in 0..parts.len().saturating_sub(1) {
+                let cat = [parts[i].clone(), parts[i + 1].clone()].concat();
+                if let Some(r) = rank_of(&cat) {
+                    if best.map_or(true, |(br, _)| r < br) {
+                        best = Some((r, i));
+                    }
+                }
+            }
+            match best {
+                None => break,
+                Some((_, i)) => {
+                    let right = parts.remove(i + 1);
+                    parts[i].extend(right);
+                }
+            }
+        }
+        parts.iter().map(|p| rank_of(p).unwrap()).collect()
+    }
+
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    #[test]
+    fn small_and_large_paths_match_the_reference() {
+        let ranks = toy_ranks();
+        let enc = Encoder::new(ranks.clone(), None, vec![], r"[a-d]+|[^a-d]+", 1 << 20).unwrap();
+        let mut seed = 7;
+        for round in 0..400 {
+            let n = 2 + (lcg(&mut seed) % if round % 4 == 0 { 400 } else { 40 }) as usize;
+            let piece: Vec<u8> = (0..n).map(|_| b"aabcd"[(lcg(&mut seed) % 5) as usize]).collect();
+            let want = naive(&ranks, &piece);
+            let mut a = Vec::new();
+            enc.bpe_piece(&piece, &mut a);
+            assert_eq!(a, want, "bpe_piece on {:?}", String::from_utf8_lossy(&piece));
+            let mut b = Vec::new();
+            enc.merge_large(&piece, &mut b);
+            assert_eq!(b, want, "merge_large on {:?}", String::from_utf8_lossy(&piece));
+            if piece.len() <= LARGE_PIECE {
+                let mut c = Vec::new();
+                enc.merge_small(&piece, &mut c);
+                assert_eq!(c, want, "merge_small");
+            }
+        }
+    }
+
+    #[test]
+    fn merges_mode_equals_ranks_mode_on_a_consistent_vocab() {
+        // With merges in rank order that build each token the way rank order would (here
+        // "aab" = a + ab, since ab outranks aa), both semantics agree. (With ("aa", "b") they
+        // differ on "abaab": the real GPT-2 vs tiktoken subtlety, see hf-integration.md 3.3.)
+        let ranks = toy_ranks();
+        let id = |s: &str| ranks.iter().find(|(_, t)| &**t == s.as_bytes()).unwrap().0;
+        let merges: Vec<(u32, u32)> = [("a", "b"), ("a", "a"), ("b", "c"), ("ab", "c"), ("aa", "aa"), ("b", "a"), ("c", "d"), ("abc", "d"), ("a", "ab"), ("d", "d"), ("dd", "d"), ("bc", "d"), ("aaaa", "aaaa")]
+            .iter()
+            .map(|(a, b)| (id(a), id(b)))
+            .collect();
+        let m = Encoder::new(ranks.clone(), Some(merges), vec![], "gpt2", 1 << 20).unwrap();
+        let r = Encoder::new(ranks, None, vec![], "gpt2", 1 << 20).unwrap();
+        let mut seed = 11;
+        for _ in 0..300 {
+            let n = 2 + (lcg(&mut seed) % 200) as usize;
+            let piece: Vec<u8> = (0..n).map(|_| b"abcd"[(lcg(&mut seed) % 4) as usize]).collect();
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            m.bpe_piece(&piece, &mut x);
+            r.bpe_piece(&piece, &mut y);
+            assert_eq!(x, y);
+        }
+    }
+
+    #[test]
+    fn cache_respects_budget_and_stays_correct() {
+        let ranks = toy_ranks();
+        for budget in [0usize, 4096, 10_000, 1 << 16] {
+            let enc = Encoder::new(ranks.clone(), None, vec![], r"\S+|\s+", budget).unwrap();
+            let mut cache = enc.cache(0);
+            let mut seed = 3;
+            for _ in 0..5000 {
+                let n = 2 + (lcg(&mut seed) % 60) as usize;
+                let piece: Vec<u8> = (0..n).map(|_| b"abcdxyz"[(lcg(&mut seed) % 7) as usize]).collect();
+                let mut a = Vec::new();
+                enc.encode_piece(&mut cache, &piece, &mut a);
+                let mut b = Vec::new();
+                enc.bpe_piece(&piece, &mut b);
+                assert_eq!(a, b);
+                assert!(cache.used() <= budget.max(0), "used {} > budget {budget}", cache.used());
+            }
+        }
+    }
+
+    #[test]
+    fn state_round_trips_deterministically() {
+        let mut ranks = toy_ranks();
+        let specials = vec![("<|x|>".to_string(), 1000), ("<|y|>".to_string(), 999)];
+        let a = Encoder::new(ranks.clone(), None, specials.clone(), "cl100k", 12345).unwrap();
+        ranks.reverse();
+        let b = Encoder::new(ranks, None, specials.into_iter().rev().collect(), "cl100k", 12345).unwrap();
+        assert_eq!(a.to_state(), b.to_state());
+        let c = Encoder::from_state(&a.to_state()).unwrap();
+        assert_eq!(c.to_state(), a.to_state());
+        assert_eq!(c.n_vocab(), 1001);
+        assert!(Encoder::from_state(&a.to_state()[..20]).is_err());
+    }
+
+    #[test]
+    fn specials_split_and_check() {
+        let specials = vec![("<|e|>".to_string(), 500), ("<|f|>".to_string(), 501)];
+        let enc = Encoder::new(toy_ranks(), None, specials, "gpt2", 1 << 20).unwrap();
+        let t = "ab<|e|>cd<|f|>";
+        let mut items = Vec::new();
+        enc.split_specials(t, &SpecialSet::Some(vec!["<|f|>".into()]), 0, &mut items);
+        assert!(matches!(items[..], [Item::Text(0, 9), Item::Special(501, 9, 14)]));
+        assert!(enc.check_disallowed(t, &SpecialSet::Some(vec!["<|f|>".into()]), &None).unwrap_err().contains("<|e|>"));
+        assert!(enc.check_disallowed(t, &SpecialSet::All, &None).is_ok());
+        assert!(enc.check_disallowed(t, &SpecialSet::None, &Some(SpecialSet::None)).is_ok());
+    }
+}
