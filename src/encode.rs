@@ -101,7 +101,7 @@ impl SpecialSet {
             SpecialSet::Some(v) => v.iter().any(|x| x == s),
         }
     }
-    fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         match self {
             SpecialSet::None => true,
             SpecialSet::All => false,
