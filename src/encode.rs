@@ -22,15 +22,17 @@
 //!   Pieces of 16..=31 bytes (common in Cyrillic, Greek, Arabic: 2 bytes per letter) get a
 //!   second table with 32-byte packed keys; pieces up to [`MAX_CACHED_LEN`] bytes (Thai or CJK
 //!   runs without spaces) a hashbrown map keyed by boxed bytes; longer ones are not cached.
-//! * **Bounded memory.** Each cache slot has a byte budget (`cache_bytes / slots`); entries are
-//!   charged an estimate of their real cost (key + value + hashbrown control byte, over the
-//!   7/8 load factor) and the slot is wiped when the budget is exceeded, as gigatoken does after
-//!   its unbounded cache exhausted RAM on TB-scale corpora. Wiping keeps the allocation, so a
-//!   slot never grows beyond its budget.
+//! * **Bounded memory.** `cache_bytes` is the total budget of one encoder, split evenly over
+//!   its slots (cores + 1). A slot charges what it really holds — table capacities, arena
+//!   capacity, long-map keys plus an allowance per entry — and checks every growth against its
+//!   share *before* growing; if the growth does not fit, the slot is wiped (allocations kept)
+//!   and refilled, as gigatoken does after its unbounded cache exhausted RAM on TB-scale
+//!   corpora. So a slot never exceeds its share; `cache_bytes=0` disables caching.
 //! * **No shared mutable state on the hot path.** The encoder owns a few cache slots behind
 //!   mutexes; a worker `try_lock`s one slot *once per work unit* (about a megabyte of text),
 //!   never per word, so there are no atomics per lookup (HF moved its cache to thread-local for
-//!   the same reason). A worker that finds every slot busy uses a private throw-away cache, so
+//!   the same reason). A worker that finds every slot busy uses a private throw-away cache (its budget is the
+//!   slot share capped at 16 MiB, freed when the unit ends), so
 //!   nothing ever blocks — this also makes a forked child safe when a parent thread held a slot.
 //! * **FxHash** everywhere: keys are integers or short byte strings from trusted tables; SipHash
 //!   would cost 5–10% overall (tiktoken measured the same).
