@@ -113,6 +113,9 @@ pub fn encode_docs(
     num_threads: usize,
 ) -> Result<Flat, String> {
     let total: usize = docs.iter().map(|d| d.len()).sum();
+    if docs.len() == 1 && total < PARALLEL_MIN_BYTES && sep.is_none() {
+        return encode_small(enc, docs[0], allowed, disallowed);
+    }
     // Check first: an error must not depend on thread timing.
     for d in docs {
         enc.check_disallowed(d, allowed, disallowed)?;
@@ -206,6 +209,28 @@ pub fn encode_docs(
         ids
     };
     Ok(Flat { ids, lens })
+}
+
+/// One small text on the calling thread, without the item/unit bookkeeping (per-call overhead
+/// matters for `datasets.map` without batching and for chat-sized inputs).
+fn encode_small(enc: &Encoder, text: &str, allowed: &SpecialSet, disallowed: &Option<SpecialSet>) -> Result<Flat, String> {
+    enc.check_disallowed(text, allowed, disallowed)?;
+    let mut cache = enc.cache(0);
+    let mut ids = Vec::with_capacity(text.len() / 3 + 4);
+    if allowed.is_empty() {
+        enc.encode_text(&mut cache, text, &mut ids)?;
+    } else {
+        let mut items = Vec::new();
+        enc.split_specials(text, allowed, 0, &mut items);
+        for it in items {
+            match it {
+                Item::Text(s, e) => enc.encode_text(&mut cache, &text[s..e], &mut ids)?,
+                Item::Special(id, _, _) => ids.push(id),
+            }
+        }
+    }
+    let n = ids.len();
+    Ok(Flat { ids, lens: vec![n] })
 }
 
 /// Ids and the character range of each token in `text`.

@@ -19,17 +19,20 @@
 //!   so after warm-up nearly every piece is one hash lookup. Pieces of at most 15 bytes are
 //!   packed into a `u128` key (no allocation, two-word FxHash); the value holds up to three ids
 //!   inline (98% of pieces encode to at most two tokens), longer results live in an arena.
-//!   Pieces up to [`MAX_CACHED_LEN`] bytes go to a second map keyed by boxed bytes; longer ones
-//!   are not cached (they are rare and their merge cost is linear-ish anyway).
-//! * **Bounded memory.** Each cache slot has a byte budget (`cache_bytes / slots`); entries are
-//!   charged an estimate of their real cost (key + value + hashbrown control byte, over the
-//!   7/8 load factor) and the slot is wiped when the budget is exceeded, as gigatoken does after
-//!   its unbounded cache exhausted RAM on TB-scale corpora. Wiping keeps the allocation, so a
-//!   slot never grows beyond its budget.
+//!   Pieces of 16..=31 bytes (common in Cyrillic, Greek, Arabic: 2 bytes per letter) get a
+//!   second table with 32-byte packed keys; pieces up to [`MAX_CACHED_LEN`] bytes (Thai or CJK
+//!   runs without spaces) a hashbrown map keyed by boxed bytes; longer ones are not cached.
+//! * **Bounded memory.** `cache_bytes` is the total budget of one encoder, split evenly over
+//!   its slots (cores + 1). A slot charges what it really holds — table capacities, arena
+//!   capacity, long-map keys plus an allowance per entry — and checks every growth against its
+//!   share *before* growing; if the growth does not fit, the slot is wiped (allocations kept)
+//!   and refilled, as gigatoken does after its unbounded cache exhausted RAM on TB-scale
+//!   corpora. So a slot never exceeds its share; `cache_bytes=0` disables caching.
 //! * **No shared mutable state on the hot path.** The encoder owns a few cache slots behind
 //!   mutexes; a worker `try_lock`s one slot *once per work unit* (about a megabyte of text),
 //!   never per word, so there are no atomics per lookup (HF moved its cache to thread-local for
-//!   the same reason). A worker that finds every slot busy uses a private throw-away cache, so
+//!   the same reason). A worker that finds every slot busy uses a private throw-away cache (its budget is the
+//!   slot share capped at 16 MiB, freed when the unit ends), so
 //!   nothing ever blocks — this also makes a forked child safe when a parent thread held a slot.
 //! * **FxHash** everywhere: keys are integers or short byte strings from trusted tables; SipHash
 //!   would cost 5–10% overall (tiktoken measured the same).
@@ -50,7 +53,7 @@ use crate::pretok::Pattern;
 /// Pieces longer than this (in bytes) use the O(n log n) heap merge.
 pub const LARGE_PIECE: usize = 128;
 /// Pieces longer than this (in bytes) are never cached.
-pub const MAX_CACHED_LEN: usize = 64;
+pub const MAX_CACHED_LEN: usize = 255;
 /// Default total cache budget of one encoder.
 pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 
@@ -100,7 +103,7 @@ impl SpecialSet {
             SpecialSet::Some(v) => v.iter().any(|x| x == s),
         }
     }
-    fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         match self {
             SpecialSet::None => true,
             SpecialSet::All => false,
@@ -131,77 +134,298 @@ fn pack(b: &[u8]) -> u128 {
     u128::from_le_bytes(buf)
 }
 
-/// Per-slot word cache. Value layout for `short`: `[a, b, c, n]`; if `n <= 3` the ids are
-/// inline, otherwise `a` is the offset in `arena` and `n & 0x7fff_ffff` the count.
-#[derive(Default)]
+/// Packed key of a piece of 16..=31 bytes: the bytes, zero padded, length in the last byte.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Key32([u64; 4]);
+
+#[inline]
+fn pack32(b: &[u8]) -> Key32 {
+    debug_assert!(b.len() >= 16 && b.len() < 32);
+    let mut buf = [0u8; 32];
+    buf[..b.len()].copy_from_slice(b);
+    buf[31] = b.len() as u8;
+    let w = |i: usize| u64::from_le_bytes(buf[8 * i..8 * i + 8].try_into().unwrap());
+    Key32([w(0), w(1), w(2), w(3)])
+}
+
+/// Keys of the open-addressing tables. The all-zero key marks an empty slot (a cached piece
+/// has length >= 2, so its packed key always has a non-zero length byte).
+trait TableKey: Copy + Default + PartialEq {
+    fn mix(&self) -> u64;
+    fn is_empty(&self) -> bool;
+}
+
+impl TableKey for u128 {
+    #[inline(always)]
+    fn mix(&self) -> u64 {
+        let (lo, hi) = (*self as u64, (*self >> 64) as u64);
+        (lo ^ hi.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        *self == 0
+    }
+}
+
+impl TableKey for Key32 {
+    #[inline(always)]
+    fn mix(&self) -> u64 {
+        let [a, b, c, d] = self.0;
+        let x = (a ^ b.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (x ^ c.rotate_left(41) ^ d.rotate_left(7)).wrapping_mul(0xBF58_476D_1CE4_E5B9)
+    }
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.0[3] == 0
+    }
+}
+
+/// Open-addressing table (linear probing) from packed piece keys to inline results.
+///
+/// Why not hashbrown: the probe here is a multiply, a shift and (almost always) a single entry
+/// holding both the key and the inline ids (32 bytes for short keys, half a cache line), so a
+/// hit costs one memory access and no pointer chase; long-key hashbrown lookups additionally
+/// memcmp a boxed key elsewhere in memory. The load factor stays at or below 1/2.
+struct Table<K: TableKey> {
+    entries: Vec<Entry<K>>,
+    mask: usize,
+    len: usize,
+}
+
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
+struct Entry<K: TableKey> {
+    key: K,
+    val: [u32; 4],
+}
+
+impl<K: TableKey> Table<K> {
+    /// `cap` is rounded up to a power of two; a capacity of 1 is a disabled (always empty) table.
+    fn with_capacity_pow2(cap: usize) -> Self {
+        let cap = cap.next_power_of_two().max(1);
+        Table { entries: vec![Entry::default(); cap], mask: cap - 1, len: 0 }
+    }
+
+    #[inline(always)]
+    fn slot(&self, key: &K) -> usize {
+        let h = key.mix();
+        ((h ^ (h >> 29)) >> 16) as usize & self.mask
+    }
+
+    #[inline(always)]
+    fn get(&self, key: &K) -> Option<&[u32; 4]> {
+        let mut i = self.slot(key);
+        loop {
+            // SAFETY: i is masked by `mask` = entries.len() - 1 (a power of two minus one).
+            let e = unsafe { self.entries.get_unchecked(i) };
+            if e.key == *key {
+                return Some(&e.val);
+            }
+            if e.key.is_empty() {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    fn insert(&mut self, key: K, val: [u32; 4]) {
+        debug_assert!(!key.is_empty() && (self.len + 1) * 2 <= self.entries.len());
+        let mut i = self.slot(&key);
+        loop {
+            let e = &mut self.entries[i];
+            if e.key == key {
+                e.val = val;
+                return;
+            }
+            if e.key.is_empty() {
+                e.key = key;
+                e.val = val;
+                self.len += 1;
+                return;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    fn full(&self) -> bool {
+        (self.len + 1) * 2 > self.entries.len()
+    }
+
+    fn bytes(&self) -> usize {
+        if self.entries.len() <= 1 {
+            return 0; // the disabled sentinel
+        }
+        self.entries.len() * std::mem::size_of::<Entry<K>>()
+    }
+
+    fn grow(&mut self) {
+        let mut bigger = Table::with_capacity_pow2(self.entries.len() * 2);
+        for e in &self.entries {
+            if !e.key.is_empty() {
+                bigger.insert(e.key, e.val);
+            }
+        }
+        *self = bigger;
+    }
+
+    fn clear(&mut self) {
+        self.entries.iter_mut().for_each(|e| *e = Entry::default());
+        self.len = 0;
+    }
+}
+
+/// Per-slot word cache.
+///
+/// * pieces of 2..=15 bytes: `short` table, key packed in a u128;
+/// * pieces of 16..=31 bytes: `mid` table, key packed in 32 bytes;
+/// * pieces of 32..=[`MAX_CACHED_LEN`] bytes: `long` hashbrown map keyed by boxed bytes.
+///
+/// Table values are `[a, b, c, n]`: if `n <= 3` the ids are inline, otherwise `a` is an offset
+/// into `arena` and `n & 0x7fff_ffff` the count.
+///
+/// Memory (`used()`): table capacities (entry size x slots) + arena capacity x 4 + long-map
+/// entries (key bytes + 48). Before anything grows, the growth is checked against `budget`;
+/// if it would not fit, the cache is wiped (allocations kept, so the total never passes the
+/// budget), and if it still would not fit, the piece is simply not cached.
 pub struct WordCache {
-    short: FxHashMap<u128, [u32; 4]>,
+    short: Table<u128>,
+    mid: Table<Key32>,
     long: FxHashMap<Box<[u8]>, (u32, u32)>,
     arena: Vec<u32>,
-    used: usize,
+    long_bytes: usize,
     budget: usize,
     pub hits: u64,
     pub misses: u64,
 }
 
 const LONG_FLAG: u32 = 0x8000_0000;
-// Estimated bytes per entry: key + value + 1 control byte, / 0.875 load factor, rounded up.
-const SHORT_ENTRY_COST: usize = 40;
 const LONG_ENTRY_COST: usize = 48;
+const SHORT_INITIAL: usize = 1 << 12;
 
 impl WordCache {
     fn new(budget: usize) -> Self {
-        WordCache { budget, ..Default::default() }
+        let cap = if budget >= SHORT_INITIAL * 80 * 2 {
+            SHORT_INITIAL
+        } else if budget >= 4096 {
+            16
+        } else {
+            1 // caching disabled
+        };
+        WordCache {
+            short: Table::with_capacity_pow2(cap),
+            mid: Table::with_capacity_pow2(cap),
+            long: FxHashMap::default(),
+            arena: Vec::new(),
+            long_bytes: 0,
+            budget,
+            hits: 0,
+            misses: 0,
+        }
     }
 
-    #[inline]
-    fn get_short(&mut self, key: u128, out: &mut Vec<u32>) -> bool {
-        match self.short.get(&key) {
-            Some(v) => {
-                let n = v[3];
-                if n & LONG_FLAG == 0 {
-                    out.extend_from_slice(&v[..n as usize]);
-                } else {
-                    let (o, n) = (v[0] as usize, (n & !LONG_FLAG) as usize);
-                    out.extend_from_slice(&self.arena[o..o + n]);
+    pub fn used(&self) -> usize {
+        self.short.bytes() + self.mid.bytes() + self.arena.capacity() * 4 + self.long_bytes
+    }
+
+    #[inline(always)]
+    fn emit(&self, v: &[u32; 4], out: &mut Vec<u32>) {
+        let n = v[3];
+        if n & LONG_FLAG == 0 {
+            out.extend_from_slice(&v[..n as usize]);
+        } else {
+            let (o, n) = (v[0] as usize, (n & !LONG_FLAG) as usize);
+            out.extend_from_slice(&self.arena[o..o + n]);
+        }
+    }
+
+    /// Looks `piece` (2..=MAX_CACHED_LEN bytes) up; appends its ids and returns true on a hit.
+    #[inline(always)]
+    fn get(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
+        let len = piece.len();
+        let v = if len < 16 {
+            self.short.get(&pack(piece))
+        } else if len < 32 {
+            self.mid.get(&pack32(piece))
+        } else {
+            return match self.long.get(piece) {
+                Some(&(o, n)) => {
+                    out.extend_from_slice(&self.arena[o as usize..(o + n) as usize]);
+                    true
                 }
+                None => false,
+            };
+        };
+        match v {
+            Some(v) => {
+                self.emit(v, out);
                 true
             }
             None => false,
         }
     }
 
-    #[inline]
-    fn get_long(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
-        match self.long.get(piece) {
-            Some(&(o, n)) => {
-                out.extend_from_slice(&self.arena[o as usize..(o + n) as usize]);
-                true
-            }
-            None => false,
-        }
+    fn wipe(&mut self) {
+        self.short.clear();
+        self.mid.clear();
+        self.long.clear();
+        self.arena.clear();
+        self.long_bytes = 0;
     }
 
-    fn make_room(&mut self, cost: usize) {
-        if self.used + cost > self.budget || self.arena.len() > (u32::MAX >> 2) as usize {
-            // Wipe but keep the allocations: the table never grows beyond what the budget allowed.
-            self.short.clear();
-            self.long.clear();
-            self.arena.clear();
-            self.used = 0;
+    /// Can `delta` more bytes be used? Wipes once if that makes it fit.
+    fn room_for(&mut self, delta: usize) -> bool {
+        if self.used() + delta <= self.budget {
+            return true;
         }
+        self.wipe();
+        self.used() + delta <= self.budget
     }
 
     fn put(&mut self, piece: &[u8], ids: &[u32]) {
-        if self.budget == 0 || piece.len() > MAX_CACHED_LEN || ids.len() > (u32::MAX >> 1) as usize {
+        let len = piece.len();
+        if self.budget < 4096 || len > MAX_CACHED_LEN || ids.len() > (u32::MAX >> 2) as usize {
             return;
         }
-        let short = piece.len() < 16;
-        let arena_cost = if ids.len() > 3 || !short { 4 * ids.len() } else { 0 };
-        let cost = arena_cost + if short { SHORT_ENTRY_COST } else { LONG_ENTRY_COST + piece.len() };
-        self.make_room(cost);
-        if short {
-            let v = if ids.len() <= 3 {
+        // Make sure the target table has a free slot (growing it if the budget allows).
+        if len < 16 && self.short.full() {
+            let d = self.short.bytes().max(16 * 32);
+            if !self.room_for(d) {
+                return;
+            }
+            if self.short.full() {
+                self.short.grow();
+            }
+        } else if (16..32).contains(&len) && self.mid.full() {
+            let d = self.mid.bytes().max(16 * 48);
+            if !self.room_for(d) {
+                return;
+            }
+            if self.mid.full() {
+                self.mid.grow();
+            }
+        }
+        let in_arena = ids.len() > 3 || len >= 32;
+        if in_arena {
+            let need = self.arena.len() + ids.len();
+            let mut delta = if need > self.arena.capacity() { (need.max(self.arena.capacity() * 2) - self.arena.capacity()) * 4 } else { 0 };
+            if len >= 32 {
+                delta += LONG_ENTRY_COST + len;
+            }
+            if !self.room_for(delta) {
+                return;
+            }
+            if self.arena.len() + ids.len() > (u32::MAX >> 1) as usize {
+                self.wipe();
+            }
+            // A wipe may have emptied a table we checked above; it still has free slots.
+            let need = self.arena.len() + ids.len();
+            if need > self.arena.capacity() {
+                let target = need.max(self.arena.capacity() * 2);
+                self.arena.reserve_exact(target - self.arena.len());
+            }
+        }
+        if len < 32 {
+            let v = if !in_arena {
                 let mut v = [0u32; 4];
                 v[..ids.len()].copy_from_slice(ids);
                 v[3] = ids.len() as u32;
@@ -211,13 +435,17 @@ impl WordCache {
                 self.arena.extend_from_slice(ids);
                 [o, 0, 0, ids.len() as u32 | LONG_FLAG]
             };
-            self.short.insert(pack(piece), v);
+            if len < 16 {
+                self.short.insert(pack(piece), v);
+            } else {
+                self.mid.insert(pack32(piece), v);
+            }
         } else {
             let o = self.arena.len() as u32;
             self.arena.extend_from_slice(ids);
             self.long.insert(piece.into(), (o, ids.len() as u32));
+            self.long_bytes += LONG_ENTRY_COST + len;
         }
-        self.used += cost;
     }
 }
 
@@ -479,7 +707,7 @@ impl Encoder {
             if let Ok(c) = s.try_lock() {
                 t.0 += c.hits;
                 t.1 += c.misses;
-                t.2 += c.used;
+                t.2 += c.used();
             }
         }
         t
@@ -628,28 +856,26 @@ impl Encoder {
     }
 
     /// BPE of one piece through the cache.
-    #[inline]
+    #[inline(always)]
     pub fn encode_piece(&self, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
         let len = piece.len();
         if len == 1 {
             out.push(self.byte_ids[piece[0] as usize]);
             return;
         }
-        if len < 16 {
-            let key = pack(piece);
-            if cache.get_short(key, out) {
-                cache.hits += 1;
-                return;
-            }
-        } else if len <= MAX_CACHED_LEN {
-            if cache.get_long(piece, out) {
-                cache.hits += 1;
-                return;
-            }
-        } else {
+        if len > MAX_CACHED_LEN {
             self.bpe_piece(piece, out);
             return;
         }
+        if cache.get(piece, out) {
+            cache.hits += 1;
+            return;
+        }
+        self.encode_miss(cache, piece, out);
+    }
+
+    #[inline(never)]
+    fn encode_miss(&self, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
         cache.misses += 1;
         let start = out.len();
         self.bpe_piece(piece, out);
@@ -893,5 +1119,147 @@ impl<'a> StateReader<'a> {
     fn bytes(&mut self) -> Result<&'a [u8], String> {
         let n = self.u32()? as usize;
         self.take(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A toy tiktoken-style vocab: all bytes, then a few merged tokens over 'a'..'d'.
+    fn toy_ranks() -> Vec<(u32, Box<[u8]>)> {
+        let mut v: Vec<(u32, Box<[u8]>)> = (0..=255u8).map(|b| (b as u32, vec![b].into_boxed_slice())).collect();
+        let extra = ["ab", "aa", "bc", "abc", "aaaa", "ba", "cd", "abcd", "aab", "dd", "ddd", "bcd", "aaaaaaaa"];
+        for (i, t) in extra.iter().enumerate() {
+            v.push((256 + i as u32, t.as_bytes().into()));
+        }
+        v
+    }
+
+    /// Reference: merge the adjacent pair whose concatenation has the lowest rank, leftmost.
+    fn naive(ranks: &[(u32, Box<[u8]>)], piece: &[u8]) -> Vec<u32> {
+        let rank_of = |b: &[u8]| ranks.iter().find(|(_, t)| &**t == b).map(|(r, _)| *r);
+        if let Some(r) = rank_of(piece) {
+            return vec![r];
+        }
+        let mut parts: Vec<Vec<u8>> = piece.iter().map(|&b| vec![b]).collect();
+        loop {
+            let mut best: Option<(u32, usize)> = None;
+            for i in 0..parts.len().saturating_sub(1) {
+                let cat = [parts[i].clone(), parts[i + 1].clone()].concat();
+                if let Some(r) = rank_of(&cat) {
+                    if best.map_or(true, |(br, _)| r < br) {
+                        best = Some((r, i));
+                    }
+                }
+            }
+            match best {
+                None => break,
+                Some((_, i)) => {
+                    let right = parts.remove(i + 1);
+                    parts[i].extend(right);
+                }
+            }
+        }
+        parts.iter().map(|p| rank_of(p).unwrap()).collect()
+    }
+
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    #[test]
+    fn small_and_large_paths_match_the_reference() {
+        let ranks = toy_ranks();
+        let enc = Encoder::new(ranks.clone(), None, vec![], r"[a-d]+|[^a-d]+", 1 << 20).unwrap();
+        let mut seed = 7;
+        for round in 0..400 {
+            let n = 2 + (lcg(&mut seed) % if round % 4 == 0 { 400 } else { 40 }) as usize;
+            let piece: Vec<u8> = (0..n).map(|_| b"aabcd"[(lcg(&mut seed) % 5) as usize]).collect();
+            let want = naive(&ranks, &piece);
+            let mut a = Vec::new();
+            enc.bpe_piece(&piece, &mut a);
+            assert_eq!(a, want, "bpe_piece on {:?}", String::from_utf8_lossy(&piece));
+            let mut b = Vec::new();
+            enc.merge_large(&piece, &mut b);
+            assert_eq!(b, want, "merge_large on {:?}", String::from_utf8_lossy(&piece));
+            if piece.len() <= LARGE_PIECE {
+                let mut c = Vec::new();
+                enc.merge_small(&piece, &mut c);
+                assert_eq!(c, want, "merge_small");
+            }
+        }
+    }
+
+    #[test]
+    fn merges_mode_equals_ranks_mode_on_a_consistent_vocab() {
+        // With merges in rank order that build each token the way rank order would (here
+        // "aab" = a + ab, since ab outranks aa), both semantics agree. (With ("aa", "b") they
+        // differ on "abaab": the real GPT-2 vs tiktoken subtlety, see hf-integration.md 3.3.)
+        let ranks = toy_ranks();
+        let id = |s: &str| ranks.iter().find(|(_, t)| &**t == s.as_bytes()).unwrap().0;
+        let merges: Vec<(u32, u32)> = [("a", "b"), ("a", "a"), ("b", "c"), ("ab", "c"), ("aa", "aa"), ("b", "a"), ("c", "d"), ("abc", "d"), ("a", "ab"), ("d", "d"), ("dd", "d"), ("bc", "d"), ("aaaa", "aaaa")]
+            .iter()
+            .map(|(a, b)| (id(a), id(b)))
+            .collect();
+        let m = Encoder::new(ranks.clone(), Some(merges), vec![], "gpt2", 1 << 20).unwrap();
+        let r = Encoder::new(ranks, None, vec![], "gpt2", 1 << 20).unwrap();
+        let mut seed = 11;
+        for _ in 0..300 {
+            let n = 2 + (lcg(&mut seed) % 200) as usize;
+            let piece: Vec<u8> = (0..n).map(|_| b"abcd"[(lcg(&mut seed) % 4) as usize]).collect();
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            m.bpe_piece(&piece, &mut x);
+            r.bpe_piece(&piece, &mut y);
+            assert_eq!(x, y);
+        }
+    }
+
+    #[test]
+    fn cache_respects_budget_and_stays_correct() {
+        let ranks = toy_ranks();
+        for budget in [0usize, 4096, 10_000, 1 << 16] {
+            let enc = Encoder::new(ranks.clone(), None, vec![], r"\S+|\s+", budget).unwrap();
+            let mut cache = enc.cache(0);
+            let mut seed = 3;
+            for _ in 0..5000 {
+                let n = 2 + (lcg(&mut seed) % 60) as usize;
+                let piece: Vec<u8> = (0..n).map(|_| b"abcdxyz"[(lcg(&mut seed) % 7) as usize]).collect();
+                let mut a = Vec::new();
+                enc.encode_piece(&mut cache, &piece, &mut a);
+                let mut b = Vec::new();
+                enc.bpe_piece(&piece, &mut b);
+                assert_eq!(a, b);
+                assert!(cache.used() <= budget.max(0), "used {} > budget {budget}", cache.used());
+            }
+        }
+    }
+
+    #[test]
+    fn state_round_trips_deterministically() {
+        let mut ranks = toy_ranks();
+        let specials = vec![("<|x|>".to_string(), 1000), ("<|y|>".to_string(), 999)];
+        let a = Encoder::new(ranks.clone(), None, specials.clone(), "cl100k", 12345).unwrap();
+        ranks.reverse();
+        let b = Encoder::new(ranks, None, specials.into_iter().rev().collect(), "cl100k", 12345).unwrap();
+        assert_eq!(a.to_state(), b.to_state());
+        let c = Encoder::from_state(&a.to_state()).unwrap();
+        assert_eq!(c.to_state(), a.to_state());
+        assert_eq!(c.n_vocab(), 1001);
+        assert!(Encoder::from_state(&a.to_state()[..20]).is_err());
+    }
+
+    #[test]
+    fn specials_split_and_check() {
+        let specials = vec![("<|e|>".to_string(), 500), ("<|f|>".to_string(), 501)];
+        let enc = Encoder::new(toy_ranks(), None, specials, "gpt2", 1 << 20).unwrap();
+        let t = "ab<|e|>cd<|f|>";
+        let mut items = Vec::new();
+        enc.split_specials(t, &SpecialSet::Some(vec!["<|f|>".into()]), 0, &mut items);
+        assert!(matches!(items[..], [Item::Text(0, 9), Item::Special(501, 9, 14)]));
+        assert!(enc.check_disallowed(t, &SpecialSet::Some(vec!["<|f|>".into()]), &None).unwrap_err().contains("<|e|>"));
+        assert!(enc.check_disallowed(t, &SpecialSet::All, &None).is_ok());
+        assert!(enc.check_disallowed(t, &SpecialSet::None, &Some(SpecialSet::None)).is_ok());
     }
 }

@@ -589,6 +589,30 @@ impl Encoder {
         Ok((f, (self.to_state(py),)))
     }
 
+    /// Benchmark helper: pre-tokenizes `text` (single thread), then, if `encode`, runs the cache
+    /// + merge core on the pieces. Returns the number of pieces or tokens. Time two calls with
+    /// `time.thread_time()` to separate the pre-tokenizer from the core.
+    #[pyo3(signature = (text, encode=true))]
+    fn _time_core(&self, py: Python<'_>, text: &Bound<'_, PyAny>, encode: bool) -> PyResult<usize> {
+        let t = text_of(text)?;
+        let enc = &self.inner;
+        py.allow_threads(|| {
+            let b = t.as_bytes();
+            let mut pieces: Vec<(usize, usize)> = Vec::new();
+            enc.pattern.for_each_piece(&t, |s, e| pieces.push((s, e)))?;
+            if !encode {
+                return Ok(pieces.len());
+            }
+            let mut cache = enc.cache(0);
+            let mut out = Vec::with_capacity(b.len() / 3);
+            for &(s, e) in &pieces {
+                enc.encode_piece(&mut cache, &b[s..e], &mut out);
+            }
+            Ok(out.len())
+        })
+        .map_err(value_error)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Encoder(n_vocab={}, {}, specials={}, pattern={:?})",

@@ -522,6 +522,21 @@ def test_multiprocessing_fork_pool(gpt2_enc):
         assert [ids[offs[i] : offs[i + 1]] for i in range(len(c))] == ref
 
 
+def test_datasets_map_num_proc(gpt2_enc):
+    datasets = pytest.importorskip("datasets")
+    docs = corpus_docs("code", 300_000)[:40]
+    gpt2_enc.encode_batch_flat(docs, num_threads=2)  # parent pool exists before the fork
+    ds = datasets.Dataset.from_dict({"text": docs})
+    enc = gpt2_enc
+
+    def tok(batch):
+        ids, offs = enc.encode_batch_flat(batch["text"], num_threads=2)
+        return {"input_ids": [ids[offs[i] : offs[i + 1]].tolist() for i in range(len(offs) - 1)]}
+
+    out = ds.map(tok, batched=True, batch_size=8, num_proc=2)
+    assert out["input_ids"] == tt("r50k").encode_ordinary_batch(docs)
+
+
 # --------------------------------------------------------------------------------------------
 # Files
 # --------------------------------------------------------------------------------------------
