@@ -15,12 +15,16 @@
 //!   lookup, the key being `left << 32 | right`). Counts, list heads and "touched in this merge"
 //!   stamps are plain vectors indexed by that id. The hash lookup is the only hashing in the
 //!   hot loop, and it happens only for the pairs next to an occurrence of the merged pair.
-//! * Pair -> words index: one singly linked list per pair, all nodes in one arena
-//!   (`Vec<Node>`), so adding a word to a pair's list is a push, never an allocation of a small
-//!   `Vec`. The lists are lazy: a word stays listed after it lost the pair, which is checked
-//!   (cheaply, by scanning the short word) when the pair is merged. A word is appended only
-//!   when a pair's count *rises* in it, and consecutive duplicates are skipped by looking at
-//!   the list head.
+//! * Pair -> words index, lazy: a word stays listed after it lost the pair, which is checked
+//!   (by scanning the short word) when the pair is merged; about half the visits on English
+//!   find an occurrence. The initial lists are one contiguous, sorted `Vec<u32>` laid out by a
+//!   counting sort; words added later (when a pair's count *rises* in them) go to an unrolled
+//!   linked list per pair (6 word ids per 32-byte node, all nodes in one arena), so adding is a
+//!   push, never a small allocation, and a walk costs one pointer chase per 6 words.
+//!   Consecutive duplicates are skipped by looking at the head node.
+//! * The walk over a pair's words is bound by cache misses (word record, then its symbols), so
+//!   the word ids are sorted (forward memory order, and dedupe) and the records and symbols of
+//!   words 16 and 8 places ahead are prefetched. That cut the loop's CPU time by about 25%.
 //! * Max-heap of (count, pair) with lazy (stale) entries: a pair is pushed when its count
 //!   rises; when it falls, the old entry stays. On pop, an entry whose stored count is not the
 //!   current count is pushed again with the current count (if still > 0). Since every pair with
@@ -28,10 +32,21 @@
 //!   maximum. The heap is our own so the comparator can read token bytes (lexicographic tie
 //!   break) or a rank table (HF tie break) without storing keys in the entries.
 //! * Per merge, only the pairs next to each occurrence change: `X A B Y` loses (X,A), (A,B),
-//!   (B,Y) and gains (X,C), (C,Y). The merged pair's own count is simply set to 0 afterwards
-//!   (every word holding it is in its list, so all occurrences are gone).
-//! * Initial pair counting is parallel (rayon): per chunk of words we emit (pair, word) records,
-//!   sort them in parallel, and sum runs. This builds counts and the word lists in one pass.
+//!   (B,Y) and gains (X,C), (C,Y). In lexicographic mode the merged pair's own count is then
+//!   simply set to 0 (every word holding it is in its list, so all occurrences are gone).
+//! * Initial pair counting is parallel (rayon) over chunks of words into dense 65536-slot
+//!   tables (initial pairs are byte pairs): no hashing and no sorting at start-up.
+//!
+//! Measured (2-core VM, English, 32k vocab, merges only): 20 MB of text (100k distinct words)
+//! about 0.15 s of CPU; the whole 191 MB corpus (324k distinct words) about 0.45 s.
+//!
+//! HF parity (`TieBreak::Hf`): same tie rule (smallest (rank(left), rank(right))), same id reuse,
+//! the merged pair's own count is not decremented (only its neighbours are, as in HF's
+//! `Word::merge`), `max_token_length` filters only newly formed pairs with
+//! `len(x) + len(y) < max_token_length`, initial pairs are never filtered. Known differences,
+//! both outside realistic data: HF counts in `i32` (we use `i64`, so no overflow), and when a
+//! merged string is *reused* and an old pair re-forms, HF merges it only in the words of the heap
+//! entry it pops, while we merge it in all listed words.
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -211,10 +226,24 @@ struct Word {
     count: i64,
 }
 
+/// A node of an unrolled linked list of word ids (32 bytes: one pointer chase per 6 words).
 #[derive(Clone, Copy)]
 struct Node {
-    word: u32,
+    w: [u32; NODE_WORDS],
+    n: u32,
     next: u32,
+}
+const NODE_WORDS: usize = 6;
+
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is only a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[inline]
@@ -228,10 +257,15 @@ struct Pairs {
     left: Vec<u32>,
     right: Vec<u32>,
     count: Vec<i64>,
+    /// Words listed at the start: `init_words[init_start..init_start + init_len]`, sorted.
+    init_start: Vec<usize>,
+    init_len: Vec<u32>,
+    /// Words added later (when the pair's count rose in them): an unrolled list.
     head: Vec<u32>,
     /// Merge number in which this pair's count last rose (to push it once per merge).
     touched: Vec<u32>,
     nodes: Vec<Node>,
+    init_words: Vec<u32>,
 }
 
 impl Pairs {
@@ -244,6 +278,8 @@ impl Pairs {
             self.right.push(b);
             self.count.push(0);
             self.head.push(NIL);
+            self.init_start.push(0);
+            self.init_len.push(0);
             self.touched.push(u32::MAX);
         }
         id as usize
@@ -290,63 +326,87 @@ pub fn train(
         syms.extend(w.iter().map(|&b| b as u32));
     }
     let nwords = wds.len();
+    if timing { eprintln!("train: words {:?}", t0.elapsed()); }
     if nwords > u32::MAX as usize - 1 {
         return merges; // more distinct words than ids; cannot happen with real data
     }
 
-    // ---- Initial pairs, in parallel: (pair key, word) records, sorted, then summed in runs.
-    let chunk = (nwords / (rayon::current_num_threads() * 8)).max(1024);
-    let mut recs: Vec<(u64, u32)> = (0..nwords)
-        .into_par_iter()
-        .chunks(chunk)
-        .flat_map_iter(|ws| {
-            let mut out = Vec::new();
-            for w in ws {
-                let s = &syms[wds[w].start..wds[w].start + wds[w].len as usize];
-                for p in s.windows(2) {
-                    out.push((key(p[0], p[1]), w as u32));
+    // ---- Initial pairs. Every initial pair is a pair of bytes, so a dense 65536-slot table
+    // replaces hashing and sorting: weighted counts and occurrence histograms are computed in
+    // parallel per chunk of words and summed; then a counting sort lays out, for each pair, the
+    // ids of the words holding it, contiguously and in word order (deduped within a word).
+    let chunk = (nwords / (rayon::current_num_threads() * 4)).max(4096);
+    let (bcount, bocc) = wds
+        .par_chunks(chunk)
+        .map(|ws| {
+            let mut cnt = vec![0i64; 1 << 16];
+            let mut occ = vec![0u32; 1 << 16];
+            for wd in ws {
+                for p in syms[wd.start..wd.start + wd.len as usize].windows(2) {
+                    let k = (p[0] << 8 | p[1]) as usize;
+                    cnt[k] = cnt[k].saturating_add(wd.count);
+                    occ[k] += 1;
                 }
             }
-            out
+            (cnt, occ)
         })
-        .collect();
-    recs.par_sort_unstable();
-
+        .reduce(
+            || (vec![0i64; 1 << 16], vec![0u32; 1 << 16]),
+            |(mut c1, mut o1), (c2, o2)| {
+                for k in 0..1 << 16 {
+                    c1[k] = c1[k].saturating_add(c2[k]);
+                    o1[k] += o2[k];
+                }
+                (c1, o1)
+            },
+        );
+    if timing {
+        eprintln!("train: initial counts {:?}", t0.elapsed());
+    }
+    // Pair ids for the byte pairs that occur, in key order; `fill[k]` = next free slot.
     let mut pairs = Pairs {
         ids: FxHashMap::default(),
         left: Vec::new(),
         right: Vec::new(),
         count: Vec::new(),
+        init_start: Vec::new(),
+        init_len: Vec::new(),
         head: Vec::new(),
         touched: Vec::new(),
-        nodes: Vec::with_capacity(recs.len()),
+        nodes: Vec::new(),
+        init_words: Vec::new(),
     };
-    let mut i = 0;
-    while i < recs.len() {
-        let k = recs[i].0;
-        let (a, b) = ((k >> 32) as u32, k as u32);
-        let id = pairs.left.len();
-        pairs.ids.insert(k, id as u32);
-        pairs.left.push(a);
-        pairs.right.push(b);
-        pairs.touched.push(u32::MAX);
-        let mut c: i64 = 0;
-        let mut head = NIL;
-        let mut last = NIL;
-        while i < recs.len() && recs[i].0 == k {
-            let w = recs[i].1;
-            c = c.saturating_add(wds[w as usize].count);
-            if w != last {
-                pairs.nodes.push(Node { word: w, next: head });
-                head = (pairs.nodes.len() - 1) as u32;
-                last = w;
-            }
-            i += 1;
+    let mut fill = vec![0usize; 1 << 16];
+    let mut total = 0usize;
+    for k in 0..1usize << 16 {
+        if bocc[k] == 0 {
+            continue;
         }
-        pairs.count.push(c);
-        pairs.head.push(head);
+        let id = pairs.id((k >> 8) as u32, (k & 255) as u32);
+        pairs.count[id] = bcount[k];
+        pairs.init_start[id] = total;
+        fill[k] = total;
+        total += bocc[k] as usize;
     }
-    drop(recs);
+    pairs.init_words = vec![NIL; total];
+    let bstart = fill.clone();
+    for (w, wd) in wds.iter().enumerate() {
+        for p in syms[wd.start..wd.start + wd.len as usize].windows(2) {
+            let k = (p[0] << 8 | p[1]) as usize;
+            let f = fill[k];
+            // Dedupe repeats of the pair within this word (the slot before is ours if so).
+            if f == bstart[k] || pairs.init_words[f - 1] != w as u32 {
+                pairs.init_words[f] = w as u32;
+                fill[k] = f + 1;
+            }
+        }
+    }
+    for k in 0..1usize << 16 {
+        if bocc[k] != 0 {
+            let id = pairs.ids[&key((k >> 8) as u32, (k & 255) as u32)] as usize;
+            pairs.init_len[id] = (fill[k] - pairs.init_start[id]) as u32;
+        }
+    }
 
     let mut toks = Tokens::new();
     let better = |x: &Entry, y: &Entry, toks: &Tokens, pairs: &Pairs| -> bool {
@@ -385,6 +445,7 @@ pub fn train(
     let mut new_tokens = 0usize;
     let step = (cfg.max_new_tokens / 100).max(1);
     let mut merge_no: u32 = 0;
+    let (mut stat_visits, mut stat_hits) = (0u64, 0u64);
 
     while new_tokens < cfg.max_new_tokens {
         // ---- Pop the best valid pair. ----
@@ -415,17 +476,22 @@ pub fn train(
 
         // ---- Collect the words of the pair (lazy list; dedupe with a per-word stamp). ----
         word_buf.clear();
+        let (ist, iln) = (pairs.init_start[p], pairs.init_len[p] as usize);
+        word_buf.extend_from_slice(&pairs.init_words[ist..ist + iln]);
+        pairs.init_len[p] = 0;
         let mut n = pairs.head[p];
         pairs.head[p] = NIL;
-        while n != NIL {
-            let node = pairs.nodes[n as usize];
-            word_buf.push(node.word);
-            n = node.next;
+        if n != NIL {
+            while n != NIL {
+                let node = &pairs.nodes[n as usize];
+                word_buf.extend_from_slice(&node.w[..node.n as usize]);
+                n = node.next;
+            }
+            // Sorting dedupes the list and makes the walk over words (and their symbols) go
+            // forward through memory, which the hardware prefetcher likes.
+            word_buf.sort_unstable();
+            word_buf.dedup();
         }
-        // Sorting dedupes the list and makes the walk over words (and their symbols) go forward
-        // through memory, which the hardware prefetcher likes; it was the main cache-miss cost.
-        word_buf.sort_unstable();
-        word_buf.dedup();
 
         // ---- Merge in each word, applying deltas only next to each occurrence. ----
         // `delta(x, y, d, w)` updates the count of (x, y) by d * count(w); rising pairs get w in
@@ -444,9 +510,24 @@ pub fn train(
             pairs.count[id] = pairs.count[id].saturating_add(sign * wc);
             if sign > 0 {
                 let h = pairs.head[id];
-                if h == NIL || pairs.nodes[h as usize].word != w {
-                    pairs.nodes.push(Node { word: w, next: h });
+                let fresh = |pairs: &mut Pairs| {
+                    let mut node = Node { w: [0; NODE_WORDS], n: 1, next: h };
+                    node.w[0] = w;
+                    pairs.nodes.push(node);
                     pairs.head[id] = (pairs.nodes.len() - 1) as u32;
+                };
+                if h == NIL {
+                    fresh(pairs);
+                } else {
+                    let node = &mut pairs.nodes[h as usize];
+                    if node.w[node.n as usize - 1] != w {
+                        if (node.n as usize) < NODE_WORDS {
+                            node.w[node.n as usize] = w;
+                            node.n += 1;
+                        } else {
+                            fresh(pairs);
+                        }
+                    }
                 }
                 if pairs.touched[id] != merge_no {
                     pairs.touched[id] = merge_no;
@@ -454,7 +535,19 @@ pub fn train(
                 }
             }
         };
-        for &w in &word_buf {
+        for (k, &w) in word_buf.iter().enumerate() {
+            // Software prefetch: the walk is bound by cache misses on the word record and then
+            // on its symbols (a dependent load), so fetch records 16 words ahead and symbols 8
+            // words ahead (whose record has arrived by then).
+            if let Some(&w16) = word_buf.get(k + 16) {
+                prefetch(&wds[w16 as usize] as *const Word as *const u8);
+            }
+            if let Some(&w8) = word_buf.get(k + 8) {
+                let st = wds[w8 as usize].start;
+                if st < syms.len() {
+                    prefetch(&syms[st] as *const u32 as *const u8);
+                }
+            }
             let wi = w as usize;
             let st = wds[wi].start;
             let len = wds[wi].len as usize;
@@ -482,6 +575,7 @@ pub fn train(
                     r += 1;
                 }
             }
+            if timing { stat_visits += 1; if wr != len { stat_hits += 1; } }
             wds[wi].len = wr as u32;
         }
         // The merged pair is gone from every word. HF's trainer never decrements it (only its
@@ -514,6 +608,7 @@ pub fn train(
     }
     if timing {
         eprintln!("train: merge loop {:?} ({} merges, {} heap entries, {} list nodes)", t1.elapsed(), merges.len(), heap.v.len(), pairs.nodes.len());
+        eprintln!("train: word visits {stat_visits}, with an occurrence {stat_hits}");
     }
     merges
 }
