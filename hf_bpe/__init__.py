@@ -12,7 +12,16 @@ from hf_bpe.formats import FormatError
 from hf_bpe.training import train, train_files
 
 __version__ = "0.1.0"
-__all__ = ["BPE", "FormatError", "train", "train_files", "sample_corpus", "__version__"]
+__all__ = ["BPE", "BPETokenizer", "FormatError", "map_fn", "train", "train_files", "sample_corpus", "__version__"]
+
+
+def __getattr__(name: str):
+    # The transformers integration is imported on first use (transformers costs ~1-2 s).
+    if name in ("BPETokenizer", "map_fn"):
+        from hf_bpe import hf
+
+        return getattr(hf, name)
+    raise AttributeError(f"module 'hf_bpe' has no attribute {name!r}")
 
 
 def sample_corpus() -> str:
@@ -21,3 +30,9 @@ def sample_corpus() -> str:
     from importlib.resources import files
 
     return str(files("hf_bpe") / "data" / "english-sample.txt.gz")
+
+
+# `AutoTokenizer` learns about BPETokenizer as soon as transformers is (or gets) imported.
+from hf_bpe import _hf_hook  # noqa: E402
+
+_hf_hook.install()

@@ -157,6 +157,14 @@ class BPE:
                 raise ValueError(f"special token {s!r} has id {i}, already the rank of {vocab[i]!r} in {path}")
         return cls(vocab, None, specials, pattern)
 
+    def to_transformers(self, **kwargs) -> "BPETokenizer":  # noqa: F821
+        """This vocabulary as a ``transformers`` tokenizer (:class:`hf_bpe.BPETokenizer`, sharing
+        this object as its ``.bpe``). ``kwargs`` go to its constructor (``pad_token=...``,
+        ``model_max_length=...``). Imports transformers."""
+        from hf_bpe.hf import BPETokenizer
+
+        return BPETokenizer(bpe=self, **kwargs)
+
     # ---- pickling: the tables, compactly and deterministically; never the cache -----------
 
     def __reduce__(self):

@@ -141,11 +141,14 @@ def tokenizer_json(
 def tokenizer_config(special_tokens: dict[str, int], pattern_name: str, tokenizer_class: str | None = None) -> dict:
     """``tokenizer_config.json``: what ``AutoTokenizer`` reads to pick and set up the class.
 
-    With the GPT-2 pattern the folder loads as transformers' own ``GPT2Tokenizer`` wherever
-    ``hf_bpe`` is absent; any other pattern loads through ``tokenizer.json``.
+    The default class is ``BPETokenizer``: with ``hf_bpe`` imported, ``AutoTokenizer`` gives
+    hf_bpe's own tokenizer; without it, transformers 5 does not know the name and falls back to
+    its ``tokenizers`` backend reading ``tokenizer.json`` (same ids, same eos/bos/unk). For
+    consumers on transformers 4.x without hf_bpe, pass ``tokenizer_class="GPT2Tokenizer"`` (GPT-2
+    pattern) or ``"PreTrainedTokenizerFast"``.
     """
     if tokenizer_class is None:
-        tokenizer_class = "GPT2Tokenizer" if pattern_name == "gpt2" else "PreTrainedTokenizerFast"
+        tokenizer_class = "BPETokenizer"
     eos = "<|endoftext|>" if "<|endoftext|>" in special_tokens else next(iter(special_tokens), None)
     cfg: dict = {
         "tokenizer_class": tokenizer_class,

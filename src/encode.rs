@@ -1,0 +1,1265 @@
+//! Encoding text to token ids (and back), exact to GPT-2/HF or tiktoken semantics.
+//!
+//! Two flavours of the same merge loop:
+//! * **Merges** (GPT-2 / HF `tokenizers`): each pre-token starts as single bytes, and the adjacent
+//!   pair with the lowest *merge rank* is merged, leftmost first on ties.
+//! * **Ranks** (tiktoken, `merges=None`): ids are ranks; the adjacent pair whose *concatenated
+//!   bytes* have the lowest rank is merged, leftmost first; a piece that is itself a token is
+//!   emitted directly.
+//!
+//! Both reduce to one table, `pairs: (left_id, right_id) -> (rank, result_id)`. In tiktoken mode
+//! every part of a piece is always a token (it starts as a byte and only ever becomes a ranked
+//! concatenation), so the rank of the concatenation of two parts is a function of the two part
+//! ids; we enumerate, for every token, every split into two tokens once at construction. In both
+//! modes two pairs of equal rank merge into the same token, so "lowest (rank, result)" packed in
+//! one `u64` orders pairs exactly like the reference algorithms.
+//!
+//! Performance notes (why it looks like this):
+//! * **Cache first.** Natural text is dominated by a few hundred thousand distinct pre-tokens,
+//!   so after warm-up nearly every piece is one hash lookup. Pieces of at most 15 bytes are
+//!   packed into a `u128` key (no allocation, two-word FxHash); the value holds up to three ids
+//!   inline (98% of pieces encode to at most two tokens), longer results live in an arena.
+//!   Pieces of 16..=31 bytes (common in Cyrillic, Greek, Arabic: 2 bytes per letter) get a
+//!   second table with 32-byte packed keys; pieces up to [`MAX_CACHED_LEN`] bytes (Thai or CJK
+//!   runs without spaces) a hashbrown map keyed by boxed bytes; longer ones are not cached.
+//! * **Bounded memory.** `cache_bytes` is the total budget of one encoder, split evenly over
+//!   its slots (cores + 1). A slot charges what it really holds — table capacities, arena
+//!   capacity, long-map keys plus an allowance per entry — and checks every growth against its
+//!   share *before* growing; if the growth does not fit, the slot is wiped (allocations kept)
+//!   and refilled, as gigatoken does after its unbounded cache exhausted RAM on TB-scale
+//!   corpora. So a slot never exceeds its share; `cache_bytes=0` disables caching.
+//! * **No shared mutable state on the hot path.** The encoder owns a few cache slots behind
+//!   mutexes; a worker `try_lock`s one slot *once per work unit* (about a megabyte of text),
+//!   never per word, so there are no atomics per lookup (HF moved its cache to thread-local for
+//!   the same reason). A worker that finds every slot busy uses a private throw-away cache (its budget is the
+//!   slot share capped at 16 MiB, freed when the unit ends), so
+//!   nothing ever blocks — this also makes a forked child safe when a parent thread held a slot.
+//! * **FxHash** everywhere: keys are integers or short byte strings from trusted tables; SipHash
+//!   would cost 5–10% overall (tiktoken measured the same).
+//! * **Short pieces** (≤ [`LARGE_PIECE`] bytes) merge on two fixed stack arrays with a linear
+//!   scan for the minimum: for a dozen parts this beats any heap. **Long pieces** (base64 blobs,
+//!   `"a" * 1_000_000`) use a binary heap of `(rank, position)` over a doubly linked list,
+//!   O(n log n), with lazy invalidation of stale heap entries.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Mutex;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use rustc_hash::FxHashMap;
+
+use crate::pretok::Pattern;
+
+/// Pieces longer than this (in bytes) use the O(n log n) heap merge.
+pub const LARGE_PIECE: usize = 128;
+/// Pieces longer than this (in bytes) are never cached.
+pub const MAX_CACHED_LEN: usize = 255;
+/// Default total cache budget of one encoder.
+pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
+
+const NO_PAIR: u64 = u64::MAX;
+const DEAD: u32 = u32::MAX;
+
+/// An immutable, shareable encoder: tables + pattern + special tokens + cache slots.
+pub struct Encoder {
+    /// Decoder: bytes of token `id` are `dec_bytes[dec_off[id]..dec_off[id+1]]`, if `present[id]`.
+    dec_off: Vec<u64>,
+    dec_bytes: Vec<u8>,
+    present: Vec<bool>,
+    /// id of the one-byte token for each byte.
+    byte_ids: [u32; 256],
+    /// (left << 32 | right) -> (rank << 32 | result).
+    pairs: FxHashMap<u64, u64>,
+    /// tiktoken mode: whole-piece lookup (mergeable tokens only). None in merges mode.
+    direct: Option<FxHashMap<Box<[u8]>, u32>>,
+    /// The inputs, kept for serialization.
+    vocab: Vec<(u32, Box<[u8]>)>,
+    merges: Option<Vec<(u32, u32)>>,
+    specials: Vec<(String, u32)>,
+    special_ids: FxHashMap<String, u32>,
+    /// Leftmost-longest automaton over all special tokens (for splitting).
+    special_ac: Option<AhoCorasick>,
+    /// Standard automaton for overlapping search (for the disallowed check).
+    special_ac_all: Option<AhoCorasick>,
+    pub pattern: Pattern,
+    pattern_spec: String,
+    cache_bytes: usize,
+    slots: Vec<Mutex<WordCache>>,
+}
+
+/// Which special tokens may appear in a text, tiktoken style.
+#[derive(Clone, Debug)]
+pub enum SpecialSet {
+    None,
+    All,
+    Some(Vec<String>),
+}
+
+impl SpecialSet {
+    fn contains(&self, s: &str) -> bool {
+        match self {
+            SpecialSet::None => false,
+            SpecialSet::All => true,
+            SpecialSet::Some(v) => v.iter().any(|x| x == s),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        match self {
+            SpecialSet::None => true,
+            SpecialSet::All => false,
+            SpecialSet::Some(v) => v.is_empty(),
+        }
+    }
+}
+
+/// A span of a document after special-token splitting.
+#[derive(Clone, Copy, Debug)]
+pub enum Item {
+    /// Ordinary text: byte range of the document.
+    Text(usize, usize),
+    /// An allowed special token: its id and byte range.
+    Special(u32, usize, usize),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cache
+// ---------------------------------------------------------------------------------------------
+
+#[inline]
+fn pack(b: &[u8]) -> u128 {
+    debug_assert!(b.len() < 16);
+    let mut buf = [0u8; 16];
+    buf[..b.len()].copy_from_slice(b);
+    buf[15] = b.len() as u8;
+    u128::from_le_bytes(buf)
+}
+
+/// Packed key of a piece of 16..=31 bytes: the bytes, zero padded, length in the last byte.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Key32([u64; 4]);
+
+#[inline]
+fn pack32(b: &[u8]) -> Key32 {
+    debug_assert!(b.len() >= 16 && b.len() < 32);
+    let mut buf = [0u8; 32];
+    buf[..b.len()].copy_from_slice(b);
+    buf[31] = b.len() as u8;
+    let w = |i: usize| u64::from_le_bytes(buf[8 * i..8 * i + 8].try_into().unwrap());
+    Key32([w(0), w(1), w(2), w(3)])
+}
+
+/// Keys of the open-addressing tables. The all-zero key marks an empty slot (a cached piece
+/// has length >= 2, so its packed key always has a non-zero length byte).
+trait TableKey: Copy + Default + PartialEq {
+    fn mix(&self) -> u64;
+    fn is_empty(&self) -> bool;
+}
+
+impl TableKey for u128 {
+    #[inline(always)]
+    fn mix(&self) -> u64 {
+        let (lo, hi) = (*self as u64, (*self >> 64) as u64);
+        (lo ^ hi.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        *self == 0
+    }
+}
+
+impl TableKey for Key32 {
+    #[inline(always)]
+    fn mix(&self) -> u64 {
+        let [a, b, c, d] = self.0;
+        let x = (a ^ b.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (x ^ c.rotate_left(41) ^ d.rotate_left(7)).wrapping_mul(0xBF58_476D_1CE4_E5B9)
+    }
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.0[3] == 0
+    }
+}
+
+/// Open-addressing table (linear probing) from packed piece keys to inline results.
+///
+/// Why not hashbrown: the probe here is a multiply, a shift and (almost always) a single entry
+/// holding both the key and the inline ids (32 bytes for short keys, half a cache line), so a
+/// hit costs one memory access and no pointer chase; long-key hashbrown lookups additionally
+/// memcmp a boxed key elsewhere in memory. The load factor stays at or below 1/2.
+struct Table<K: TableKey> {
+    entries: Vec<Entry<K>>,
+    mask: usize,
+    len: usize,
+}
+
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
+struct Entry<K: TableKey> {
+    key: K,
+    val: [u32; 4],
+}
+
+impl<K: TableKey> Table<K> {
+    /// `cap` is rounded up to a power of two; a capacity of 1 is a disabled (always empty) table.
+    fn with_capacity_pow2(cap: usize) -> Self {
+        let cap = cap.next_power_of_two().max(1);
+        Table { entries: vec![Entry::default(); cap], mask: cap - 1, len: 0 }
+    }
+
+    #[inline(always)]
+    fn slot(&self, key: &K) -> usize {
+        let h = key.mix();
+        ((h ^ (h >> 29)) >> 16) as usize & self.mask
+    }
+
+    #[inline(always)]
+    fn get(&self, key: &K) -> Option<&[u32; 4]> {
+        let mut i = self.slot(key);
+        loop {
+            // SAFETY: i is masked by `mask` = entries.len() - 1 (a power of two minus one).
+            let e = unsafe { self.entries.get_unchecked(i) };
+            if e.key == *key {
+                return Some(&e.val);
+            }
+            if e.key.is_empty() {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    fn insert(&mut self, key: K, val: [u32; 4]) {
+        debug_assert!(!key.is_empty() && (self.len + 1) * 2 <= self.entries.len());
+        let mut i = self.slot(&key);
+        loop {
+            let e = &mut self.entries[i];
+            if e.key == key {
+                e.val = val;
+                return;
+            }
+            if e.key.is_empty() {
+                e.key = key;
+                e.val = val;
+                self.len += 1;
+                return;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    fn full(&self) -> bool {
+        (self.len + 1) * 2 > self.entries.len()
+    }
+
+    fn bytes(&self) -> usize {
+        if self.entries.len() <= 1 {
+            return 0; // the disabled sentinel
+        }
+        self.entries.len() * std::mem::size_of::<Entry<K>>()
+    }
+
+    fn grow(&mut self) {
+        let mut bigger = Table::with_capacity_pow2(self.entries.len() * 2);
+        for e in &self.entries {
+            if !e.key.is_empty() {
+                bigger.insert(e.key, e.val);
+            }
+        }
+        *self = bigger;
+    }
+
+    fn clear(&mut self) {
+        self.entries.iter_mut().for_each(|e| *e = Entry::default());
+        self.len = 0;
+    }
+}
+
+/// Per-slot word cache.
+///
+/// * pieces of 2..=15 bytes: `short` table, key packed in a u128;
+/// * pieces of 16..=31 bytes: `mid` table, key packed in 32 bytes;
+/// * pieces of 32..=[`MAX_CACHED_LEN`] bytes: `long` hashbrown map keyed by boxed bytes.
+///
+/// Table values are `[a, b, c, n]`: if `n <= 3` the ids are inline, otherwise `a` is an offset
+/// into `arena` and `n & 0x7fff_ffff` the count.
+///
+/// Memory (`used()`): table capacities (entry size x slots) + arena capacity x 4 + long-map
+/// entries (key bytes + 48). Before anything grows, the growth is checked against `budget`;
+/// if it would not fit, the cache is wiped (allocations kept, so the total never passes the
+/// budget), and if it still would not fit, the piece is simply not cached.
+pub struct WordCache {
+    short: Table<u128>,
+    mid: Table<Key32>,
+    long: FxHashMap<Box<[u8]>, (u32, u32)>,
+    arena: Vec<u32>,
+    long_bytes: usize,
+    budget: usize,
+    pub hits: u64,
+    pub misses: u64,
+}
+
+const LONG_FLAG: u32 = 0x8000_0000;
+const LONG_ENTRY_COST: usize = 48;
+const SHORT_INITIAL: usize = 1 << 12;
+
+impl WordCache {
+    fn new(budget: usize) -> Self {
+        let cap = if budget >= SHORT_INITIAL * 80 * 2 {
+            SHORT_INITIAL
+        } else if budget >= 4096 {
+            16
+        } else {
+            1 // caching disabled
+        };
+        WordCache {
+            short: Table::with_capacity_pow2(cap),
+            mid: Table::with_capacity_pow2(cap),
+            long: FxHashMap::default(),
+            arena: Vec::new(),
+            long_bytes: 0,
+            budget,
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    pub fn used(&self) -> usize {
+        self.short.bytes() + self.mid.bytes() + self.arena.capacity() * 4 + self.long_bytes
+    }
+
+    #[inline(always)]
+    fn emit(&self, v: &[u32; 4], out: &mut Vec<u32>) {
+        let n = v[3];
+        if n & LONG_FLAG == 0 {
+            out.extend_from_slice(&v[..n as usize]);
+        } else {
+            let (o, n) = (v[0] as usize, (n & !LONG_FLAG) as usize);
+            out.extend_from_slice(&self.arena[o..o + n]);
+        }
+    }
+
+    /// Looks `piece` (2..=MAX_CACHED_LEN bytes) up; appends its ids and returns true on a hit.
+    #[inline(always)]
+    fn get(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
+        let len = piece.len();
+        let v = if len < 16 {
+            self.short.get(&pack(piece))
+        } else if len < 32 {
+            self.mid.get(&pack32(piece))
+        } else {
+            return match self.long.get(piece) {
+                Some(&(o, n)) => {
+                    out.extend_from_slice(&self.arena[o as usize..(o + n) as usize]);
+                    true
+                }
+                None => false,
+            };
+        };
+        match v {
+            Some(v) => {
+                self.emit(v, out);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn wipe(&mut self) {
+        self.short.clear();
+        self.mid.clear();
+        self.long.clear();
+        self.arena.clear();
+        self.long_bytes = 0;
+    }
+
+    /// Can `delta` more bytes be used? Wipes once if that makes it fit.
+    fn room_for(&mut self, delta: usize) -> bool {
+        if self.used() + delta <= self.budget {
+            return true;
+        }
+        self.wipe();
+        self.used() + delta <= self.budget
+    }
+
+    fn put(&mut self, piece: &[u8], ids: &[u32]) {
+        let len = piece.len();
+        if self.budget < 4096 || len > MAX_CACHED_LEN || ids.len() > (u32::MAX >> 2) as usize {
+            return;
+        }
+        // Make sure the target table has a free slot (growing it if the budget allows).
+        if len < 16 && self.short.full() {
+            let d = self.short.bytes().max(16 * 32);
+            if !self.room_for(d) {
+                return;
+            }
+            if self.short.full() {
+                self.short.grow();
+            }
+        } else if (16..32).contains(&len) && self.mid.full() {
+            let d = self.mid.bytes().max(16 * 48);
+            if !self.room_for(d) {
+                return;
+            }
+            if self.mid.full() {
+                self.mid.grow();
+            }
+        }
+        let in_arena = ids.len() > 3 || len >= 32;
+        if in_arena {
+            let need = self.arena.len() + ids.len();
+            let mut delta = if need > self.arena.capacity() { (need.max(self.arena.capacity() * 2) - self.arena.capacity()) * 4 } else { 0 };
+            if len >= 32 {
+                delta += LONG_ENTRY_COST + len;
+            }
+            if !self.room_for(delta) {
+                return;
+            }
+            if self.arena.len() + ids.len() > (u32::MAX >> 1) as usize {
+                self.wipe();
+            }
+            // A wipe may have emptied a table we checked above; it still has free slots.
+            let need = self.arena.len() + ids.len();
+            if need > self.arena.capacity() {
+                let target = need.max(self.arena.capacity() * 2);
+                self.arena.reserve_exact(target - self.arena.len());
+            }
+        }
+        if len < 32 {
+            let v = if !in_arena {
+                let mut v = [0u32; 4];
+                v[..ids.len()].copy_from_slice(ids);
+                v[3] = ids.len() as u32;
+                v
+            } else {
+                let o = self.arena.len() as u32;
+                self.arena.extend_from_slice(ids);
+                [o, 0, 0, ids.len() as u32 | LONG_FLAG]
+            };
+            if len < 16 {
+                self.short.insert(pack(piece), v);
+            } else {
+                self.mid.insert(pack32(piece), v);
+            }
+        } else {
+            let o = self.arena.len() as u32;
+            self.arena.extend_from_slice(ids);
+            self.long.insert(piece.into(), (o, ids.len() as u32));
+            self.long_bytes += LONG_ENTRY_COST + len;
+        }
+    }
+}
+
+/// A cache slot borrowed for one unit of work: a locked slot, or a private one.
+pub enum CacheGuard<'a> {
+    Slot(std::sync::MutexGuard<'a, WordCache>),
+    Private(WordCache),
+}
+
+impl std::ops::Deref for CacheGuard<'_> {
+    type Target = WordCache;
+    fn deref(&self) -> &WordCache {
+        match self {
+            CacheGuard::Slot(g) => g,
+            CacheGuard::Private(c) => c,
+        }
+    }
+}
+impl std::ops::DerefMut for CacheGuard<'_> {
+    fn deref_mut(&mut self) -> &mut WordCache {
+        match self {
+            CacheGuard::Slot(g) => g,
+            CacheGuard::Private(c) => c,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Construction
+// ---------------------------------------------------------------------------------------------
+
+fn slot_count() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) + 1
+}
+
+impl Encoder {
+    /// Builds an encoder. `merges = None` selects tiktoken (rank) semantics.
+    pub fn new(
+        mut vocab: Vec<(u32, Box<[u8]>)>,
+        merges: Option<Vec<(u32, u32)>>,
+        mut specials: Vec<(String, u32)>,
+        pattern_spec: &str,
+        cache_bytes: usize,
+    ) -> Result<Self, String> {
+        let pattern = Pattern::from_spec(pattern_spec)?;
+        vocab.sort_by_key(|(id, _)| *id);
+        specials.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        for w in vocab.windows(2) {
+            if w[0].0 == w[1].0 {
+                return Err(format!("vocab has id {} twice", w[0].0));
+            }
+        }
+        if vocab.iter().any(|(id, _)| *id == u32::MAX) {
+            return Err(format!("token id {} is too large", u32::MAX));
+        }
+        let special_ids: FxHashMap<String, u32> = specials.iter().cloned().collect();
+        if special_ids.len() != specials.len() {
+            return Err("special_tokens has a token twice".into());
+        }
+        for (s, id) in &specials {
+            if s.is_empty() {
+                return Err(format!("special token with id {id} is the empty string"));
+            }
+            if *id == u32::MAX {
+                return Err(format!("special token {s:?} has an id that is too large"));
+            }
+            if let Ok(i) = vocab.binary_search_by_key(id, |(v, _)| *v) {
+                if &*vocab[i].1 != s.as_bytes() {
+                    return Err(format!(
+                        "special token {s:?} has id {id}, which the vocab gives to different bytes {:?}",
+                        String::from_utf8_lossy(&vocab[i].1)
+                    ));
+                }
+            }
+        }
+        let is_special_id: rustc_hash::FxHashSet<u32> = specials.iter().map(|(_, id)| *id).collect();
+        {
+            let mut ids: Vec<u32> = specials.iter().map(|(_, i)| *i).collect();
+            ids.sort();
+            if ids.windows(2).any(|w| w[0] == w[1]) {
+                return Err("two special tokens share an id".into());
+            }
+        }
+
+        // Decoder table.
+        let max_id = vocab
+            .iter()
+            .map(|(i, _)| *i)
+            .chain(specials.iter().map(|(_, i)| *i))
+            .max()
+            .map(|m| m as usize + 1)
+            .unwrap_or(0);
+        let mut present = vec![false; max_id];
+        let mut lens = vec![0u64; max_id];
+        for (id, b) in &vocab {
+            if b.is_empty() {
+                return Err(format!("token {id} has empty bytes"));
+            }
+            present[*id as usize] = true;
+            lens[*id as usize] = b.len() as u64;
+        }
+        for (s, id) in &specials {
+            present[*id as usize] = true;
+            lens[*id as usize] = s.len() as u64;
+        }
+        let mut dec_off = Vec::with_capacity(max_id + 1);
+        let mut acc = 0u64;
+        dec_off.push(0);
+        for l in &lens {
+            acc += l;
+            dec_off.push(acc);
+        }
+        let mut dec_bytes = vec![0u8; acc as usize];
+        for (id, b) in &vocab {
+            let o = dec_off[*id as usize] as usize;
+            dec_bytes[o..o + b.len()].copy_from_slice(b);
+        }
+        for (s, id) in &specials {
+            let o = dec_off[*id as usize] as usize;
+            dec_bytes[o..o + s.len()].copy_from_slice(s.as_bytes());
+        }
+
+        // Mergeable tokens: the vocab minus special ids (tiktoken keeps specials out of ranks).
+        let mut by_bytes: FxHashMap<&[u8], u32> = FxHashMap::default();
+        by_bytes.reserve(vocab.len());
+        for (id, b) in &vocab {
+            if is_special_id.contains(id) {
+                continue;
+            }
+            if let Some(old) = by_bytes.insert(b, *id) {
+                return Err(format!(
+                    "vocab gives the same bytes {:?} to ids {old} and {id}",
+                    String::from_utf8_lossy(b)
+                ));
+            }
+        }
+        let mut byte_ids = [u32::MAX; 256];
+        for b in 0..=255u8 {
+            match by_bytes.get(&[b][..]) {
+                Some(&id) => byte_ids[b as usize] = id,
+                None => {
+                    return Err(format!(
+                        "vocab has no single-byte token for byte 0x{b:02x}; byte-level BPE needs all 256 bytes"
+                    ))
+                }
+            }
+        }
+
+        let mut pairs: FxHashMap<u64, u64> = FxHashMap::default();
+        let direct = match &merges {
+            Some(m) => {
+                pairs.reserve(m.len());
+                let lookup = |id: u32| -> Option<&[u8]> { vocab.binary_search_by_key(&id, |(v, _)| *v).ok().map(|i| &*vocab[i].1) };
+                let mut cat = Vec::new();
+                for (rank, &(a, b)) in m.iter().enumerate() {
+                    let (ba, bb) = match (lookup(a), lookup(b)) {
+                        (Some(x), Some(y)) => (x, y),
+                        _ => {
+                            let bad = if lookup(a).is_none() { a } else { b };
+                            return Err(format!("merge {rank} ({a}, {b}) uses id {bad}, which is not in the vocab"));
+                        }
+                    };
+                    cat.clear();
+                    cat.extend_from_slice(ba);
+                    cat.extend_from_slice(bb);
+                    let Some(&r) = by_bytes.get(&cat[..]) else {
+                        return Err(format!(
+                            "merge {rank} ({a}, {b}) makes {:?}, which is not in the vocab",
+                            String::from_utf8_lossy(&cat)
+                        ));
+                    };
+                    // Keep the first (lowest-rank) occurrence of a repeated merge.
+                    pairs.entry(((a as u64) << 32) | b as u64).or_insert(((rank as u64) << 32) | r as u64);
+                }
+                None
+            }
+            None => {
+                // Every split of every token into two tokens is a pair whose merge makes it.
+                for (&bytes, &id) in &by_bytes {
+                    for k in 1..bytes.len() {
+                        if let (Some(&a), Some(&b)) = (by_bytes.get(&bytes[..k]), by_bytes.get(&bytes[k..])) {
+                            pairs.insert(((a as u64) << 32) | b as u64, ((id as u64) << 32) | id as u64);
+                        }
+                    }
+                }
+                Some(by_bytes.iter().map(|(b, id)| (Box::<[u8]>::from(*b), *id)).collect())
+            }
+        };
+
+        let (special_ac, special_ac_all) = if specials.is_empty() {
+            (None, None)
+        } else {
+            let pats: Vec<&str> = specials.iter().map(|(s, _)| s.as_str()).collect();
+            let a = AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(&pats).map_err(|e| e.to_string())?;
+            let b = AhoCorasick::builder().match_kind(MatchKind::Standard).build(&pats).map_err(|e| e.to_string())?;
+            (Some(a), Some(b))
+        };
+
+        let n_slots = slot_count();
+        let per_slot = cache_bytes / n_slots;
+        Ok(Encoder {
+            dec_off,
+            dec_bytes,
+            present,
+            byte_ids,
+            pairs,
+            direct,
+            vocab,
+            merges,
+            specials,
+            special_ids,
+            special_ac,
+            special_ac_all,
+            pattern,
+            pattern_spec: pattern_spec.to_string(),
+            cache_bytes,
+            slots: (0..n_slots).map(|_| Mutex::new(WordCache::new(per_slot))).collect(),
+        })
+    }
+
+    pub fn n_vocab(&self) -> usize {
+        self.present.len()
+    }
+
+    pub fn cache_bytes(&self) -> usize {
+        self.cache_bytes
+    }
+
+    pub fn pattern_spec(&self) -> &str {
+        &self.pattern_spec
+    }
+
+    pub fn specials(&self) -> &[(String, u32)] {
+        &self.specials
+    }
+
+    pub fn special_id(&self, s: &str) -> Option<u32> {
+        self.special_ids.get(s).copied()
+    }
+
+    pub fn is_tiktoken(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// Drops every cached word (e.g. after changing nothing but wanting memory back).
+    pub fn clear_cache(&self) {
+        for s in &self.slots {
+            if let Ok(mut c) = s.try_lock() {
+                let b = c.budget;
+                *c = WordCache::new(b);
+            }
+        }
+    }
+
+    /// (hits, misses, approximate bytes used) summed over the slots that are not busy.
+    pub fn cache_stats(&self) -> (u64, u64, usize) {
+        let mut t = (0, 0, 0);
+        for s in &self.slots {
+            if let Ok(c) = s.try_lock() {
+                t.0 += c.hits;
+                t.1 += c.misses;
+                t.2 += c.used();
+            }
+        }
+        t
+    }
+
+    /// Borrows a cache slot, preferring `hint`; never blocks.
+    pub fn cache(&self, hint: usize) -> CacheGuard<'_> {
+        let n = self.slots.len();
+        for k in 0..n {
+            if let Ok(g) = self.slots[(hint + k) % n].try_lock() {
+                return CacheGuard::Slot(g);
+            }
+        }
+        // Everything busy (or poisoned): a private cache with a small budget.
+        CacheGuard::Private(WordCache::new((self.cache_bytes / n).min(16 << 20)))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Merging
+    // -----------------------------------------------------------------------------------------
+
+    #[inline]
+    fn pair(&self, a: u32, b: u32) -> u64 {
+        match self.pairs.get(&(((a as u64) << 32) | b as u64)) {
+            Some(&v) => v,
+            None => NO_PAIR,
+        }
+    }
+
+    /// BPE of one piece, appended to `out` (no cache).
+    pub fn bpe_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
+        if piece.len() == 1 {
+            out.push(self.byte_ids[piece[0] as usize]);
+            return;
+        }
+        if let Some(d) = &self.direct {
+            if let Some(&id) = d.get(piece) {
+                out.push(id);
+                return;
+            }
+        }
+        if piece.len() <= LARGE_PIECE {
+            self.merge_small(piece, out)
+        } else {
+            self.merge_large(piece, out)
+        }
+    }
+
+    /// Quadratic merge on stack arrays; for pieces of at most LARGE_PIECE bytes.
+    fn merge_small(&self, piece: &[u8], out: &mut Vec<u32>) {
+        let mut toks = [0u32; LARGE_PIECE];
+        let mut ranks = [NO_PAIR; LARGE_PIECE];
+        let mut n = piece.len();
+        for (i, &b) in piece.iter().enumerate() {
+            toks[i] = self.byte_ids[b as usize];
+        }
+        for i in 0..n - 1 {
+            ranks[i] = self.pair(toks[i], toks[i + 1]);
+        }
+        while n > 1 {
+            // Leftmost minimum: rank first, and equal ranks always have equal results.
+            let mut best = NO_PAIR;
+            let mut at = 0;
+            for (i, &r) in ranks[..n - 1].iter().enumerate() {
+                if r < best {
+                    best = r;
+                    at = i;
+                }
+            }
+            if best == NO_PAIR {
+                break;
+            }
+            toks[at] = best as u32;
+            toks.copy_within(at + 2..n, at + 1);
+            if at + 2 < n {
+                ranks.copy_within(at + 2..n - 1, at + 1);
+            }
+            n -= 1;
+            if at + 1 < n {
+                ranks[at] = self.pair(toks[at], toks[at + 1]);
+            }
+            ranks[n - 1] = NO_PAIR;
+            if at > 0 {
+                ranks[at - 1] = self.pair(toks[at - 1], toks[at]);
+            }
+        }
+        out.extend_from_slice(&toks[..n]);
+    }
+
+    /// Heap + linked-list merge, O(n log n); for long pieces.
+    fn merge_large(&self, piece: &[u8], out: &mut Vec<u32>) {
+        let n = piece.len();
+        let mut toks: Vec<u32> = piece.iter().map(|&b| self.byte_ids[b as usize]).collect();
+        // next/prev as u32; n < 2^32 is checked by the caller's piece sizes in practice.
+        let mut next: Vec<u32> = (1..=n as u32).collect();
+        let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
+        let none = n as u32;
+        // Entries (rank_and_result, position); min-heap via Reverse. Positions are byte
+        // offsets of a node's first byte, so they increase left to right: equal ranks pop
+        // leftmost first.
+        let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(n);
+        for i in 0..n - 1 {
+            let r = self.pair(toks[i], toks[i + 1]);
+            if r != NO_PAIR {
+                heap.push(Reverse((r, i as u32)));
+            }
+        }
+        while let Some(Reverse((r, pos))) = heap.pop() {
+            let p = pos as usize;
+            if toks[p] == DEAD {
+                continue;
+            }
+            let q = next[p];
+            if q == none {
+                continue;
+            }
+            // Stale entry? An entry whose pair changed but has the same (rank, result) is
+            // interchangeable with the live one at the same key.
+            if self.pair(toks[p], toks[q as usize]) != r {
+                continue;
+            }
+            toks[p] = r as u32;
+            toks[q as usize] = DEAD;
+            let nq = next[q as usize];
+            next[p] = nq;
+            if nq != none {
+                prev[nq as usize] = pos;
+                let r2 = self.pair(toks[p], toks[nq as usize]);
+                if r2 != NO_PAIR {
+                    heap.push(Reverse((r2, pos)));
+                }
+            }
+            let pp = prev[p];
+            if pp != u32::MAX {
+                let r2 = self.pair(toks[pp as usize], toks[p]);
+                if r2 != NO_PAIR {
+                    heap.push(Reverse((r2, pp)));
+                }
+            }
+        }
+        let mut i = 0usize;
+        while i < n {
+            out.push(toks[i]);
+            i = next[i] as usize;
+        }
+    }
+
+    /// BPE of one piece through the cache.
+    #[inline(always)]
+    pub fn encode_piece(&self, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
+        let len = piece.len();
+        if len == 1 {
+            out.push(self.byte_ids[piece[0] as usize]);
+            return;
+        }
+        if len > MAX_CACHED_LEN {
+            self.bpe_piece(piece, out);
+            return;
+        }
+        if cache.get(piece, out) {
+            cache.hits += 1;
+            return;
+        }
+        self.encode_miss(cache, piece, out);
+    }
+
+    #[inline(never)]
+    fn encode_miss(&self, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
+        cache.misses += 1;
+        let start = out.len();
+        self.bpe_piece(piece, out);
+        cache.put(piece, &out[start..]);
+    }
+
+    /// Encodes ordinary text (no special-token handling), appending to `out`.
+    pub fn encode_text(&self, cache: &mut WordCache, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
+        let b = text.as_bytes();
+        self.pattern.for_each_piece(text, |s, e| self.encode_piece(cache, &b[s..e], out))
+    }
+
+    /// Like [`encode_text`] but also reports the byte range of every token.
+    pub fn encode_text_spans(
+        &self,
+        cache: &mut WordCache,
+        text: &str,
+        base: usize,
+        out: &mut Vec<u32>,
+        spans: &mut Vec<(usize, usize)>,
+    ) -> Result<(), String> {
+        let b = text.as_bytes();
+        self.pattern.for_each_piece(text, |s, e| {
+            let k = out.len();
+            self.encode_piece(cache, &b[s..e], out);
+            let mut p = base + s;
+            for &id in &out[k..] {
+                let l = self.token_len(id);
+                spans.push((p, p + l));
+                p += l;
+            }
+        })
+    }
+
+    #[inline]
+    pub fn token_len(&self, id: u32) -> usize {
+        (self.dec_off[id as usize + 1] - self.dec_off[id as usize]) as usize
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Special tokens
+    // -----------------------------------------------------------------------------------------
+
+    /// Fails if `text` contains a special token that is neither allowed nor excluded from the
+    /// check. `disallowed = None` means "all specials not allowed" (tiktoken's default).
+    pub fn check_disallowed(&self, text: &str, allowed: &SpecialSet, disallowed: &Option<SpecialSet>) -> Result<(), String> {
+        let found = match disallowed {
+            None => {
+                if matches!(allowed, SpecialSet::All) {
+                    return Ok(());
+                }
+                let Some(ac) = &self.special_ac_all else { return Ok(()) };
+                ac.find_overlapping_iter(text)
+                    .map(|m| &self.specials[m.pattern().as_usize()].0)
+                    .find(|s| !allowed.contains(s))
+                    .cloned()
+            }
+            Some(SpecialSet::None) => None,
+            Some(SpecialSet::All) => {
+                // Every special, even allowed ones (tiktoken would do the same).
+                let Some(ac) = &self.special_ac_all else { return Ok(()) };
+                ac.find_overlapping_iter(text).next().map(|m| self.specials[m.pattern().as_usize()].0.clone())
+            }
+            Some(SpecialSet::Some(list)) => {
+                // Literal search, like tiktoken's regex of the given strings (earliest wins).
+                list.iter()
+                    .filter(|s| !s.is_empty())
+                    .filter_map(|s| text.find(s.as_str()).map(|p| (p, s)))
+                    .min_by_key(|(p, _)| *p)
+                    .map(|(_, s)| s.clone())
+            }
+        };
+        match found {
+            Some(s) => Err(format!(
+                "Encountered text corresponding to disallowed special token {s:?}. Pass it in \
+                 allowed_special to encode it as a special token, or in disallowed_special=() \
+                 (or use encode_ordinary) to encode it as ordinary text."
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Splits a document at the allowed special tokens (leftmost-longest among allowed ones).
+    pub fn split_specials(&self, text: &str, allowed: &SpecialSet, base: usize, items: &mut Vec<Item>) {
+        let ac = match (&self.special_ac, allowed.is_empty()) {
+            (Some(ac), false) => ac,
+            _ => {
+                if !text.is_empty() {
+                    items.push(Item::Text(base, base + text.len()));
+                }
+                return;
+            }
+        };
+        let mut last = 0;
+        let mut from = 0;
+        while from < text.len() {
+            let input = aho_corasick::Input::new(text).span(from..text.len());
+            let Some(m) = ac.find(input) else { break };
+            let (name, id) = &self.specials[m.pattern().as_usize()];
+            if !allowed.contains(name) {
+                // Not allowed: it stays text; look for a special starting one byte later.
+                from = m.start() + 1;
+                continue;
+            }
+            if m.start() > last {
+                items.push(Item::Text(base + last, base + m.start()));
+            }
+            items.push(Item::Special(*id, base + m.start(), base + m.end()));
+            last = m.end();
+            from = m.end();
+        }
+        if last < text.len() {
+            items.push(Item::Text(base + last, base + text.len()));
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Decoding
+    // -----------------------------------------------------------------------------------------
+
+    #[inline]
+    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        let i = id as usize;
+        if i < self.present.len() && self.present[i] {
+            Some(&self.dec_bytes[self.dec_off[i] as usize..self.dec_off[i + 1] as usize])
+        } else {
+            None
+        }
+    }
+
+    /// Concatenated bytes of `ids`; the error names the first unknown id.
+    pub fn decode_bytes<I: IntoIterator<Item = i64>>(&self, ids: I, out: &mut Vec<u8>) -> Result<(), String> {
+        for id in ids {
+            match u32::try_from(id).ok().and_then(|i| self.token_bytes(i)) {
+                Some(b) => out.extend_from_slice(b),
+                None => return Err(format!("unknown token id {id} (vocab has ids below {})", self.n_vocab())),
+            }
+        }
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Serialization (deterministic; tables only, never the cache)
+    // -----------------------------------------------------------------------------------------
+
+    pub fn to_state(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.dec_bytes.len() + 8 * self.vocab.len() + 64);
+        v.extend_from_slice(STATE_MAGIC);
+        put_bytes(&mut v, self.pattern_spec.as_bytes());
+        v.extend_from_slice(&(self.cache_bytes as u64).to_le_bytes());
+        v.extend_from_slice(&(self.vocab.len() as u32).to_le_bytes());
+        for (id, b) in &self.vocab {
+            v.extend_from_slice(&id.to_le_bytes());
+            put_bytes(&mut v, b);
+        }
+        match &self.merges {
+            None => v.push(0),
+            Some(m) => {
+                v.push(1);
+                v.extend_from_slice(&(m.len() as u32).to_le_bytes());
+                for (a, b) in m {
+                    v.extend_from_slice(&a.to_le_bytes());
+                    v.extend_from_slice(&b.to_le_bytes());
+                }
+            }
+        }
+        v.extend_from_slice(&(self.specials.len() as u32).to_le_bytes());
+        for (s, id) in &self.specials {
+            v.extend_from_slice(&id.to_le_bytes());
+            put_bytes(&mut v, s.as_bytes());
+        }
+        v
+    }
+
+    pub fn from_state(b: &[u8]) -> Result<Self, String> {
+        let mut r = StateReader { b, p: 0 };
+        if r.take(STATE_MAGIC.len())? != STATE_MAGIC {
+            return Err("not an hf_bpe Encoder state (bad magic)".into());
+        }
+        let pattern = String::from_utf8(r.bytes()?.to_vec()).map_err(|_| "bad pattern in state".to_string())?;
+        let cache_bytes = r.u64()? as usize;
+        let n = r.u32()? as usize;
+        let mut vocab = Vec::with_capacity(n);
+        for _ in 0..n {
+            let id = r.u32()?;
+            vocab.push((id, Box::<[u8]>::from(r.bytes()?)));
+        }
+        let merges = match r.take(1)?[0] {
+            0 => None,
+            1 => {
+                let m = r.u32()? as usize;
+                let mut v = Vec::with_capacity(m);
+                for _ in 0..m {
+                    v.push((r.u32()?, r.u32()?));
+                }
+                Some(v)
+            }
+            _ => return Err("bad merges flag in state".into()),
+        };
+        let k = r.u32()? as usize;
+        let mut specials = Vec::with_capacity(k);
+        for _ in 0..k {
+            let id = r.u32()?;
+            let s = String::from_utf8(r.bytes()?.to_vec()).map_err(|_| "bad special token in state".to_string())?;
+            specials.push((s, id));
+        }
+        if r.p != b.len() {
+            return Err("trailing bytes in Encoder state".into());
+        }
+        Encoder::new(vocab, merges, specials, &pattern, cache_bytes)
+    }
+}
+
+const STATE_MAGIC: &[u8] = b"hf_bpe.Encoder/1\0";
+
+fn put_bytes(v: &mut Vec<u8>, b: &[u8]) {
+    v.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    v.extend_from_slice(b);
+}
+
+struct StateReader<'a> {
+    b: &'a [u8],
+    p: usize,
+}
+
+impl<'a> StateReader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if self.p + n > self.b.len() {
+            return Err("truncated Encoder state".into());
+        }
+        let s = &self.b[self.p..self.p + n];
+        self.p += n;
+        Ok(s)
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn bytes(&mut self) -> Result<&'a [u8], String> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A toy tiktoken-style vocab: all bytes, then a few merged tokens over 'a'..'d'.
+    fn toy_ranks() -> Vec<(u32, Box<[u8]>)> {
+        let mut v: Vec<(u32, Box<[u8]>)> = (0..=255u8).map(|b| (b as u32, vec![b].into_boxed_slice())).collect();
+        let extra = ["ab", "aa", "bc", "abc", "aaaa", "ba", "cd", "abcd", "aab", "dd", "ddd", "bcd", "aaaaaaaa"];
+        for (i, t) in extra.iter().enumerate() {
+            v.push((256 + i as u32, t.as_bytes().into()));
+        }
+        v
+    }
+
+    /// Reference: merge the adjacent pair whose concatenation has the lowest rank, leftmost.
+    fn naive(ranks: &[(u32, Box<[u8]>)], piece: &[u8]) -> Vec<u32> {
+        let rank_of = |b: &[u8]| ranks.iter().find(|(_, t)| &**t == b).map(|(r, _)| *r);
+        if let Some(r) = rank_of(piece) {
+            return vec![r];
+        }
+        let mut parts: Vec<Vec<u8>> = piece.iter().map(|&b| vec![b]).collect();
+        loop {
+            let mut best: Option<(u32, usize)> = None;
+            for i in 0..parts.len().saturating_sub(1) {
+                let cat = [parts[i].clone(), parts[i + 1].clone()].concat();
+                if let Some(r) = rank_of(&cat) {
+                    if best.map_or(true, |(br, _)| r < br) {
+                        best = Some((r, i));
+                    }
+                }
+            }
+            match best {
+                None => break,
+                Some((_, i)) => {
+                    let right = parts.remove(i + 1);
+                    parts[i].extend(right);
+                }
+            }
+        }
+        parts.iter().map(|p| rank_of(p).unwrap()).collect()
+    }
+
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    #[test]
+    fn small_and_large_paths_match_the_reference() {
+        let ranks = toy_ranks();
+        let enc = Encoder::new(ranks.clone(), None, vec![], r"[a-d]+|[^a-d]+", 1 << 20).unwrap();
+        let mut seed = 7;
+        for round in 0..400 {
+            let n = 2 + (lcg(&mut seed) % if round % 4 == 0 { 400 } else { 40 }) as usize;
+            let piece: Vec<u8> = (0..n).map(|_| b"aabcd"[(lcg(&mut seed) % 5) as usize]).collect();
+            let want = naive(&ranks, &piece);
+            let mut a = Vec::new();
+            enc.bpe_piece(&piece, &mut a);
+            assert_eq!(a, want, "bpe_piece on {:?}", String::from_utf8_lossy(&piece));
+            let mut b = Vec::new();
+            enc.merge_large(&piece, &mut b);
+            assert_eq!(b, want, "merge_large on {:?}", String::from_utf8_lossy(&piece));
+            if piece.len() <= LARGE_PIECE {
+                let mut c = Vec::new();
+                enc.merge_small(&piece, &mut c);
+                assert_eq!(c, want, "merge_small");
+            }
+        }
+    }
+
+    #[test]
+    fn merges_mode_equals_ranks_mode_on_a_consistent_vocab() {
+        // With merges in rank order that build each token the way rank order would (here
+        // "aab" = a + ab, since ab outranks aa), both semantics agree. (With ("aa", "b") they
+        // differ on "abaab": the real GPT-2 vs tiktoken subtlety, see hf-integration.md 3.3.)
+        let ranks = toy_ranks();
+        let id = |s: &str| ranks.iter().find(|(_, t)| &**t == s.as_bytes()).unwrap().0;
+        let merges: Vec<(u32, u32)> = [("a", "b"), ("a", "a"), ("b", "c"), ("ab", "c"), ("aa", "aa"), ("b", "a"), ("c", "d"), ("abc", "d"), ("a", "ab"), ("d", "d"), ("dd", "d"), ("bc", "d"), ("aaaa", "aaaa")]
+            .iter()
+            .map(|(a, b)| (id(a), id(b)))
+            .collect();
+        let m = Encoder::new(ranks.clone(), Some(merges), vec![], "gpt2", 1 << 20).unwrap();
+        let r = Encoder::new(ranks, None, vec![], "gpt2", 1 << 20).unwrap();
+        let mut seed = 11;
+        for _ in 0..300 {
+            let n = 2 + (lcg(&mut seed) % 200) as usize;
+            let piece: Vec<u8> = (0..n).map(|_| b"abcd"[(lcg(&mut seed) % 4) as usize]).collect();
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            m.bpe_piece(&piece, &mut x);
+            r.bpe_piece(&piece, &mut y);
+            assert_eq!(x, y);
+        }
+    }
+
+    #[test]
+    fn cache_respects_budget_and_stays_correct() {
+        let ranks = toy_ranks();
+        for budget in [0usize, 4096, 10_000, 1 << 16] {
+            let enc = Encoder::new(ranks.clone(), None, vec![], r"\S+|\s+", budget).unwrap();
+            let mut cache = enc.cache(0);
+            let mut seed = 3;
+            for _ in 0..5000 {
+                let n = 2 + (lcg(&mut seed) % 60) as usize;
+                let piece: Vec<u8> = (0..n).map(|_| b"abcdxyz"[(lcg(&mut seed) % 7) as usize]).collect();
+                let mut a = Vec::new();
+                enc.encode_piece(&mut cache, &piece, &mut a);
+                let mut b = Vec::new();
+                enc.bpe_piece(&piece, &mut b);
+                assert_eq!(a, b);
+                assert!(cache.used() <= budget.max(0), "used {} > budget {budget}", cache.used());
+            }
+        }
+    }
+
+    #[test]
+    fn state_round_trips_deterministically() {
+        let mut ranks = toy_ranks();
+        let specials = vec![("<|x|>".to_string(), 1000), ("<|y|>".to_string(), 999)];
+        let a = Encoder::new(ranks.clone(), None, specials.clone(), "cl100k", 12345).unwrap();
+        ranks.reverse();
+        let b = Encoder::new(ranks, None, specials.into_iter().rev().collect(), "cl100k", 12345).unwrap();
+        assert_eq!(a.to_state(), b.to_state());
+        let c = Encoder::from_state(&a.to_state()).unwrap();
+        assert_eq!(c.to_state(), a.to_state());
+        assert_eq!(c.n_vocab(), 1001);
+        assert!(Encoder::from_state(&a.to_state()[..20]).is_err());
+    }
+
+    #[test]
+    fn specials_split_and_check() {
+        let specials = vec![("<|e|>".to_string(), 500), ("<|f|>".to_string(), 501)];
+        let enc = Encoder::new(toy_ranks(), None, specials, "gpt2", 1 << 20).unwrap();
+        let t = "ab<|e|>cd<|f|>";
+        let mut items = Vec::new();
+        enc.split_specials(t, &SpecialSet::Some(vec!["<|f|>".into()]), 0, &mut items);
+        assert!(matches!(items[..], [Item::Text(0, 9), Item::Special(501, 9, 14)]));
+        assert!(enc.check_disallowed(t, &SpecialSet::Some(vec!["<|f|>".into()]), &None).unwrap_err().contains("<|e|>"));
+        assert!(enc.check_disallowed(t, &SpecialSet::All, &None).is_ok());
+        assert!(enc.check_disallowed(t, &SpecialSet::None, &Some(SpecialSet::None)).is_ok());
+    }
+}
