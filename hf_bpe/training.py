@@ -166,7 +166,10 @@ def _finish(counter: _core.WordCounter, vocab_size: int, specials: list[str], pa
     max_new = vocab_size - 256 - len(specials)
     with count_progress(max_new, "merging", "tok", enabled=progress and max_new > 0) as cb:
         merges = _core.train_merges(counter, max_new, tie_break, min_frequency, max_token_length, cb)
-    return assemble(merges, specials, pattern, tie_break)
+        bpe = assemble(merges, specials, pattern, tie_break)
+        if cb is not None:
+            cb(bpe.vocab_size - 256 - len(specials))
+    return bpe
 
 
 def assemble(merges: list[tuple[bytes, bytes]], specials: Sequence[str], pattern: str, tie_break: str) -> BPE:
