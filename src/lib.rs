@@ -8,6 +8,7 @@ use pyo3::types::PyBytes;
 pub mod count;
 pub mod pretok;
 pub mod train;
+pub mod unicode_tables;
 
 use count::{Counter, Utf8Errors, INTERRUPTED};
 use pretok::Pattern;

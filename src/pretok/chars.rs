@@ -1,0 +1,296 @@
+//! Character classification and run scanning shared by the hand-written scanners.
+//!
+//! All functions take the text as bytes of a valid `&str` and a byte position that is a char
+//! boundary (`i <= b.len()`); they return byte positions that are char boundaries too.
+//!
+//! Performance notes:
+//! * ASCII (almost all bytes of English and code) is classified by one 128-entry table lookup;
+//!   only bytes >= 0x80 decode a UTF-8 sequence and go through the two-level Unicode table.
+//! * Runs of ASCII letters, lowercase letters, uppercase letters and spaces are scanned eight
+//!   bytes at a time with SWAR on a `u64` (no SIMD intrinsics, so it is portable and safe):
+//!   one unaligned load, a few adds/ands, and `trailing_zeros` to find where the run stops.
+//!   Words in English average ~5 bytes, so the per-byte loop still matters; the SWAR path
+//!   pays off on long identifiers, URLs, base64, indentation and runs of CJK-free text.
+//! * Bounds: we index with `get_unchecked` only where the index was checked against `b.len()`
+//!   just before, or where UTF-8 validity of `&str` guarantees continuation bytes exist.
+
+pub use crate::unicode_tables::{L, LO, M, N, UP, WS};
+use crate::unicode_tables::{class_of, fold_non_ascii_contraction_letter, ASCII};
+
+/// Byte `i` of `b`; `i < b.len()` must hold (callers check it).
+#[inline(always)]
+pub fn at(b: &[u8], i: usize) -> u8 {
+    debug_assert!(i < b.len());
+    // SAFETY: every caller checks `i < b.len()` first.
+    unsafe { *b.get_unchecked(i) }
+}
+
+/// Decodes the code point starting at byte `i` (a char boundary, `i < b.len()`), whose lead
+/// byte `c0 >= 0x80`. Returns (code point, byte length).
+#[inline(always)]
+pub fn decode_non_ascii(b: &[u8], i: usize, c0: u8) -> (u32, usize) {
+    // `b` is valid UTF-8 and `i` a boundary, so the continuation bytes exist.
+    let c1 = (at(b, i + 1) & 0x3f) as u32;
+    if c0 < 0xE0 {
+        (((c0 as u32 & 0x1f) << 6) | c1, 2)
+    } else if c0 < 0xF0 {
+        let c2 = (at(b, i + 2) & 0x3f) as u32;
+        (((c0 as u32 & 0x0f) << 12) | (c1 << 6) | c2, 3)
+    } else {
+        let c2 = (at(b, i + 2) & 0x3f) as u32;
+        let c3 = (at(b, i + 3) & 0x3f) as u32;
+        (((c0 as u32 & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3, 4)
+    }
+}
+
+/// Class bits and byte length of the char at `i` (`i < b.len()`).
+#[inline(always)]
+pub fn class_at(b: &[u8], i: usize) -> (u8, usize) {
+    let c = at(b, i);
+    if c < 0x80 {
+        (ASCII[c as usize], 1)
+    } else {
+        class_non_ascii(b, i, c)
+    }
+}
+
+#[inline(always)]
+pub fn class_non_ascii(b: &[u8], i: usize, c0: u8) -> (u8, usize) {
+    let (cp, len) = decode_non_ascii(b, i, c0);
+    (class_of(cp), len)
+}
+
+/// Class bits of the char at `i`, or 0 past the end (0 = "none of the classes", which every
+/// caller treats like "the run / optional element stops here").
+#[inline(always)]
+pub fn class_or_end(b: &[u8], i: usize) -> (u8, usize) {
+    if i < b.len() {
+        class_at(b, i)
+    } else {
+        (0, 0)
+    }
+}
+
+const LO7: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+#[inline(always)]
+fn load8(b: &[u8], i: usize) -> u64 {
+    debug_assert!(i + 8 <= b.len());
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[i..i + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// High bit of each byte set iff that byte is in `lo..=hi` (all bytes must be < 0x80 for the
+/// result to be meaningful; bytes with the high bit set are masked out by the caller).
+#[inline(always)]
+fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
+    // For a byte v < 0x80: v + (0x80 - lo) has its high bit set iff v >= lo, and no carry
+    // crosses into the next byte (v + 0x80 - lo <= 0xff). Same for `> hi` with hi + 1.
+    let ge_lo = x.wrapping_add(LO7 * (0x80 - lo) as u64);
+    let gt_hi = x.wrapping_add(LO7 * (0x80 - (hi + 1)) as u64);
+    ge_lo & !gt_hi & HI
+}
+
+/// Which SWAR run test to use for ASCII.
+#[derive(Clone, Copy)]
+pub enum Swar {
+    /// `[A-Za-z]`
+    Letter,
+    /// `[a-z]`
+    Lower,
+    /// `[A-Z]`
+    Upper,
+    /// no SWAR fast path
+    None,
+}
+
+/// Number of leading bytes of the 8 at `i` that belong to the ASCII run kind `k`.
+#[inline(always)]
+fn swar_prefix(w: u64, k: Swar) -> u32 {
+    let ascii = !w & HI; // high bit set where the byte is ASCII
+    let m = match k {
+        Swar::Letter => in_range(w | (LO7 * 0x20), b'a', b'z'),
+        Swar::Lower => in_range(w, b'a', b'z'),
+        Swar::Upper => in_range(w, b'A', b'Z'),
+        Swar::None => 0,
+    } & ascii;
+    // First byte (little endian = lowest) whose high bit is clear in `m` ends the run.
+    (!m & HI).trailing_zeros() / 8
+}
+
+/// End of the maximal run starting at `i` of chars whose class has a bit of `mask`.
+/// `k` must describe exactly the ASCII members of `mask` (or be `Swar::None`).
+#[inline(always)]
+pub fn run(b: &[u8], mut i: usize, mask: u8, k: Swar) -> usize {
+    let n = b.len();
+    loop {
+        if !matches!(k, Swar::None) {
+            while i + 8 <= n {
+                let adv = swar_prefix(load8(b, i), k);
+                i += adv as usize;
+                if adv < 8 {
+                    break;
+                }
+            }
+        }
+        if i >= n {
+            return n;
+        }
+        let c = at(b, i);
+        if c < 0x80 {
+            if ASCII[c as usize] & mask == 0 {
+                return i;
+            }
+            i += 1;
+        } else {
+            let (cls, len) = class_non_ascii(b, i, c);
+            if cls & mask == 0 {
+                return i;
+            }
+            i += len;
+        }
+    }
+}
+
+/// End of the run of chars that have none of the bits of `mask` (e.g. `[^\s\p{L}\p{N}]+`).
+#[inline(always)]
+pub fn run_not(b: &[u8], mut i: usize, mask: u8) -> usize {
+    let n = b.len();
+    while i < n {
+        let (cls, len) = class_at(b, i);
+        if cls & mask != 0 {
+            return i;
+        }
+        i += len;
+    }
+    n
+}
+
+/// End of the run of bytes from `set` (ASCII only) starting at `i`.
+#[inline(always)]
+pub fn run_bytes(b: &[u8], mut i: usize, set: &[u8]) -> usize {
+    while i < b.len() && set.contains(&at(b, i)) {
+        i += 1;
+    }
+    i
+}
+
+/// Facts about a maximal whitespace run starting at `i` (which must be whitespace).
+pub struct WsRun {
+    /// End of the run.
+    pub end: usize,
+    /// Start of the run's last char.
+    pub last: usize,
+    /// End of the last `\r` or `\n` in the run, or 0 if there is none.
+    pub crlf_end: usize,
+}
+
+#[inline(always)]
+pub fn ws_run(b: &[u8], mut i: usize) -> WsRun {
+    let n = b.len();
+    let mut last = i;
+    let mut crlf_end = 0;
+    while i < n {
+        let c = at(b, i);
+        if c == b' ' {
+            // Long runs of spaces (indentation in code): skip 8 at a time. `w ^ 0x2020..`
+            // has a zero byte exactly where `w` has a space.
+            let mut j = i + 1;
+            while j + 8 <= n {
+                let adv = ((load8(b, j) ^ (LO7 * 0x20)).trailing_zeros() / 8) as usize;
+                j += adv;
+                if adv < 8 {
+                    break;
+                }
+            }
+            while j < n && at(b, j) == b' ' {
+                j += 1;
+            }
+            last = j - 1;
+            i = j;
+            continue;
+        }
+        let (cls, len) = if c < 0x80 { (ASCII[c as usize], 1) } else { class_non_ascii(b, i, c) };
+        if cls & WS == 0 {
+            break;
+        }
+        if c == b'\n' || c == b'\r' {
+            crlf_end = i + 1;
+        }
+        last = i;
+        i += len;
+    }
+    WsRun { end: i, last, crlf_end }
+}
+
+/// The lowercase ASCII letter that the char at `i` matches case-insensitively among the
+/// contraction letters, or 0; plus the char's byte length.
+#[inline(always)]
+pub fn fold_at(b: &[u8], i: usize) -> (u8, usize) {
+    if i >= b.len() {
+        return (0, 0);
+    }
+    let c = at(b, i);
+    if c < 0x80 {
+        // `| 0x20` lowercases ASCII letters and maps no other byte into `a..=z`.
+        let l = c | 0x20;
+        (if l.is_ascii_lowercase() { l } else { 0 }, 1)
+    } else {
+        let (cp, len) = decode_non_ascii(b, i, c);
+        (fold_non_ascii_contraction_letter(cp), len)
+    }
+}
+
+/// Length in bytes of `'(?i:s|t|m|d|re|ve|ll)` at `i` (the contraction suffix of cl100k and
+/// o200k), or 0 if there is none. All alternatives start with different letters, so the
+/// first letter decides which one can match.
+#[inline(always)]
+pub fn contraction_ci(b: &[u8], i: usize) -> usize {
+    if i >= b.len() || at(b, i) != b'\'' {
+        return 0;
+    }
+    let (l1, n1) = fold_at(b, i + 1);
+    match l1 {
+        b's' | b't' | b'm' | b'd' => 1 + n1,
+        b'r' | b'v' | b'l' => {
+            let want = if l1 == b'l' { b'l' } else { b'e' };
+            let (l2, n2) = fold_at(b, i + 1 + n1);
+            if l2 == want {
+                1 + n1 + n2
+            } else {
+                0
+            }
+        }
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swar_runs() {
+        let s = b"abcdefghijklmnopQRS tuv";
+        assert_eq!(run(s, 0, L, Swar::Letter), 19);
+        assert_eq!(run(s, 0, LO, Swar::Lower), 16);
+        assert_eq!(run(s, 16, UP, Swar::Upper), 19);
+        let s = "abcdefgh\u{e9}ijklmnop\u{2014}x".as_bytes();
+        assert_eq!(run(s, 0, L, Swar::Letter), 18);
+        let s = b"@[`{abcdefgh";
+        assert_eq!(run(s, 0, L, Swar::Letter), 0);
+        assert_eq!(run(s, 4, L, Swar::Letter), 12);
+    }
+
+    #[test]
+    fn ws_runs() {
+        let s = b"            x";
+        let r = ws_run(s, 0);
+        assert_eq!((r.end, r.last, r.crlf_end), (12, 11, 0));
+        let s = b"  \n        \n      ";
+        let r = ws_run(s, 0);
+        assert_eq!((r.end, r.last, r.crlf_end), (s.len(), s.len() - 1, 12));
+    }
+}
