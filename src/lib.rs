@@ -68,6 +68,18 @@ fn pretokenize(py: Python<'_>, pattern: &str, text: &str) -> PyResult<Vec<String
     .map_err(value_error)
 }
 
+/// Number of pre-tokens of `text`, without building Python strings (for benchmarks).
+#[pyfunction]
+fn count_pieces(py: Python<'_>, pattern: &str, text: &str) -> PyResult<usize> {
+    let p = Pattern::from_spec(pattern).map_err(value_error)?;
+    py.allow_threads(|| {
+        let mut n = 0usize;
+        p.for_each_piece(text, |_, _| n += 1)?;
+        Ok(n)
+    })
+    .map_err(value_error)
+}
+
 /// The regex source that a pattern name stands for.
 #[pyfunction]
 fn pattern_source(pattern: &str) -> PyResult<String> {
@@ -186,6 +198,7 @@ fn train_merges<'py>(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_source, m)?)?;
+    m.add_function(wrap_pyfunction!(count_pieces, m)?)?;
     m.add_function(wrap_pyfunction!(train_merges, m)?)?;
     m.add_class::<WordCounter>()?;
     Ok(())
