@@ -77,9 +77,8 @@ const HI: u64 = 0x8080_8080_8080_8080;
 #[inline(always)]
 fn load8(b: &[u8], i: usize) -> u64 {
     debug_assert!(i + 8 <= b.len());
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[i..i + 8]);
-    u64::from_le_bytes(w)
+    // SAFETY: callers check `i + 8 <= b.len()`; `read_unaligned` has no alignment needs.
+    u64::from_le(unsafe { (b.as_ptr().add(i) as *const u64).read_unaligned() })
 }
 
 /// High bit of each byte set iff that byte is in `lo..=hi` (all bytes must be < 0x80 for the
@@ -118,6 +117,12 @@ fn swar_prefix(w: u64, k: Swar) -> u32 {
     } & ascii;
     // First byte (little endian = lowest) whose high bit is clear in `m` ends the run.
     (!m & HI).trailing_zeros() / 8
+}
+
+/// True for ASCII letters `[A-Za-z]`.
+#[inline(always)]
+pub fn is_ascii_letter(c: u8) -> bool {
+    (c | 0x20).wrapping_sub(b'a') < 26
 }
 
 /// End of the maximal run starting at `i` of chars whose class has a bit of `mask`.

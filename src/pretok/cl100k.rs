@@ -36,6 +36,15 @@ pub fn scan(text: &str, f: &mut impl FnMut(usize, usize)) {
 fn piece_end(b: &[u8], i: usize) -> usize {
     let n = b.len();
     let c = at(b, i);
+    // Fast paths for " word" and "word" (alternative 2 with and without the prefix): one or
+    // two byte tests, then a SWAR letter run. `'` never takes these, so alternative 1 is safe.
+    if c == b' ' {
+        if i + 1 < n && is_ascii_letter(at(b, i + 1)) {
+            return run(b, i + 2, L, Swar::Letter);
+        }
+    } else if is_ascii_letter(c) {
+        return run(b, i + 1, L, Swar::Letter);
+    }
     if c == b'\'' {
         let k = contraction_ci(b, i);
         if k != 0 {

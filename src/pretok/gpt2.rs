@@ -34,6 +34,15 @@ pub fn scan(text: &str, f: &mut impl FnMut(usize, usize)) {
 fn piece_end(b: &[u8], i: usize) -> usize {
     let n = b.len();
     let c = at(b, i);
+    // Fast paths for the two most common pieces of English and code: " word" and "word".
+    // Both are decided by one or two byte tests, then a SWAR letter run.
+    if c == b' ' {
+        if i + 1 < n && is_ascii_letter(at(b, i + 1)) {
+            return run(b, i + 2, L, Swar::Letter);
+        }
+    } else if is_ascii_letter(c) {
+        return run(b, i + 1, L, Swar::Letter);
+    }
     if c == b'\'' && i + 1 < n {
         match at(b, i + 1) {
             b's' | b't' | b'm' | b'd' => return i + 2,

@@ -89,6 +89,26 @@ fn alt_b(b: &[u8], s: usize) -> Option<usize> {
 fn piece_end(b: &[u8], i: usize) -> usize {
     let n = b.len();
     let c = at(b, i);
+    // Fast paths for the common ASCII shapes of A: " word", "word", " Word", "Word". With an
+    // ASCII uppercase letter followed by an ASCII lowercase one, the UP run is that one
+    // letter and LO+ starts right after it (see A above); with a lowercase start the UP run
+    // is empty. Then a SWAR lowercase run and the optional contraction.
+    {
+        let mut s = i;
+        if c == b' ' {
+            s += 1;
+        }
+        if s + 1 < n {
+            let c0 = at(b, s);
+            if c0.is_ascii_uppercase() && at(b, s + 1).is_ascii_lowercase() {
+                s += 1;
+            }
+        }
+        if s < n && at(b, s).is_ascii_lowercase() {
+            let e = run(b, s + 1, LO, Swar::Lower);
+            return e + contraction_ci(b, e);
+        }
+    }
     let (cls, len) = class_at(b, i);
     if cls & L != 0 {
         // No prefix possible (a letter is not in P).
