@@ -119,6 +119,25 @@ fn swar_prefix(w: u64, k: Swar) -> u32 {
     (!m & HI).trailing_zeros() / 8
 }
 
+/// Class bits of an ASCII byte (`c < 0x80`), or `NON_ASCII` for a UTF-8 lead byte.
+#[inline(always)]
+pub fn ascii_class(c: u8) -> u8 {
+    ASCII_OR_MARKER[c as usize]
+}
+
+/// A bit no Unicode class uses, marking bytes >= 0x80 in [`ascii_class`].
+pub const NON_ASCII: u8 = 0x80;
+
+static ASCII_OR_MARKER: [u8; 256] = {
+    let mut t = [NON_ASCII; 256];
+    let mut i = 0;
+    while i < 128 {
+        t[i] = ASCII[i];
+        i += 1;
+    }
+    t
+};
+
 /// True for ASCII letters `[A-Za-z]`.
 #[inline(always)]
 pub fn is_ascii_letter(c: u8) -> bool {

@@ -109,6 +109,20 @@ fn piece_end(b: &[u8], i: usize) -> usize {
             return e + contraction_ci(b, e);
         }
     }
+    // ASCII punctuation not followed by a letter or a mark (the next byte is ASCII and not a
+    // letter): A and B cannot use it as a prefix, C needs a number, so it is D directly.
+    // A single "\n" before ASCII non-whitespace is E with one char.
+    if c < 0x80 {
+        let next = if i + 1 < n { ascii_class(at(b, i + 1)) } else { 0 };
+        let this = ascii_class(c);
+        if this == 0 && next & (L | NON_ASCII) == 0 {
+            let e = run_not(b, i + 1, L | N | WS);
+            return run_bytes(b, e, b"\r\n/");
+        }
+        if c == b'\n' && next & (WS | NON_ASCII) == 0 {
+            return i + 1;
+        }
+    }
     let (cls, len) = class_at(b, i);
     if cls & L != 0 {
         // No prefix possible (a letter is not in P).
