@@ -272,9 +272,15 @@ pub fn fold_at(b: &[u8], i: usize) -> (u8, usize) {
 /// first letter decides which one can match.
 #[inline(always)]
 pub fn contraction_ci(b: &[u8], i: usize) -> usize {
+    // The apostrophe test is inlined into the hot word paths; the rest is rare and out of line.
     if i >= b.len() || at(b, i) != b'\'' {
         return 0;
     }
+    contraction_ci_after_apostrophe(b, i)
+}
+
+#[inline(never)]
+fn contraction_ci_after_apostrophe(b: &[u8], i: usize) -> usize {
     let (l1, n1) = fold_at(b, i + 1);
     match l1 {
         b's' | b't' | b'm' | b'd' => 1 + n1,

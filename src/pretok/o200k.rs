@@ -93,21 +93,29 @@ fn piece_end(b: &[u8], i: usize) -> usize {
     // ASCII uppercase letter followed by an ASCII lowercase one, the UP run is that one
     // letter and LO+ starts right after it (see A above); with a lowercase start the UP run
     // is empty. Then a SWAR lowercase run and the optional contraction.
-    {
-        let mut s = i;
-        if c == b' ' {
-            s += 1;
-        }
-        if s + 1 < n {
-            let c0 = at(b, s);
-            if c0.is_ascii_uppercase() && at(b, s + 1).is_ascii_lowercase() {
-                s += 1;
+    // Written as branches on purpose, not `s = if c == b' ' { i + 1 } else { i }`: the compiler
+    // turns that into a cmov, which puts the load of b[i] on the data-dependency chain from one
+    // piece's start to the next (load -> cmov -> SWAR load -> tzcnt -> end). With branches, the
+    // predictor speculates the shape and the only chain left is SWAR load -> tzcnt -> end.
+    // Measured: ~+40% on a text of only " word" pieces.
+    if c == b' ' {
+        if i + 1 < n {
+            let c1 = at(b, i + 1);
+            if c1.is_ascii_lowercase() {
+                let e = run(b, i + 2, LO, Swar::Lower);
+                return e + contraction_ci(b, e);
+            }
+            if c1.is_ascii_uppercase() && i + 2 < n && at(b, i + 2).is_ascii_lowercase() {
+                let e = run(b, i + 3, LO, Swar::Lower);
+                return e + contraction_ci(b, e);
             }
         }
-        if s < n && at(b, s).is_ascii_lowercase() {
-            let e = run(b, s + 1, LO, Swar::Lower);
-            return e + contraction_ci(b, e);
-        }
+    } else if c.is_ascii_lowercase() {
+        let e = run(b, i + 1, LO, Swar::Lower);
+        return e + contraction_ci(b, e);
+    } else if c.is_ascii_uppercase() && i + 1 < n && at(b, i + 1).is_ascii_lowercase() {
+        let e = run(b, i + 2, LO, Swar::Lower);
+        return e + contraction_ci(b, e);
     }
     // ASCII punctuation not followed by a letter or a mark (the next byte is ASCII and not a
     // letter): A and B cannot use it as a prefix, C needs a number, so it is D directly.
