@@ -6,6 +6,7 @@ targeted strategies for the tricky parts of the regexes (whitespace look-ahead, 
 case-insensitive contractions, overlapping letter classes, marks).
 """
 import gzip
+import os
 from pathlib import Path
 
 import pytest
@@ -136,7 +137,8 @@ mixed_text = st.lists(
     st.one_of(st.sampled_from(FRAGMENTS), interesting_chars), max_size=40
 ).map("".join)
 
-SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# PRETOK_EXAMPLES=5000 for a deeper run.
+SETTINGS = settings(max_examples=int(os.environ.get("PRETOK_EXAMPLES", "400")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize("name", NAMES)
