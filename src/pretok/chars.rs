@@ -15,7 +15,9 @@
 //!   just before, or where UTF-8 validity of `&str` guarantees continuation bytes exist.
 
 pub use crate::unicode_tables::{L, LO, M, N, UP, WS};
-use crate::unicode_tables::{class_of, fold_non_ascii_contraction_letter, ASCII};
+use crate::unicode_tables::{fold_non_ascii_contraction_letter, ASCII, BLOCKS, BLOCK_INDEX};
+#[cfg(test)]
+use crate::unicode_tables::class_of;
 
 /// Byte `i` of `b`; `i < b.len()` must hold (callers check it).
 #[inline(always)]
@@ -57,7 +59,7 @@ pub fn class_at(b: &[u8], i: usize) -> (u8, usize) {
 #[inline(always)]
 pub fn class_non_ascii(b: &[u8], i: usize, c0: u8) -> (u8, usize) {
     let (cp, len) = decode_non_ascii(b, i, c0);
-    (class_of(cp), len)
+    (class_of_valid(cp), len)
 }
 
 /// Class bits of the char at `i`, or 0 past the end (0 = "none of the classes", which every
@@ -68,6 +70,18 @@ pub fn class_or_end(b: &[u8], i: usize) -> (u8, usize) {
         class_at(b, i)
     } else {
         (0, 0)
+    }
+}
+
+/// [`class_of`] without bounds checks, for code points decoded from a valid `&str`.
+#[inline(always)]
+fn class_of_valid(cp: u32) -> u8 {
+    debug_assert!(cp < 0x110000);
+    // SAFETY: a `&str` decodes to cp <= 0x10FFFF, so `cp >> 8` < 0x1100 = BLOCK_INDEX.len();
+    // the generator only writes block numbers < BLOCKS.len() into BLOCK_INDEX.
+    unsafe {
+        let blk = *BLOCK_INDEX.get_unchecked((cp >> 8) as usize) as usize;
+        *BLOCKS.get_unchecked(blk).get_unchecked((cp & 0xff) as usize)
     }
 }
 
@@ -149,6 +163,9 @@ pub fn is_ascii_letter(c: u8) -> bool {
 #[inline(always)]
 pub fn run(b: &[u8], mut i: usize, mask: u8, k: Swar) -> usize {
     let n = b.len();
+    // SWAR first (the caller usually just consumed an ASCII member), then per char. After a
+    // non-ASCII char we go straight to the next char instead of trying SWAR on bytes that
+    // are probably non-ASCII too (multilingual text), which would always stop at 0.
     loop {
         if !matches!(k, Swar::None) {
             while i + 8 <= n {
@@ -159,16 +176,18 @@ pub fn run(b: &[u8], mut i: usize, mask: u8, k: Swar) -> usize {
                 }
             }
         }
-        if i >= n {
-            return n;
-        }
-        let c = at(b, i);
-        if c < 0x80 {
-            if ASCII[c as usize] & mask == 0 {
-                return i;
+        loop {
+            if i >= n {
+                return n;
             }
-            i += 1;
-        } else {
+            let c = at(b, i);
+            if c < 0x80 {
+                if ASCII[c as usize] & mask == 0 {
+                    return i;
+                }
+                i += 1;
+                break; // back to SWAR
+            }
             let (cls, len) = class_non_ascii(b, i, c);
             if cls & mask == 0 {
                 return i;
@@ -312,6 +331,15 @@ mod tests {
         let s = b"@[`{abcdefgh";
         assert_eq!(run(s, 0, L, Swar::Letter), 0);
         assert_eq!(run(s, 4, L, Swar::Letter), 12);
+    }
+
+    #[test]
+    fn unchecked_lookup_matches_checked() {
+        for cp in (0..0x110000u32).filter(|c| !(0xD800..0xE000).contains(c)) {
+            assert_eq!(class_of_valid(cp), class_of(cp));
+            let s = char::from_u32(cp).unwrap().to_string();
+            assert_eq!(class_at(s.as_bytes(), 0), (class_of(cp), s.len()));
+        }
     }
 
     #[test]
