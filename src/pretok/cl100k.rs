@@ -16,6 +16,7 @@
 //! 6. `\s*[\r\n]`: `\s*` backtracks to the run's last CR/LF; the piece ends right after it.
 //! 7. `\s+(?!\S)`: the run minus its last char (the run does not reach the end here).
 //! 8. `\s`: one whitespace char.
+//!
 //! Every char is L, N, whitespace or "other", so some alternative always matches.
 
 use super::chars::*;

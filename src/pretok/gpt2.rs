@@ -10,6 +10,7 @@
 //!   else gives back the run's last char (the look-ahead then sees whitespace), provided at
 //!   least one char remains; otherwise `\s+` takes the single whitespace char.
 //!   So `"  x"` → `" "`, `" x"` and `"\n\nx"` → `"\n"`, `"\n"`, `"x"`.
+//!
 //! Every char is in exactly one of `'`/L/N/other/whitespace, so the pieces tile the text.
 //!
 //! Performance: the first byte is dispatched through the ASCII class table; letter runs use
