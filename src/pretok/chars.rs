@@ -197,6 +197,20 @@ pub fn run(b: &[u8], mut i: usize, mask: u8, k: Swar) -> usize {
     }
 }
 
+/// Skips bytes of the ASCII run kind `k` eight at a time; stops at the first 8-byte window
+/// that is not entirely of that kind (the caller continues per char from there).
+#[inline(always)]
+pub fn swar_skip(b: &[u8], mut i: usize, k: Swar) -> usize {
+    while i + 8 <= b.len() {
+        let adv = swar_prefix(load8(b, i), k);
+        i += adv as usize;
+        if adv < 8 {
+            break;
+        }
+    }
+    i
+}
+
 /// End of the run of chars that have none of the bits of `mask` (e.g. `[^\s\p{L}\p{N}]+`).
 #[inline(always)]
 pub fn run_not(b: &[u8], mut i: usize, mask: u8) -> usize {

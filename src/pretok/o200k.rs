@@ -63,9 +63,11 @@ fn alt_a(b: &[u8], s: usize) -> Option<usize> {
         e += len;
         if cls & LO != 0 {
             last_lo_end = e;
+        } else if len == 1 {
+            // An ASCII uppercase letter (UP, not LO): skip any that follow eight at a time
+            // (all-caps words). Not tried after non-ASCII chars (CJK runs would always fail).
+            e = swar_skip(b, e, Swar::Upper);
         }
-        // ASCII uppercase letters are UP and not LO: skip them eight at a time.
-        e = run(b, e, 0, Swar::Upper).max(e);
     }
     if last_lo_end == 0 {
         return None;
