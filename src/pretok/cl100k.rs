@@ -45,6 +45,18 @@ fn piece_end(b: &[u8], i: usize) -> usize {
         }
     } else if is_ascii_letter(c) {
         return run(b, i + 1, L, Swar::Letter);
+    } else if c < 0x80 {
+        let next = if i + 1 < n { ascii_class(at(b, i + 1)) } else { 0 };
+        if c == b'\n' && next & (WS | NON_ASCII) == 0 {
+            // Lone "\n" before ASCII non-whitespace: alternative 6 takes just it.
+            return i + 1;
+        }
+        if c != b'\'' && ascii_class(c) == 0 && next & (L | NON_ASCII) == 0 {
+            // ASCII punctuation that cannot start a contraction or prefix a letter run:
+            // alternative 4 without the space.
+            let e = run_not(b, i + 1, L | N | WS);
+            return run_bytes(b, e, b"\r\n");
+        }
     }
     if c == b'\'' {
         let k = contraction_ci(b, i);

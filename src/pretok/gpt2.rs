@@ -43,6 +43,15 @@ fn piece_end(b: &[u8], i: usize) -> usize {
         }
     } else if is_ascii_letter(c) {
         return run(b, i + 1, L, Swar::Letter);
+    } else if c == b'\n' {
+        // "\n" before a non-whitespace ASCII byte: the whitespace run is this one char and
+        // does not reach the end, so `\s+(?!\S)` fails and `\s+` takes it alone.
+        if i + 1 < n && ascii_class(at(b, i + 1)) & (WS | NON_ASCII) == 0 {
+            return i + 1;
+        }
+    } else if c != b'\'' && ascii_class(c) == 0 {
+        // ASCII punctuation (not a possible contraction start): ` ?[^\s\p{L}\p{N}]+`.
+        return run_not(b, i + 1, L | N | WS);
     }
     if c == b'\'' && i + 1 < n {
         match at(b, i + 1) {
