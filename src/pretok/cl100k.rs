@@ -25,8 +25,9 @@ pub fn scan(text: &str, f: &mut impl FnMut(usize, usize)) {
     let b = text.as_bytes();
     let n = b.len();
     let mut i = 0;
+    let mut blk = Blocks::new(Swar::Letter);
     while i < n {
-        let end = piece_end(b, i);
+        let end = piece_end(b, i, &mut blk);
         debug_assert!(end > i && end <= n);
         f(i, end);
         i = end;
@@ -34,17 +35,17 @@ pub fn scan(text: &str, f: &mut impl FnMut(usize, usize)) {
 }
 
 #[inline(always)]
-fn piece_end(b: &[u8], i: usize) -> usize {
+fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
     let n = b.len();
     let c = at(b, i);
     // Fast paths for " word" and "word" (alternative 2 with and without the prefix): one or
     // two byte tests, then a SWAR letter run. `'` never takes these, so alternative 1 is safe.
     if c == b' ' {
         if i + 1 < n && is_ascii_letter(at(b, i + 1)) {
-            return run(b, i + 2, L, Swar::Letter);
+            return blk.run(b, i + 2, L);
         }
     } else if is_ascii_letter(c) {
-        return run(b, i + 1, L, Swar::Letter);
+        return blk.run(b, i + 1, L);
     } else if c < 0x80 {
         let next = if i + 1 < n { ascii_class(at(b, i + 1)) } else { 0 };
         if c == b'\n' && next & (WS | NON_ASCII) == 0 {

@@ -23,8 +23,9 @@ pub fn scan(text: &str, f: &mut impl FnMut(usize, usize)) {
     let b = text.as_bytes();
     let n = b.len();
     let mut i = 0;
+    let mut blk = Blocks::new(Swar::Letter);
     while i < n {
-        let end = piece_end(b, i);
+        let end = piece_end(b, i, &mut blk);
         debug_assert!(end > i && end <= n);
         f(i, end);
         i = end;
@@ -32,17 +33,17 @@ pub fn scan(text: &str, f: &mut impl FnMut(usize, usize)) {
 }
 
 #[inline(always)]
-fn piece_end(b: &[u8], i: usize) -> usize {
+fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
     let n = b.len();
     let c = at(b, i);
     // Fast paths for the two most common pieces of English and code: " word" and "word".
     // Both are decided by one or two byte tests, then a SWAR letter run.
     if c == b' ' {
         if i + 1 < n && is_ascii_letter(at(b, i + 1)) {
-            return run(b, i + 2, L, Swar::Letter);
+            return blk.run(b, i + 2, L);
         }
     } else if is_ascii_letter(c) {
-        return run(b, i + 1, L, Swar::Letter);
+        return blk.run(b, i + 1, L);
     } else if c == b'\n' {
         // "\n" before a non-whitespace ASCII byte: the whitespace run is this one char and
         // does not reach the end, so `\s+(?!\S)` fails and `\s+` takes it alone.

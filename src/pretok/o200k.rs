@@ -36,8 +36,9 @@ pub fn scan(text: &str, f: &mut impl FnMut(usize, usize)) {
     let b = text.as_bytes();
     let n = b.len();
     let mut i = 0;
+    let mut blk = Blocks::new(Swar::Lower);
     while i < n {
-        let end = piece_end(b, i);
+        let end = piece_end(b, i, &mut blk);
         debug_assert!(end > i && end <= n);
         f(i, end);
         i = end;
@@ -88,7 +89,7 @@ fn alt_b(b: &[u8], s: usize) -> Option<usize> {
 }
 
 #[inline(always)]
-fn piece_end(b: &[u8], i: usize) -> usize {
+fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
     let n = b.len();
     let c = at(b, i);
     // Fast paths for the common ASCII shapes of A: " word", "word", " Word", "Word". With an
@@ -104,19 +105,19 @@ fn piece_end(b: &[u8], i: usize) -> usize {
         if i + 1 < n {
             let c1 = at(b, i + 1);
             if c1.is_ascii_lowercase() {
-                let e = run(b, i + 2, LO, Swar::Lower);
+                let e = blk.run(b, i + 2, LO);
                 return e + contraction_ci(b, e);
             }
             if c1.is_ascii_uppercase() && i + 2 < n && at(b, i + 2).is_ascii_lowercase() {
-                let e = run(b, i + 3, LO, Swar::Lower);
+                let e = blk.run(b, i + 3, LO);
                 return e + contraction_ci(b, e);
             }
         }
     } else if c.is_ascii_lowercase() {
-        let e = run(b, i + 1, LO, Swar::Lower);
+        let e = blk.run(b, i + 1, LO);
         return e + contraction_ci(b, e);
     } else if c.is_ascii_uppercase() && i + 1 < n && at(b, i + 1).is_ascii_lowercase() {
-        let e = run(b, i + 2, LO, Swar::Lower);
+        let e = blk.run(b, i + 2, LO);
         return e + contraction_ci(b, e);
     }
     // ASCII punctuation not followed by a letter or a mark (the next byte is ASCII and not a
