@@ -117,7 +117,7 @@ FRAGMENTS = [
     "'", "'s", "'S", "'t", "'T", "'re", "'RE", "'rE", "'ve", "'Ve", "'m", "'M", "'ll", "'LL",
     "'lL", "'d", "'D", "'\u017f", "\u017f", "\u212a", "'x", "\u2019s", "''",
     # letters: lower, upper, titlecase (Lt), modifier (Lm), other (Lo), mixed case words
-    "a", "e", "s", "z", "A", "Z", "the", "The", "THE", "HTTPServer", "iPhone", "\u00e9", "\u00c9",
+    "a", "e", "s", "z", "A", "Z", "the", "The", "THE", "HTTPServer", "iPhone", "HTTP", "ABC1", "XML\u02b0", "OK\u00e9", "\u00e9", "\u00c9",
     "\u00df", "\u01c5", "\u1f88", "\u02b0", "\u02b0a", "\u3005", "\u00aa", "\u01bb", "K",
     # combining marks (Mn, Mc, Me), also to be placed at the start and after spaces
     "\u0301", "\u0308", "\u0903", "\u20dd", "e\u0301", "\u0e01\u0e31",

@@ -46,6 +46,15 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
         }
     } else if is_ascii_letter(c) {
         return blk.run(b, i + 1, L);
+    } else if c.is_ascii_digit() {
+        // Alternative 3 with ASCII digits; a non-ASCII byte may be a number: general path.
+        let mut e = i + 1;
+        while e < n && e < i + 3 && at(b, e).is_ascii_digit() {
+            e += 1;
+        }
+        if e == n || e == i + 3 || at(b, e) < 0x80 {
+            return e;
+        }
     } else if c < 0x80 {
         let next = if i + 1 < n { ascii_class(at(b, i + 1)) } else { 0 };
         if c == b'\n' && next & (WS | NON_ASCII) == 0 {

@@ -88,6 +88,33 @@ fn alt_b(b: &[u8], s: usize) -> Option<usize> {
     Some(e + contraction_ci(b, e))
 }
 
+/// A word that starts with an ASCII uppercase letter (already consumed; `s` is just after
+/// it), as long as it stays ASCII. Let e be the end of the ASCII uppercase run:
+/// * b[e] lowercase: A's UP run is s-1..e and b[e] is LO (Ll), so LO+ runs from e.
+/// * b[e] other ASCII or the end: no LO char anywhere in A's reach, so A fails; B takes the
+///   uppercase run, its LO* is empty, then the optional contraction (`"HTTP'S"`).
+/// * b[e] non-ASCII: `None`, the general path decides (it may be an Lm/Lo/M char).
+#[inline(always)]
+fn ascii_upper_word(b: &[u8], s: usize, blk: &mut Blocks) -> Option<usize> {
+    let n = b.len();
+    let mut e = swar_skip(b, s, Swar::Upper);
+    while e < n && at(b, e).is_ascii_uppercase() {
+        e += 1;
+    }
+    if e == n {
+        return Some(n);
+    }
+    let d = at(b, e);
+    if d.is_ascii_lowercase() {
+        let e = blk.run(b, e + 1, LO);
+        return Some(e + contraction_ci(b, e));
+    }
+    if d < 0x80 {
+        return Some(e + contraction_ci(b, e));
+    }
+    None
+}
+
 #[inline(always)]
 fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
     let n = b.len();
@@ -108,17 +135,29 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
                 let e = blk.run(b, i + 2, LO);
                 return e + contraction_ci(b, e);
             }
-            if c1.is_ascii_uppercase() && i + 2 < n && at(b, i + 2).is_ascii_lowercase() {
-                let e = blk.run(b, i + 3, LO);
-                return e + contraction_ci(b, e);
+            if c1.is_ascii_uppercase() {
+                if let Some(e) = ascii_upper_word(b, i + 2, blk) {
+                    return e;
+                }
             }
         }
     } else if c.is_ascii_lowercase() {
         let e = blk.run(b, i + 1, LO);
         return e + contraction_ci(b, e);
-    } else if c.is_ascii_uppercase() && i + 1 < n && at(b, i + 1).is_ascii_lowercase() {
-        let e = blk.run(b, i + 2, LO);
-        return e + contraction_ci(b, e);
+    } else if c.is_ascii_uppercase() {
+        if let Some(e) = ascii_upper_word(b, i + 1, blk) {
+            return e;
+        }
+    } else if c.is_ascii_digit() {
+        // C: up to three numbers; fall back to the general path at a non-ASCII byte (which
+        // may be a non-ASCII number).
+        let mut e = i + 1;
+        while e < n && e < i + 3 && at(b, e).is_ascii_digit() {
+            e += 1;
+        }
+        if e == n || e == i + 3 || at(b, e) < 0x80 {
+            return e;
+        }
     }
     // ASCII punctuation not followed by a letter or a mark (the next byte is ASCII and not a
     // letter): A and B cannot use it as a prefix, C needs a number, so it is D directly.
