@@ -3,14 +3,23 @@
 //! All functions take the text as bytes of a valid `&str` and a byte position that is a char
 //! boundary (`i <= b.len()`); they return byte positions that are char boundaries too.
 //!
-//! Performance notes:
-//! * ASCII (almost all bytes of English and code) is classified by one 128-entry table lookup;
-//!   only bytes >= 0x80 decode a UTF-8 sequence and go through the two-level Unicode table.
-//! * Runs of ASCII letters, lowercase letters, uppercase letters and spaces are scanned eight
-//!   bytes at a time with SWAR on a `u64` (no SIMD intrinsics, so it is portable and safe):
-//!   one unaligned load, a few adds/ands, and `trailing_zeros` to find where the run stops.
-//!   Words in English average ~5 bytes, so the per-byte loop still matters; the SWAR path
-//!   pays off on long identifiers, URLs, base64, indentation and runs of CJK-free text.
+//! Performance notes (figures: thread CPU time, 8 MB of each corpus, on a busy 2-core VM):
+//! * Each scanner starts a piece with a few byte tests for the common ASCII shapes (" word",
+//!   "word", "\n", punctuation, digits) written as *branches*: the branch predictor then
+//!   speculates the piece shape and the only serial dependency from one piece start to the
+//!   next is "find the end of the run". A `cmov`/select on the first byte instead put a load
+//!   on that chain and cost ~40% on word-only text.
+//! * Word ends come from [`Blocks`]: member bits of an aligned 64-byte block computed once
+//!   (SSE2 compares + movemask; SWAR elsewhere) and then `tzcnt(!bits >> offset)` per word.
+//!   This took GPT-2 on English from ~770 to ~1000 MB/s versus 8-byte SWAR per word, whose
+//!   load -> arithmetic -> `tzcnt` latency (~14 cycles) sat on the chain for every piece.
+//! * Other runs of ASCII letters, lowercase/uppercase letters and spaces use SWAR on a `u64`
+//!   (one unaligned load, a few adds/ands, `trailing_zeros`), tried only after an ASCII
+//!   member so that runs of CJK or Cyrillic do not pay for a load that always fails.
+//! * ASCII is classified by one 128-entry table lookup; only bytes >= 0x80 decode a UTF-8
+//!   sequence and go through the two-level Unicode table (~40 KB, unchecked indexing: the
+//!   code point of a valid `&str` is always in range).
+//! * Rare work (the contraction after an apostrophe) is out of line so the hot paths stay small.
 //! * Bounds: we index with `get_unchecked` only where the index was checked against `b.len()`
 //!   just before, or where UTF-8 validity of `&str` guarantees continuation bytes exist.
 
