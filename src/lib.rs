@@ -3,13 +3,14 @@
 
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList, PyString};
 
 pub mod batch;
 pub mod count;
 pub mod encode;
 pub mod pretok;
 pub mod train;
+pub mod unicode_tables;
 
 use count::{Counter, Utf8Errors, INTERRUPTED};
 use pretok::Pattern;
@@ -59,12 +60,28 @@ fn with_progress<T: Send>(
 
 /// Splits `text` into pre-tokens with a built-in pattern name or a regex.
 #[pyfunction]
-fn pretokenize(py: Python<'_>, pattern: &str, text: &str) -> PyResult<Vec<String>> {
+fn pretokenize<'py>(py: Python<'py>, pattern: &str, text: &str) -> PyResult<Bound<'py, PyList>> {
+    let p = Pattern::from_spec(pattern).map_err(value_error)?;
+    // Split without the GIL into byte ranges, then build the Python strings straight from
+    // slices of `text` (no intermediate Rust `String` per piece).
+    let ranges = py
+        .allow_threads(|| {
+            let mut out: Vec<(usize, usize)> = Vec::new();
+            p.for_each_piece(text, |s, e| out.push((s, e)))?;
+            Ok(out)
+        })
+        .map_err(value_error)?;
+    PyList::new(py, ranges.iter().map(|&(s, e)| PyString::new(py, &text[s..e])))
+}
+
+/// Number of pre-tokens of `text`, without building Python strings (for benchmarks).
+#[pyfunction]
+fn count_pieces(py: Python<'_>, pattern: &str, text: &str) -> PyResult<usize> {
     let p = Pattern::from_spec(pattern).map_err(value_error)?;
     py.allow_threads(|| {
-        let mut out = Vec::new();
-        p.for_each_piece(text, |s, e| out.push(text[s..e].to_string()))?;
-        Ok(out)
+        let mut n = 0usize;
+        p.for_each_piece(text, |_, _| n += 1)?;
+        Ok(n)
     })
     .map_err(value_error)
 }
@@ -192,6 +209,7 @@ fn train_merges<'py>(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_source, m)?)?;
+    m.add_function(wrap_pyfunction!(count_pieces, m)?)?;
     m.add_function(wrap_pyfunction!(train_merges, m)?)?;
     m.add_class::<WordCounter>()?;
     m.add_class::<Encoder>()?;

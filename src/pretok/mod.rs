@@ -1,7 +1,21 @@
 //! Pre-tokenization: splitting text into the pieces ("pre-tokens") that BPE merges never cross.
 //!
-//! Built-in patterns (`gpt2`/`r50k`, `cl100k`, `o200k`) and any custom regex.
-//! TEMPORARY: every pattern goes through fancy-regex until the hand-written scanners land.
+//! Built-in patterns (`gpt2`/`r50k`, `cl100k`, `o200k`) use hand-written scanners (one module
+//! each) that produce exactly the splits of the regex as the Python `regex` module runs it;
+//! any other regex goes through fancy-regex. Character classes come from
+//! `unicode_tables.rs`, generated from the `regex` module by `scripts/gen_unicode_tables.py`.
+
+//!
+//! Unicode versions: the `regex` module (2026.5.9) knows newer Unicode data than the
+//! regex-syntax tables inside fancy-regex 0.14: it has 4,644 more `\p{L}` code points (e.g.
+//! U+A7CE, U+0C5C), 13 more `\p{N}` (U+11DE0..) and 42 more `\p{M}`, and U+0295 is `Lo` there
+//! rather than `Ll`; `\s` agrees. Our tables follow the `regex` module, so for those code points
+//! the built-in scanners and a `Custom` regex with the same source can split differently.
+
+mod chars;
+mod cl100k;
+mod gpt2;
+mod o200k;
 
 use fancy_regex::Regex;
 
@@ -73,9 +87,18 @@ impl Pattern {
     pub fn for_each_piece(&self, text: &str, mut f: impl FnMut(usize, usize)) -> Result<(), String> {
         let re: &Regex = match self {
             Pattern::Custom { regex, .. } => regex,
-            Pattern::Gpt2 => builtin(0),
-            Pattern::Cl100k => builtin(1),
-            Pattern::O200k => builtin(2),
+            Pattern::Gpt2 => {
+                gpt2::scan(text, &mut f);
+                return Ok(());
+            }
+            Pattern::Cl100k => {
+                cl100k::scan(text, &mut f);
+                return Ok(());
+            }
+            Pattern::O200k => {
+                o200k::scan(text, &mut f);
+                return Ok(());
+            }
         };
         for m in re.find_iter(text) {
             let m = m.map_err(|e| format!("pattern failed while matching: {e}"))?;
@@ -87,8 +110,52 @@ impl Pattern {
     }
 }
 
-fn builtin(i: usize) -> &'static Regex {
-    use std::sync::OnceLock;
-    static RES: [OnceLock<Regex>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
-    RES[i].get_or_init(|| Regex::new([GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN][i]).unwrap())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(p: &str, text: &str) -> Vec<String> {
+        let p = Pattern::from_spec(p).unwrap();
+        let mut v = Vec::new();
+        p.for_each_piece(text, |s, e| v.push(text[s..e].to_string())).unwrap();
+        v
+    }
+
+    #[test]
+    fn gpt2_exact() {
+        assert_eq!(
+            split("gpt2", "Hello world's  end\n\n  x 123 ?! 'LL "),
+            ["Hello", " world", "'s", " ", " end", "\n\n ", " x", " 123", " ?!", " '", "LL", " "]
+        );
+        assert_eq!(split("gpt2", ""), Vec::<String>::new());
+    }
+
+    #[test]
+    fn cl100k_exact() {
+        assert_eq!(
+            split("cl100k", "I'LL pay 12345 $ \tfoo\n\n  bar  "),
+            ["I", "'LL", " pay", " ", "123", "45", " $", " ", "\tfoo", "\n\n", " ", " bar", "  "]
+        );
+        assert_eq!(split("cl100k", "x'\u{17f}"), ["x", "'\u{17f}"]);
+    }
+
+    #[test]
+    fn o200k_exact() {
+        assert_eq!(
+            split("o200k", "HTTPServer isn'T 日本語 \u{301}'s a/b//\n\r\n x"),
+            ["HTTPServer", " isn'T", " 日本語", " \u{301}'s", " a", "/b", "//\n\r\n", " x"]
+        );
+    }
+
+    #[test]
+    fn never_panics_on_odd_inputs() {
+        for p in ["gpt2", "cl100k", "o200k"] {
+            for t in ["", " ", "\n", "'", "\u{301}", "a", "\r\n \u{3000}", "😀\u{200d}😀", "'\u{17f}"] {
+                let pieces = split(p, t);
+                assert_eq!(pieces.concat(), t);
+            }
+            let big = "a".repeat(100_000);
+            assert_eq!(split(p, &big).len(), 1);
+        }
+    }
 }

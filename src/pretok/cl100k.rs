@@ -1,0 +1,118 @@
+//! Scanner for the cl100k_base pattern:
+//! `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s`
+//!
+//! Derivation, alternative by alternative at position i (first match wins):
+//! 1. `'` + a contraction, case-insensitive with the `regex` module's simple case folding
+//!    (so `'ſ` matches like `'s`; see `unicode_tables::fold_non_ascii_contraction_letter`).
+//! 2. `[^\r\n\p{L}\p{N}]?+\p{L}++`: a letter run, optionally led by one char that is not
+//!    CR/LF/letter/number. The `?+` is possessive, but dropping the prefix could only help if
+//!    the prefix char were a letter, which it cannot be, so: "c is L" or "c is a prefix char
+//!    and the next char is L". Note the prefix may be whitespace (`"\tfoo"`, `"\u3000字"`).
+//! 3. `\p{N}{1,3}+`: up to three numbers.
+//! 4. ` ?[^\s\p{L}\p{N}]++[\r\n]*+`: an "other" run (optionally led by a space that is then
+//!    followed by "other"), then any CR/LF run. Possessive, and nothing can fail after it.
+//! 5. `\s++$`: the whole whitespace run if it reaches the end of the text. (Python's `$` also
+//!    matches before a final `\n`, but the possessive run would have eaten that `\n`.)
+//! 6. `\s*[\r\n]`: `\s*` backtracks to the run's last CR/LF; the piece ends right after it.
+//! 7. `\s+(?!\S)`: the run minus its last char (the run does not reach the end here).
+//! 8. `\s`: one whitespace char.
+//!
+//! Every char is L, N, whitespace or "other", so some alternative always matches.
+
+use super::chars::*;
+
+pub fn scan(text: &str, f: &mut impl FnMut(usize, usize)) {
+    let b = text.as_bytes();
+    let n = b.len();
+    let mut i = 0;
+    let mut blk = Blocks::new(Swar::Letter);
+    while i < n {
+        let end = piece_end(b, i, &mut blk);
+        debug_assert!(end > i && end <= n);
+        f(i, end);
+        i = end;
+    }
+}
+
+#[inline(always)]
+fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
+    let n = b.len();
+    let c = at(b, i);
+    // Fast paths for " word" and "word" (alternative 2 with and without the prefix): one or
+    // two byte tests, then a SWAR letter run. `'` never takes these, so alternative 1 is safe.
+    if c == b' ' {
+        if i + 1 < n && is_ascii_letter(at(b, i + 1)) {
+            return blk.run(b, i + 2, L);
+        }
+    } else if is_ascii_letter(c) {
+        return blk.run(b, i + 1, L);
+    } else if c.is_ascii_digit() {
+        // Alternative 3 with ASCII digits; a non-ASCII byte may be a number: general path.
+        let mut e = i + 1;
+        while e < n && e < i + 3 && at(b, e).is_ascii_digit() {
+            e += 1;
+        }
+        if e == n || e == i + 3 || at(b, e) < 0x80 {
+            return e;
+        }
+    } else if c < 0x80 {
+        let next = if i + 1 < n { ascii_class(at(b, i + 1)) } else { 0 };
+        if c == b'\n' && next & (WS | NON_ASCII) == 0 {
+            // Lone "\n" before ASCII non-whitespace: alternative 6 takes just it.
+            return i + 1;
+        }
+        if c != b'\'' && ascii_class(c) == 0 && next & (L | NON_ASCII) == 0 {
+            // ASCII punctuation that cannot start a contraction or prefix a letter run:
+            // alternative 4 without the space.
+            let e = run_not(b, i + 1, L | N | WS);
+            return run_bytes(b, e, b"\r\n");
+        }
+    }
+    if c == b'\'' {
+        let k = contraction_ci(b, i);
+        if k != 0 {
+            return i + k;
+        }
+    }
+    let (cls, len) = class_at(b, i);
+    if cls & L != 0 {
+        return run(b, i + len, L, Swar::Letter);
+    }
+    if cls & N != 0 {
+        // `\p{N}{1,3}`
+        let mut e = i + len;
+        for _ in 0..2 {
+            let (c2, l2) = class_or_end(b, e);
+            if c2 & N == 0 {
+                break;
+            }
+            e += l2;
+        }
+        return e;
+    }
+    // c is whitespace or "other" here.
+    if c != b'\r' && c != b'\n' {
+        let (next, nlen) = class_or_end(b, i + len);
+        if next & L != 0 {
+            return run(b, i + len + nlen, L, Swar::Letter);
+        }
+        if c == b' ' && nlen != 0 && next & (WS | N) == 0 {
+            let e = run_not(b, i + 1 + nlen, L | N | WS);
+            return run_bytes(b, e, b"\r\n");
+        }
+    }
+    if cls & WS == 0 {
+        let e = run_not(b, i + len, L | N | WS);
+        return run_bytes(b, e, b"\r\n");
+    }
+    let r = ws_run(b, i);
+    if r.end == n {
+        r.end
+    } else if r.crlf_end != 0 {
+        r.crlf_end
+    } else if r.last > i {
+        r.last
+    } else {
+        i + len
+    }
+}

@@ -1,0 +1,100 @@
+//! Scanner for the GPT-2 / r50k pattern:
+//! `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+//!
+//! Derivation (leftmost alternative that matches at the current position wins):
+//! * `'` followed by `s t m d` (2 chars) or `re ve ll` (3 chars), case-sensitive.
+//! * The three ` ?X+` alternatives are mutually exclusive at a given position: a leading
+//!   space is taken only when the next char is of class X, and the classes L, N and "other"
+//!   (`[^\s\p{L}\p{N}]`) are disjoint. Nothing follows `X+`, so greed never backtracks.
+//! * Whitespace: `\s+(?!\S)` takes the maximal run `i..k` if it reaches the end of the text,
+//!   else gives back the run's last char (the look-ahead then sees whitespace), provided at
+//!   least one char remains; otherwise `\s+` takes the single whitespace char.
+//!   So `"  x"` → `" "`, `" x"` and `"\n\nx"` → `"\n"`, `"\n"`, `"x"`.
+//!
+//! Every char is in exactly one of `'`/L/N/other/whitespace, so the pieces tile the text.
+//!
+//! Performance: the first byte is dispatched through the ASCII class table; letter runs use
+//! the SWAR scan of [`run`]. A typical English piece (" word") is: one compare for the space,
+//! one table lookup for the next byte, one SWAR load for the letters.
+
+use super::chars::*;
+
+pub fn scan(text: &str, f: &mut impl FnMut(usize, usize)) {
+    let b = text.as_bytes();
+    let n = b.len();
+    let mut i = 0;
+    let mut blk = Blocks::new(Swar::Letter);
+    while i < n {
+        let end = piece_end(b, i, &mut blk);
+        debug_assert!(end > i && end <= n);
+        f(i, end);
+        i = end;
+    }
+}
+
+#[inline(always)]
+fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
+    let n = b.len();
+    let c = at(b, i);
+    // Fast paths for the two most common pieces of English and code: " word" and "word".
+    // Both are decided by one or two byte tests, then a SWAR letter run.
+    if c == b' ' {
+        if i + 1 < n && is_ascii_letter(at(b, i + 1)) {
+            return blk.run(b, i + 2, L);
+        }
+    } else if is_ascii_letter(c) {
+        return blk.run(b, i + 1, L);
+    } else if c == b'\n' {
+        // "\n" before a non-whitespace ASCII byte: the whitespace run is this one char and
+        // does not reach the end, so `\s+(?!\S)` fails and `\s+` takes it alone.
+        if i + 1 < n && ascii_class(at(b, i + 1)) & (WS | NON_ASCII) == 0 {
+            return i + 1;
+        }
+    } else if c != b'\'' && ascii_class(c) == 0 {
+        // ASCII punctuation (not a possible contraction start): ` ?[^\s\p{L}\p{N}]+`.
+        return run_not(b, i + 1, L | N | WS);
+    }
+    if c == b'\'' && i + 1 < n {
+        match at(b, i + 1) {
+            b's' | b't' | b'm' | b'd' => return i + 2,
+            c1 @ (b'r' | b'v' | b'l') if i + 2 < n => {
+                let want = if c1 == b'l' { b'l' } else { b'e' };
+                if at(b, i + 2) == want {
+                    return i + 3;
+                }
+            }
+            _ => {}
+        }
+    }
+    let (cls, len) = class_at(b, i);
+    if c == b' ' {
+        // ` ?X+`: the space joins the run that follows if it is a letter/number/other run.
+        let (next, nlen) = class_or_end(b, i + 1);
+        if next & L != 0 {
+            return run(b, i + 1 + nlen, L, Swar::Letter);
+        }
+        if next & N != 0 {
+            return run(b, i + 1 + nlen, N, Swar::None);
+        }
+        if nlen != 0 && next & WS == 0 {
+            return run_not(b, i + 1 + nlen, L | N | WS);
+        }
+        // else: whitespace handling below
+    }
+    if cls & L != 0 {
+        return run(b, i + len, L, Swar::Letter);
+    }
+    if cls & N != 0 {
+        return run(b, i + len, N, Swar::None);
+    }
+    if cls & WS == 0 {
+        return run_not(b, i + len, L | N | WS);
+    }
+    let r = ws_run(b, i);
+    if r.end == n || r.last == i {
+        // `\s+(?!\S)` at the end of the text, or the single-char `\s+` fallback.
+        r.end
+    } else {
+        r.last
+    }
+}

@@ -1,0 +1,228 @@
+"""Parity of the hand-written pre-tokenization scanners with the `regex` module.
+
+For every built-in pattern, `_core.pretokenize(name, text)` must equal
+`regex.findall(source, text)` exactly: on real corpora, on arbitrary Unicode text and on
+targeted strategies for the tricky parts of the regexes (whitespace look-ahead, `$`,
+case-insensitive contractions, overlapping letter classes, marks).
+"""
+import gzip
+import os
+from pathlib import Path
+
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hf_bpe import _core
+
+# The regexes as written in tiktoken 0.14.0 (see /work/shared/data/README.md), copied here
+# on purpose rather than read back from the extension.
+GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+CL100K = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+O200K = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}
+COMPILED = {name: regex.compile(src) for name, src in PATTERNS.items()}
+NAMES = list(PATTERNS)
+
+CORPUS_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus"
+DOC_SEP = "\n<|endoftext|>\n"
+SLICE_CHARS = 3_000_000  # per corpus; whole documents
+
+
+def check(name: str, text: str) -> None:
+    got = _core.pretokenize(name, text)
+    want = COMPILED[name].findall(text)
+    if got != want:
+        # Report the first difference with some context instead of two huge lists.
+        k = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        pos = sum(len(p) for p in want[:k])
+        raise AssertionError(
+            f"{name}: piece {k} (char {pos}) differs\n"
+            f"  context: {text[max(0, pos - 40):pos + 40]!r}\n"
+            f"  ours   : {got[max(0, k - 3):k + 4]!r}\n"
+            f"  regex  : {want[max(0, k - 3):k + 4]!r}"
+        )
+
+
+def test_pattern_sources_match_tiktoken():
+    for name, src in PATTERNS.items():
+        assert _core.pattern_source(name) == src
+
+
+# ---------------------------------------------------------------------------------------------
+# (a) real corpora
+
+
+def corpus_slice(name: str) -> str:
+    path = CORPUS_DIR / f"{name}.txt.gz"
+    if not path.exists():
+        pytest.skip(f"corpus {path} not found (shared data not mounted in this checkout)")
+    # Read a bounded prefix, then take every k-th whole document so the slice spans the file's
+    # variety (languages in multilingual, languages/styles in code) within the budget.
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        head = fh.read(40_000_000)
+    docs = head.split(DOC_SEP)
+    if len(docs) > 1:
+        docs = docs[:-1]  # the last one may be cut by the read limit
+    total = sum(len(d) for d in docs)
+    step = max(1, total // SLICE_CHARS)
+    picked, size = [], 0
+    for d in docs[::step] if step > 1 else docs:
+        if size >= SLICE_CHARS:
+            break
+        picked.append(d)
+        size += len(d)
+    if size < SLICE_CHARS and step > 1:  # top up from the start if the stride fell short
+        for d in docs:
+            if size >= SLICE_CHARS:
+                break
+            if d not in picked:
+                picked.append(d)
+                size += len(d)
+    return DOC_SEP.join(picked)
+
+
+@pytest.fixture(scope="module", params=["english", "code", "multilingual"])
+def corpus(request):
+    return corpus_slice(request.param)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_corpus_parity(corpus, name):
+    assert len(corpus) > 1_000_000
+    check(name, corpus)
+
+
+# ---------------------------------------------------------------------------------------------
+# (b) property tests
+
+FRAGMENTS = [
+    # whitespace of all sorts, and runs that end in CR/LF or at the end of the text
+    " ", " ", " ", "  ", "\t", "\n", "\r", "\r\n", "\n\n", "\x0b", "\x0c", "\xa0", "\u3000",
+    "\u2003", "\x85", "\u2028", "\u1680", "\x1c", "\u200b", "\ufeff",
+    # numbers (Nd, Nl, No)
+    "0", "7", "12", "123", "4567", "\u0661", "\u00bd", "\u216b", "\u00b2",
+    # contractions in all cases, and look-alikes
+    "'", "'s", "'S", "'t", "'T", "'re", "'RE", "'rE", "'ve", "'Ve", "'m", "'M", "'ll", "'LL",
+    "'lL", "'d", "'D", "'\u017f", "\u017f", "\u212a", "'x", "\u2019s", "''",
+    # letters: lower, upper, titlecase (Lt), modifier (Lm), other (Lo), mixed case words
+    "a", "e", "s", "z", "A", "Z", "the", "The", "THE", "HTTPServer", "iPhone", "HTTP", "ABC1", "XML\u02b0", "OK\u00e9", "\u00e9", "\u00c9",
+    "\u00df", "\u01c5", "\u1f88", "\u02b0", "\u02b0a", "\u3005", "\u00aa", "\u01bb", "K",
+    # combining marks (Mn, Mc, Me), also to be placed at the start and after spaces
+    "\u0301", "\u0308", "\u0903", "\u20dd", "e\u0301", "\u0e01\u0e31",
+    # emoji, ZWJ sequences, flags, CJK, Hangul, Arabic, Devanagari
+    "\U0001f600", "\U0001f468\u200d\U0001f469\u200d\U0001f467", "\U0001f1e9\U0001f1ea",
+    "\U0001f44d\U0001f3fd", "\u65e5\u672c\u8a9e", "\ud55c\uad6d", "\u0645\u0631\u062d\u0628\u0627",
+    "\u0928\u092e\u0938\u094d\u0924\u0947",
+    # punctuation and symbols, including '/' (special in o200k)
+    "/", "//", ".", ",", "!", "?", "-", "$", "\"", "(", ")", "\u2014", "\u201c", "...", "<|endoftext|>",
+]
+
+fragment_text = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
+interesting_chars = st.characters(
+    categories=["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Zs", "Zl", "Zp", "Cc", "Po", "Sm", "So"]
+)
+mixed_text = st.lists(
+    st.one_of(st.sampled_from(FRAGMENTS), interesting_chars), max_size=40
+).map("".join)
+
+# PRETOK_EXAMPLES=5000 for a deeper run.
+SETTINGS = settings(max_examples=int(os.environ.get("PRETOK_EXAMPLES", "400")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("name", NAMES)
+@SETTINGS
+@given(text=st.text())
+def test_arbitrary_text(name, text):
+    check(name, text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@SETTINGS
+@given(text=fragment_text)
+def test_targeted_fragments(name, text):
+    check(name, text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@SETTINGS
+@given(text=mixed_text)
+def test_mixed_categories(name, text):
+    check(name, text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@SETTINGS
+@given(
+    lead=st.sampled_from(["", " ", "\t", "\n", "\u0301", " \u0301", "\u3000", "'", "\r\n "]),
+    body=fragment_text,
+    trail=st.lists(st.sampled_from([" ", "\t", "\n", "\r", "\r\n", "\xa0", "\u3000", "\x85"]), max_size=6).map("".join),
+)
+def test_leading_and_trailing(name, lead, body, trail):
+    check(name, lead + body + trail)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_code_point_in_context(name):
+    # Each non-surrogate code point between letters, after a space, and after an apostrophe:
+    # catches any table entry that disagrees with the regex module.
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    for ctx in ("a{}b", " {}'s", "'{}\n", "\u0301{}A"):
+        text = "".join(ctx.format(c) for c in chars[::7]) if ctx != "a{}b" else "".join(ctx.format(c) for c in chars)
+        check(name, text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "text",
+    ["", " ", "   ", "\n", "\r\n", " \n ", "\t\t", "a", "'", "'s", "\u0301", "\u0301'S", " ' s", "\xa0\xa0x", "x  ", "x \n"],
+)
+def test_small_cases(name, text):
+    check(name, text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_huge_inputs(name):
+    big = 100_000_000
+    for text in ("a" * big, " " * big, "a" * 1_000_000 + " " * 1_000_000 + "1" * 999_999):
+        pieces = _core.pretokenize(name, text)
+        assert "".join(pieces) == text
+        if len(text) == big:
+            assert len(pieces) == 1
+    check(name, "a" * 1_000_000)
+    check(name, "\u65e5" * 300_000 + " \n" * 100_000)
+
+
+# ---------------------------------------------------------------------------------------------
+# (c) lone surrogates, (d) custom patterns
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_lone_surrogate_rejected(name):
+    for text in ("\ud800", "abc\udfff def"):
+        with pytest.raises(UnicodeEncodeError) as info:
+            _core.pretokenize(name, text)
+        assert "surrogate" in str(info.value)
+
+
+def test_custom_lookaround_pattern():
+    pat = r"\w+(?=!)|(?<=!)\s+\w+|\S"
+    text = "hey! you there!! ok"
+    assert _core.pretokenize(pat, text) == regex.findall(pat, text)
+    assert _core.pretokenize(pat, text) == ["hey", "!", " you", "there", "!", "!", " ok"]
+
+
+def test_bad_pattern_raises_value_error():
+    with pytest.raises(ValueError, match=r"\(\?<=a\+\)b\|\("):
+        _core.pretokenize(r"(?<=a+)b|(", "aab")
