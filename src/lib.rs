@@ -223,7 +223,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 use encode::SpecialSet;
 use numpy::{PyArray1, PyReadonlyArray1};
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 
 /// Borrows `text` as UTF-8. A str with lone surrogates (not encodable as UTF-8) is repaired
 /// the way tiktoken does: each surrogate becomes U+FFFD.
