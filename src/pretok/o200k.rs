@@ -122,7 +122,8 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
     // Fast paths for the common ASCII shapes of A: " word", "word", " Word", "Word". With an
     // ASCII uppercase letter followed by an ASCII lowercase one, the UP run is that one
     // letter and LO+ starts right after it (see A above); with a lowercase start the UP run
-    // is empty. Then a SWAR lowercase run and the optional contraction.
+    // is empty. Then a lowercase run (`Blocks`: bitmask + tzcnt) and the optional contraction.
+    // An all-caps ASCII word ("HTTP", "HTTPServer") is settled by `ascii_upper_word`.
     // Written as branches on purpose, not `s = if c == b' ' { i + 1 } else { i }`: the compiler
     // turns that into a cmov, which puts the load of b[i] on the data-dependency chain from one
     // piece's start to the next (load -> cmov -> SWAR load -> tzcnt -> end). With branches, the
@@ -236,7 +237,7 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
 
 #[cold]
 fn unreachable_letter() {
-    // Every letter is UP or LO (checked by the table generator), so A or B matches a letter.
-    // Should the tables ever break that, fall through to the other alternatives instead of
-    // panicking.
+    // Every letter is UP or LO (asserted by the table generator), so A or B always matches a
+    // letter. Should regenerated tables ever break that, the caller emits the letter as a
+    // one-char piece rather than looping or panicking.
 }
