@@ -65,7 +65,7 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
             // ASCII punctuation that cannot start a contraction or prefix a letter run:
             // alternative 4 without the space.
             let e = run_not(b, i + 1, L | N | WS);
-            return run_bytes(b, e, b"\r\n");
+            return run_crlf(b, e, false);
         }
     }
     if c == b'\'' {
@@ -98,12 +98,12 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
         }
         if c == b' ' && nlen != 0 && next & (WS | N) == 0 {
             let e = run_not(b, i + 1 + nlen, L | N | WS);
-            return run_bytes(b, e, b"\r\n");
+            return run_crlf(b, e, false);
         }
     }
     if cls & WS == 0 {
         let e = run_not(b, i + len, L | N | WS);
-        return run_bytes(b, e, b"\r\n");
+        return run_crlf(b, e, false);
     }
     let r = ws_run(b, i);
     if r.end == n {

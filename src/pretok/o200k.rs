@@ -97,6 +97,12 @@ fn alt_b(b: &[u8], s: usize) -> Option<usize> {
 #[inline(always)]
 fn ascii_upper_word(b: &[u8], s: usize, blk: &mut Blocks) -> Option<usize> {
     let n = b.len();
+    // "The": the common capitalised word. Checked first so that the lowercase run starts at
+    // a constant offset from the piece start (no SWAR result on the dependency chain).
+    if s < n && at(b, s).is_ascii_lowercase() {
+        let e = blk.run(b, s + 1, LO);
+        return Some(e + contraction_ci(b, e));
+    }
     let mut e = swar_skip(b, s, Swar::Upper);
     while e < n && at(b, e).is_ascii_uppercase() {
         e += 1;
@@ -168,7 +174,7 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
         let this = ascii_class(c);
         if this == 0 && next & (L | NON_ASCII) == 0 {
             let e = run_not(b, i + 1, L | N | WS);
-            return run_bytes(b, e, b"\r\n/");
+            return run_crlf(b, e, true);
         }
         if c == b'\n' && next & (WS | NON_ASCII) == 0 {
             return i + 1;
@@ -218,12 +224,12 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
         let (next, nlen) = class_or_end(b, i + 1);
         if nlen != 0 && next & (L | N | WS) == 0 {
             let e = run_not(b, i + 1 + nlen, L | N | WS);
-            return run_bytes(b, e, b"\r\n/");
+            return run_crlf(b, e, true);
         }
     }
     if cls & WS == 0 {
         let e = run_not(b, i + len, L | N | WS);
-        return run_bytes(b, e, b"\r\n/");
+        return run_crlf(b, e, true);
     }
     let r = ws_run(b, i);
     if r.crlf_end != 0 {
