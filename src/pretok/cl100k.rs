@@ -61,11 +61,18 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
             // Lone "\n" before ASCII non-whitespace: alternative 6 takes just it.
             return i + 1;
         }
-        if c != b'\'' && ascii_class(c) == 0 && next & (L | NON_ASCII) == 0 {
-            // ASCII punctuation that cannot start a contraction or prefix a letter run:
-            // alternative 4 without the space.
-            let e = run_not(b, i + 1, L | N | WS);
-            return run_crlf(b, e, false);
+        if c != b'\'' && ascii_class(c) == 0 {
+            if next & (L | NON_ASCII) == 0 {
+                // ASCII punctuation that cannot start a contraction or prefix a letter run:
+                // alternative 4 without the space.
+                let e = run_not(b, i + 1, L | N | WS);
+                return run_crlf(b, e, false);
+            }
+            if next & L != 0 {
+                // ASCII punctuation prefixing an ASCII letter run ("(a", "_name", ".x"):
+                // alternative 2 with its prefix.
+                return blk.run(b, i + 2, L);
+            }
         }
     }
     if c == b'\'' {

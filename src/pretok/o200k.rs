@@ -172,9 +172,23 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
     if c < 0x80 {
         let next = if i + 1 < n { ascii_class(at(b, i + 1)) } else { 0 };
         let this = ascii_class(c);
-        if this == 0 && next & (L | NON_ASCII) == 0 {
-            let e = run_not(b, i + 1, L | N | WS);
-            return run_crlf(b, e, true);
+        if this == 0 {
+            if next & (L | NON_ASCII) == 0 {
+                let e = run_not(b, i + 1, L | N | WS);
+                return run_crlf(b, e, true);
+            }
+            // ASCII punctuation as the optional prefix of A/B before an ASCII word ("(a",
+            // "_name", ".method", "'tis"): same shapes as after a space.
+            let c1 = at(b, i + 1); // next != 0, so i + 1 < n
+            if c1.is_ascii_lowercase() {
+                let e = blk.run(b, i + 2, LO);
+                return e + contraction_ci(b, e);
+            }
+            if c1.is_ascii_uppercase() {
+                if let Some(e) = ascii_upper_word(b, i + 2, blk) {
+                    return e;
+                }
+            }
         }
         if c == b'\n' && next & (WS | NON_ASCII) == 0 {
             return i + 1;
