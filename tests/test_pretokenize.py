@@ -127,7 +127,7 @@ FRAGMENTS = [
     "\U0001f44d\U0001f3fd", "\u65e5\u672c\u8a9e", "\ud55c\uad6d", "\u0645\u0631\u062d\u0628\u0627",
     "\u0928\u092e\u0938\u094d\u0924\u0947",
     # punctuation and symbols, including '/' (special in o200k)
-    "/", "//", ".", ",", "!", "?", "-", "$", "\"", "(", ")", "\u2014", "\u201c", "...", "<|endoftext|>",
+    "/", "//", ".", ",", "!", "?", "-", "$", "\"", "(", ")", "\u2014", "\u201c", "...", "<|endoftext|>", "_", "#", "->", "_x", "(A", "'tis",
 ]
 
 fragment_text = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
