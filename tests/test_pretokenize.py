@@ -254,3 +254,33 @@ def test_word_counter_matches_regex_on_code(name):
     wc = _core.WordCounter(name, [], 2)
     wc.add_texts([text])
     assert dict(wc.words()) == counts_via_regex(name, text)
+
+
+PATHOLOGICAL = {
+    "upper run then digit": "A" * 1_000_000 + "1",
+    "space+mark pairs": " \u0301" * 500_000,
+    "titlecase run": "\u01c5" * 1_000_000,
+    "lower+modifier": "a\u02b0" * 500_000,
+    "upper+modifier+upper": "A\u02b0A" * 300_000,
+    "space-newline pairs": " \n" * 1_000_000 + "x",
+    "tabs": "\t" * 1_000_000 + "x",
+    "apostrophes": "'" * 1_000_000,
+    "contractions": "'s" * 1_000_000,
+    "marks only": "\u0301" * 1_000_000,
+    "nbsp run": "\xa0" * 1_000_000 + "a",
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pathological_inputs_are_linear(name):
+    # Backtracking regexes, hand-written scanners: each of these must stay fast (no rescans
+    # of long runs per piece) and tile the text; parity on a small version of each.
+    import time
+
+    for label, text in PATHOLOGICAL.items():
+        t = time.perf_counter()
+        n = _core.count_pieces(name, text)
+        took = time.perf_counter() - t
+        assert took < 1.0, f"{label}: {took:.2f}s"
+        assert n >= 1
+        check(name, text[:3000])
