@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from hf_bpe import _core
 
-# The regexes as written in tiktoken 0.14.0 (see /work/shared/data/README.md), copied here
+# The regexes as written in tiktoken 0.14.0 (see ../shared/data/README.md), copied here
 # on purpose rather than read back from the extension.
 GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 CL100K = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
