@@ -125,27 +125,48 @@ pub enum Item {
 // Cache
 // ---------------------------------------------------------------------------------------------
 
-#[inline]
+/// Loads 0..=15 bytes as two little-endian words without a variable-length memcpy (a call
+/// to memcpy per piece was a visible share of the hit path): overlapping fixed-size loads,
+/// then shifts that drop the overlap.
+#[inline(always)]
+fn load15(b: &[u8]) -> (u64, u64) {
+    let n = b.len();
+    debug_assert!(n < 16);
+    if n >= 8 {
+        let lo = u64::from_le_bytes(b[..8].try_into().unwrap());
+        let tail = u64::from_le_bytes(b[n - 8..n].try_into().unwrap()); // bytes [n-8, n)
+        (lo, (tail >> 8) >> ((15 - n) * 8)) // keep bytes [8, n)
+    } else if n >= 4 {
+        let head = u32::from_le_bytes(b[..4].try_into().unwrap()) as u64;
+        let tail = u32::from_le_bytes(b[n - 4..n].try_into().unwrap()) as u64; // [n-4, n)
+        (head | (((tail >> 8) >> ((7 - n) * 8)) << 32), 0)
+    } else {
+        let mut x = 0u64;
+        for (i, &c) in b.iter().enumerate() {
+            x |= (c as u64) << (8 * i);
+        }
+        (x, 0)
+    }
+}
+
+/// Packs a piece of 1..=15 bytes into a u128: the bytes, zero padded, length in the top byte.
+#[inline(always)]
 fn pack(b: &[u8]) -> u128 {
-    debug_assert!(b.len() < 16);
-    let mut buf = [0u8; 16];
-    buf[..b.len()].copy_from_slice(b);
-    buf[15] = b.len() as u8;
-    u128::from_le_bytes(buf)
+    let (lo, hi) = load15(b);
+    (lo as u128) | (((hi | ((b.len() as u64) << 56)) as u128) << 64)
 }
 
 /// Packed key of a piece of 16..=31 bytes: the bytes, zero padded, length in the last byte.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 struct Key32([u64; 4]);
 
-#[inline]
+#[inline(always)]
 fn pack32(b: &[u8]) -> Key32 {
     debug_assert!(b.len() >= 16 && b.len() < 32);
-    let mut buf = [0u8; 32];
-    buf[..b.len()].copy_from_slice(b);
-    buf[31] = b.len() as u8;
-    let w = |i: usize| u64::from_le_bytes(buf[8 * i..8 * i + 8].try_into().unwrap());
-    Key32([w(0), w(1), w(2), w(3)])
+    let w0 = u64::from_le_bytes(b[..8].try_into().unwrap());
+    let w1 = u64::from_le_bytes(b[8..16].try_into().unwrap());
+    let (w2, w3) = load15(&b[16..]);
+    Key32([w0, w1, w2, w3 | ((b.len() as u64) << 56)])
 }
 
 /// Keys of the open-addressing tables. The all-zero key marks an empty slot (a cached piece
@@ -331,7 +352,15 @@ impl WordCache {
     fn emit(&self, v: &[u32; 4], out: &mut Vec<u32>) {
         let n = v[3];
         if n & LONG_FLAG == 0 {
-            out.extend_from_slice(&v[..n as usize]);
+            // Fixed 3-id copy into spare capacity, then set the length to the real count: no
+            // variable-length memcpy call for the 1–3 ids of almost every piece.
+            out.reserve(3);
+            let len = out.len();
+            // SAFETY: capacity >= len + 3 after reserve; n <= 3 and v[..n] are initialized ids.
+            unsafe {
+                std::ptr::copy_nonoverlapping(v.as_ptr(), out.as_mut_ptr().add(len), 3);
+                out.set_len(len + n as usize);
+            }
         } else {
             let (o, n) = (v[0] as usize, (n & !LONG_FLAG) as usize);
             out.extend_from_slice(&self.arena[o..o + n]);
@@ -1233,6 +1262,27 @@ mod tests {
                 assert_eq!(a, b);
                 assert!(cache.used() <= budget.max(0), "used {} > budget {budget}", cache.used());
             }
+        }
+    }
+
+    #[test]
+    fn packing_is_injective_and_matches_a_plain_copy() {
+        let mut seen = std::collections::HashSet::new();
+        for n in 1..16usize {
+            let b: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37).wrapping_add(200)).collect();
+            let mut buf = [0u8; 16];
+            buf[..n].copy_from_slice(&b);
+            buf[15] = n as u8;
+            assert_eq!(pack(&b), u128::from_le_bytes(buf), "n={n}");
+            assert!(seen.insert(pack(&b)));
+        }
+        for n in 16..32usize {
+            let b: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(91).wrapping_add(3)).collect();
+            let mut buf = [0u8; 32];
+            buf[..n].copy_from_slice(&b);
+            buf[31] = n as u8;
+            let w = |i: usize| u64::from_le_bytes(buf[8 * i..8 * i + 8].try_into().unwrap());
+            assert!(pack32(&b) == Key32([w(0), w(1), w(2), w(3)]), "n={n}");
         }
     }
 
