@@ -573,6 +573,10 @@ impl Encoder {
             .max()
             .map(|m| m as usize + 1)
             .unwrap_or(0);
+        // Ids index dense tables; refuse absurdly sparse ones instead of allocating gigabytes.
+        if max_id > (1 << 28) && max_id > 16 * (vocab.len() + specials.len()) {
+            return Err(format!("token ids go up to {}, far beyond the {} tokens given; ids must be dense", max_id - 1, vocab.len() + specials.len()));
+        }
         let mut present = vec![false; max_id];
         let mut lens = vec![0u64; max_id];
         for (id, b) in &vocab {

@@ -609,6 +609,8 @@ def test_bad_tables(gpt2_tables):
         Encoder(vocab, merges + [(10**6, 1)], {}, "gpt2")
     with pytest.raises(ValueError, match="different bytes"):
         Encoder(vocab, merges, {"<|x|>": 262}, "gpt2")
+    with pytest.raises(ValueError, match="dense"):
+        Encoder({**vocab, 4_000_000_000: b"zzzz"}, None, {}, "gpt2")
     with pytest.raises(ValueError, match="compile"):
         Encoder(vocab, merges, {}, "(unclosed")
     with pytest.raises(TypeError):
