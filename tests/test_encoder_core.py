@@ -567,6 +567,18 @@ def test_encode_file_text_gz_jsonl(tmp_path, gpt2_enc):
     for d in docs:
         exp += gpt2_enc.encode(d) + [50256]
     assert np.load(tmp_path / "jl.npy").tolist() == exp
+    jlgz = tmp_path / "in.jsonl.gz"
+    jlgz.write_bytes(gzip.compress(jl.read_bytes()))
+    gpt2_enc.encode_file(jlgz, tmp_path / "jlgz.npy", separator=EOT)
+    assert np.load(tmp_path / "jlgz.npy").tolist() == exp
+
+    # An exception in the progress callback stops the job and leaves no output behind.
+    def boom(n):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        gpt2_enc.encode_file(src, tmp_path / "stopped.npy", progress=boom)
+    assert not list(tmp_path.glob("stopped.npy*"))
     # Wide vocab -> uint32.
     o2 = ours("o200k")
     o2.encode_file(src, tmp_path / "o2.npy")
