@@ -836,25 +836,28 @@ impl Encoder {
         out.extend_from_slice(&toks[..n]);
     }
 
-    /// Heap + linked-list merge, O(n log n); for long pieces.
+    /// Heap + linked-list merge, O(n log n); for long pieces (< 4 GiB: positions are u32).
+    ///
+    /// Memory is 20 bytes per input byte at most (token, next, prev: 12; heap entry: 8), so a
+    /// 100 MB single piece needs about 2 GB; heap entries pack `rank << 32 | position` into one
+    /// u64 (equal ranks then pop leftmost first, because positions are byte offsets of each
+    /// node's first byte and so increase left to right).
     fn merge_large(&self, piece: &[u8], out: &mut Vec<u32>) {
         let n = piece.len();
         let mut toks: Vec<u32> = piece.iter().map(|&b| self.byte_ids[b as usize]).collect();
-        // next/prev as u32; n < 2^32 is checked by the caller's piece sizes in practice.
         let mut next: Vec<u32> = (1..=n as u32).collect();
         let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
         let none = n as u32;
-        // Entries (rank_and_result, position); min-heap via Reverse. Positions are byte
-        // offsets of a node's first byte, so they increase left to right: equal ranks pop
-        // leftmost first.
-        let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(n);
+        let rank = |r: u64| r >> 32;
+        let mut heap: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(n);
         for i in 0..n - 1 {
             let r = self.pair(toks[i], toks[i + 1]);
             if r != NO_PAIR {
-                heap.push(Reverse((r, i as u32)));
+                heap.push(Reverse((rank(r) << 32) | i as u64));
             }
         }
-        while let Some(Reverse((r, pos))) = heap.pop() {
+        while let Some(Reverse(key)) = heap.pop() {
+            let (want, pos) = (key >> 32, key as u32);
             let p = pos as usize;
             if toks[p] == DEAD {
                 continue;
@@ -863,9 +866,11 @@ impl Encoder {
             if q == none {
                 continue;
             }
-            // Stale entry? An entry whose pair changed but has the same (rank, result) is
-            // interchangeable with the live one at the same key.
-            if self.pair(toks[p], toks[q as usize]) != r {
+            // Stale entry? If the pair at `pos` changed, its new rank was pushed separately. A
+            // stale entry whose rank equals the live pair's is interchangeable with it (equal
+            // ranks always merge into the same token).
+            let r = self.pair(toks[p], toks[q as usize]);
+            if r == NO_PAIR || rank(r) != want {
                 continue;
             }
             toks[p] = r as u32;
@@ -876,14 +881,14 @@ impl Encoder {
                 prev[nq as usize] = pos;
                 let r2 = self.pair(toks[p], toks[nq as usize]);
                 if r2 != NO_PAIR {
-                    heap.push(Reverse((r2, pos)));
+                    heap.push(Reverse((rank(r2) << 32) | pos as u64));
                 }
             }
             let pp = prev[p];
             if pp != u32::MAX {
                 let r2 = self.pair(toks[pp as usize], toks[p]);
                 if r2 != NO_PAIR {
-                    heap.push(Reverse((r2, pp)));
+                    heap.push(Reverse((rank(r2) << 32) | pp as u64));
                 }
             }
         }
