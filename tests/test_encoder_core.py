@@ -250,6 +250,18 @@ def test_hypothesis_specials_allowed(text, k, gpt2_enc):
     assert ours("cl100k").encode(doc, allowed_special="all") == tt("cl100k").encode(doc, allowed_special="all")
 
 
+def test_empty_and_surrogates():
+    cl, ref = ours("cl100k"), tt("cl100k")
+    assert cl.encode("") == [] and cl.decode([]) == "" and cl.encode_batch([]) == []
+    ids, offs = cl.encode_batch_flat([])
+    assert len(ids) == 0 and offs.tolist() == [0]
+    assert cl.encode_with_offsets("") == ([], [])
+    # Lone surrogates cannot be UTF-8: like tiktoken, each becomes U+FFFD.
+    for s in ["\ud800", "a\udc00b", "x\ud83d"]:
+        assert cl.encode(s) == ref.encode(s)
+        assert cl.encode_batch([s, "ok"]) == ref.encode_batch([s, "ok"])
+
+
 # --------------------------------------------------------------------------------------------
 # Special tokens
 # --------------------------------------------------------------------------------------------
