@@ -23,7 +23,7 @@
 //!   second table with 32-byte packed keys; pieces up to [`MAX_CACHED_LEN`] bytes (Thai or CJK
 //!   runs without spaces) a hashbrown map keyed by boxed bytes; longer ones are not cached.
 //! * **Bounded memory.** `cache_bytes` is the total budget of one encoder, split evenly over
-//!   its slots (cores + 1). A slot charges what it really holds — table capacities, arena
+//!   its slots (2 x cores + 2). A slot charges what it really holds — table capacities, arena
 //!   capacity, long-map keys plus an allowance per entry — and checks every growth against its
 //!   share *before* growing; if the growth does not fit, the slot is wiped (allocations kept)
 //!   and refilled, as gigatoken does after its unbounded cache exhausted RAM on TB-scale
@@ -285,8 +285,10 @@ impl<K: TableKey> Table<K> {
         self.entries.len() * std::mem::size_of::<Entry<K>>()
     }
 
-    fn grow(&mut self) {
-        let mut bigger = Table::with_capacity_pow2(self.entries.len() * 2);
+    /// Doubles the table; the disabled 1-slot sentinel grows straight to `first` slots.
+    fn grow(&mut self, first: usize) {
+        let cap = if self.entries.len() <= 1 { first } else { self.entries.len() * 2 };
+        let mut bigger = Table::with_capacity_pow2(cap);
         for e in &self.entries {
             if !e.key.is_empty() {
                 bigger.insert(e.key, e.val);
@@ -330,23 +332,27 @@ const LONG_ENTRY_COST: usize = 48;
 const SHORT_INITIAL: usize = 1 << 12;
 
 impl WordCache {
+    /// Allocates nothing: the tables start as 1-slot sentinels and get their first real
+    /// allocation on the first insert (so idle slots and idle encoders cost no memory).
     fn new(budget: usize) -> Self {
-        let cap = if budget >= SHORT_INITIAL * 80 * 2 {
-            SHORT_INITIAL
-        } else if budget >= 4096 {
-            16
-        } else {
-            1 // caching disabled
-        };
         WordCache {
-            short: Table::with_capacity_pow2(cap),
-            mid: Table::with_capacity_pow2(cap),
+            short: Table::with_capacity_pow2(1),
+            mid: Table::with_capacity_pow2(1),
             long: FxHashMap::default(),
             arena: Vec::new(),
             long_bytes: 0,
             budget,
             hits: 0,
             misses: 0,
+        }
+    }
+
+    /// Slots of a table's first allocation.
+    fn first_cap(&self) -> usize {
+        if self.budget >= SHORT_INITIAL * 80 * 2 {
+            SHORT_INITIAL
+        } else {
+            16
         }
     }
 
@@ -422,21 +428,22 @@ impl WordCache {
             return;
         }
         // Make sure the target table has a free slot (growing it if the budget allows).
+        let first = self.first_cap();
         if len < 16 && self.short.full() {
-            let d = self.short.bytes().max(16 * 32);
+            let d = self.short.bytes().max(first * 32);
             if !self.room_for(d) {
                 return;
             }
             if self.short.full() {
-                self.short.grow();
+                self.short.grow(first);
             }
         } else if (16..32).contains(&len) && self.mid.full() {
-            let d = self.mid.bytes().max(16 * 48);
+            let d = self.mid.bytes().max(first * 48);
             if !self.room_for(d) {
                 return;
             }
             if self.mid.full() {
-                self.mid.grow();
+                self.mid.grow(first);
             }
         }
         let in_arena = ids.len() > 3 || len >= 32;
@@ -512,8 +519,11 @@ impl std::ops::DerefMut for CacheGuard<'_> {
 // Construction
 // ---------------------------------------------------------------------------------------------
 
+/// Cache slots per encoder: one per pool worker plus spares for Python threads calling
+/// `encode` concurrently (GIL released), so that they rarely fall back to a cold private
+/// cache. Slots allocate lazily, so unused ones cost nothing; the budget is split evenly.
 fn slot_count() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) + 1
+    2 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) + 2
 }
 
 impl Encoder {
