@@ -490,6 +490,18 @@ def test_pickle_deterministic(gpt2_enc, gpt2_tables):
     assert pickle.loads(pickle.dumps(cl)).encode(f"x{EOT}", allowed_special="all") == cl.encode(f"x{EOT}", allowed_special="all")
 
 
+def test_concurrent_python_threads(gpt2_enc):
+    from concurrent.futures import ThreadPoolExecutor
+
+    docs = corpus_docs("code", 400_000)
+    expected = tt("r50k").encode_ordinary_batch(docs)
+    with ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(gpt2_enc.encode_ordinary, docs))
+        flat = list(ex.map(lambda d: gpt2_enc.encode_batch([d, d], num_threads=2), docs[:40]))
+    assert got == expected
+    assert flat == [[e, e] for e in expected[:40]]
+
+
 def _encode_in_worker(args):
     enc, docs = args
     ids, offs = enc.encode_batch_flat(docs, num_threads=2)
