@@ -41,9 +41,9 @@
 //!   `"a" * 1_000_000`) use a binary heap of `(rank, position)` over a doubly linked list,
 //!   O(n log n), with lazy invalidation of stale heap entries.
 //! * **Tried and dropped:** prefetching the cache slots of 16 pieces before looking them up
-//!   (gigatoken-style) made the whole loop ~35% *slower* here (the grouping defeats the
-//!   scanner/lookup fusion in `encode_text`); a 3/4 instead of 1/2 table load factor was
-//!   within noise.
+//!   (gigatoken-style) made the whole loop ~35% *slower* here (317 -> 207 MB/s English;
+//!   probably the buffering breaks the fusion of scanner and lookup loop, not verified); a
+//!   3/4 instead of 1/2 table load factor was within noise.
 //!
 //! Measured on the 2-vCPU dev machine (shared, so wall clock is noisy; CPU time quoted), GPT-2
 //! merges, warm cache, one thread: the cache + merge core alone runs at ~295 MB/s on English,
