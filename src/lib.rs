@@ -412,6 +412,7 @@ impl Encoder {
     /// All ids of all texts in one numpy uint32 array, plus int64 offsets (len n+1): text i
     /// is `ids[offsets[i]:offsets[i+1]]`.
     #[pyo3(signature = (texts, allowed_special=None, disallowed_special=None, num_threads=None))]
+    #[allow(clippy::type_complexity)]
     fn encode_batch_flat<'py>(
         &self,
         py: Python<'py>,
@@ -445,7 +446,7 @@ impl Encoder {
         text: &Bound<'_, PyAny>,
         allowed_special: Option<&Bound<'_, PyAny>>,
         disallowed_special: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Vec<u32>, Vec<(usize, usize)>)> {
+    ) -> PyResult<batch::IdsAndSpans> {
         let allowed = allowed_of(allowed_special)?;
         let disallowed = disallowed_of(disallowed_special)?;
         let t = text_of(text)?;
