@@ -322,6 +322,16 @@ def test_decode_random_ids_never_raises(ids, gpt2_enc):
     assert b.decode("utf-8", "replace") == s
 
 
+def test_numpy_and_batch_helpers(gpt2_enc):
+    text = f"Hello world{EOT} again"
+    arr = gpt2_enc.encode_to_numpy(text, allowed_special="all")
+    assert arr.dtype == np.uint32 and arr.tolist() == tt("r50k").encode(text, allowed_special="all")
+    lists = [gpt2_enc.encode_ordinary(t) for t in ["a b", "", "😀 x"]]
+    assert gpt2_enc.decode_batch(lists) == ["a b", "", "😀 x"]
+    with pytest.raises(ValueError, match="endoftext"):
+        gpt2_enc.encode_to_numpy(text)
+
+
 def test_decode_unknown_id(gpt2_enc):
     with pytest.raises(ValueError, match="50257"):
         gpt2_enc.decode_bytes([1, 2, 50257])
