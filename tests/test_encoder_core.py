@@ -250,6 +250,18 @@ def test_hypothesis_specials_allowed(text, k, gpt2_enc):
     assert ours("cl100k").encode(doc, allowed_special="all") == tt("cl100k").encode(doc, allowed_special="all")
 
 
+def test_empty_and_surrogates():
+    cl, ref = ours("cl100k"), tt("cl100k")
+    assert cl.encode("") == [] and cl.decode([]) == "" and cl.encode_batch([]) == []
+    ids, offs = cl.encode_batch_flat([])
+    assert len(ids) == 0 and offs.tolist() == [0]
+    assert cl.encode_with_offsets("") == ([], [])
+    # Lone surrogates cannot be UTF-8: like tiktoken, each becomes U+FFFD.
+    for s in ["\ud800", "a\udc00b", "x\ud83d"]:
+        assert cl.encode(s) == ref.encode(s)
+        assert cl.encode_batch([s, "ok"]) == ref.encode_batch([s, "ok"])
+
+
 # --------------------------------------------------------------------------------------------
 # Special tokens
 # --------------------------------------------------------------------------------------------
@@ -308,6 +320,16 @@ def test_decode_random_ids_never_raises(ids, gpt2_enc):
     b = gpt2_enc.decode_bytes(ids)
     assert b == b"".join(gpt2_enc.token_bytes(i) for i in ids)
     assert b.decode("utf-8", "replace") == s
+
+
+def test_numpy_and_batch_helpers(gpt2_enc):
+    text = f"Hello world{EOT} again"
+    arr = gpt2_enc.encode_to_numpy(text, allowed_special="all")
+    assert arr.dtype == np.uint32 and arr.tolist() == tt("r50k").encode(text, allowed_special="all")
+    lists = [gpt2_enc.encode_ordinary(t) for t in ["a b", "", "😀 x"]]
+    assert gpt2_enc.decode_batch(lists) == ["a b", "", "😀 x"]
+    with pytest.raises(ValueError, match="endoftext"):
+        gpt2_enc.encode_to_numpy(text)
 
 
 def test_decode_unknown_id(gpt2_enc):
@@ -478,6 +500,18 @@ def test_pickle_deterministic(gpt2_enc, gpt2_tables):
     assert pickle.loads(pickle.dumps(cl)).encode(f"x{EOT}", allowed_special="all") == cl.encode(f"x{EOT}", allowed_special="all")
 
 
+def test_concurrent_python_threads(gpt2_enc):
+    from concurrent.futures import ThreadPoolExecutor
+
+    docs = corpus_docs("code", 400_000)
+    expected = tt("r50k").encode_ordinary_batch(docs)
+    with ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(gpt2_enc.encode_ordinary, docs))
+        flat = list(ex.map(lambda d: gpt2_enc.encode_batch([d, d], num_threads=2), docs[:40]))
+    assert got == expected
+    assert flat == [[e, e] for e in expected[:40]]
+
+
 def _encode_in_worker(args):
     enc, docs = args
     ids, offs = enc.encode_batch_flat(docs, num_threads=2)
@@ -567,6 +601,18 @@ def test_encode_file_text_gz_jsonl(tmp_path, gpt2_enc):
     for d in docs:
         exp += gpt2_enc.encode(d) + [50256]
     assert np.load(tmp_path / "jl.npy").tolist() == exp
+    jlgz = tmp_path / "in.jsonl.gz"
+    jlgz.write_bytes(gzip.compress(jl.read_bytes()))
+    gpt2_enc.encode_file(jlgz, tmp_path / "jlgz.npy", separator=EOT)
+    assert np.load(tmp_path / "jlgz.npy").tolist() == exp
+
+    # An exception in the progress callback stops the job and leaves no output behind.
+    def boom(n):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        gpt2_enc.encode_file(src, tmp_path / "stopped.npy", progress=boom)
+    assert not list(tmp_path.glob("stopped.npy*"))
     # Wide vocab -> uint32.
     o2 = ours("o200k")
     o2.encode_file(src, tmp_path / "o2.npy")
@@ -609,6 +655,8 @@ def test_bad_tables(gpt2_tables):
         Encoder(vocab, merges + [(10**6, 1)], {}, "gpt2")
     with pytest.raises(ValueError, match="different bytes"):
         Encoder(vocab, merges, {"<|x|>": 262}, "gpt2")
+    with pytest.raises(ValueError, match="dense"):
+        Encoder({**vocab, 4_000_000_000: b"zzzz"}, None, {}, "gpt2")
     with pytest.raises(ValueError, match="compile"):
         Encoder(vocab, merges, {}, "(unclosed")
     with pytest.raises(TypeError):
