@@ -28,3 +28,25 @@ def test_demo_trains_on_the_bundled_corpus_and_reports(tmp_path):
     assert "decode: 'The quick brown fox jumps over the lazy dog, and then it rests.'" in text
     assert json.loads((out / "vocab.json").read_text())["Ġthe"] > 256
     assert hf_bpe.BPE.load(out).vocab_size == 2000
+
+
+def test_core_stubs_match_the_extension():
+    """Every function, class and method in ``_core.pyi`` exists in the compiled module, and every
+    public name of the module is in the stubs."""
+    import ast
+    from pathlib import Path
+
+    from hf_bpe import _core
+
+    tree = ast.parse((Path(hf_bpe.__file__).parent / "_core.pyi").read_text())
+    stubbed = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            stubbed.add(node.name)
+            assert hasattr(_core, node.name), node.name
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and not item.name.startswith("__"):
+                    assert hasattr(getattr(_core, node.name), item.name), f"{node.name}.{item.name}"
+    public = {n for n in dir(_core) if not n.startswith("_")}
+    assert public <= stubbed, public - stubbed
