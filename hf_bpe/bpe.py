@@ -223,7 +223,12 @@ class BPE:
     def encode_file(self, path_in: str | os.PathLike, path_out: str | os.PathLike, *, progress: bool = True,
                     allowed_special: AllowedSpecial = "all", errors: str = "strict") -> tuple[int, int]:
         """Streams a text/.gz/.jsonl file into a flat ``.npy`` of ids (uint16 when the vocabulary
-        fits, else uint32), written atomically. Returns (tokens, bytes)."""
+        fits, else uint32), written atomically. Returns (tokens, bytes).
+
+        ``errors``: ``"strict"`` (bytes that are not UTF-8 fail, naming the byte offset or the
+        JSON line), ``"replace"`` (U+FFFD) or ``"ignore"`` (dropped). With a custom regex
+        ``pattern`` the file is only cut right after special tokens, so memory holds the text up
+        to the next special token (a file without any is read whole)."""
         from hf_bpe.progress import file_progress
 
         with file_progress([path_in], "encoding", enabled=progress) as cb:

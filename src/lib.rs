@@ -8,7 +8,9 @@ use pyo3::types::{PyBytes, PyList, PyString};
 pub mod batch;
 pub mod count;
 pub mod encode;
+pub mod keys;
 pub mod pretok;
+pub mod reader;
 pub mod train;
 pub mod unicode_tables;
 
@@ -517,11 +519,7 @@ impl Encoder {
             Some(a) => allowed_of(Some(a))?,
         };
         let disallowed = disallowed_of(disallowed_special)?;
-        let replace_errors = match errors {
-            "strict" => false,
-            "replace" => true,
-            other => return Err(value_error(format!("errors must be 'strict' or 'replace', not {other:?}"))),
-        };
+        let errors = count::Utf8Errors::parse(errors).map_err(value_error)?;
         let separator = match separator {
             None => None,
             Some(s) => Some(self.inner.special_id(s).ok_or_else(|| value_error(format!("separator {s:?} is not a special token")))?),
@@ -531,7 +529,7 @@ impl Encoder {
             disallowed,
             separator,
             text_field,
-            replace_errors,
+            errors,
             num_threads: threads(num_threads),
         };
         let (pin, pout) = (path_in.to_string_lossy().into_owned(), path_out.to_string_lossy().into_owned());
