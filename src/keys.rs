@@ -36,6 +36,27 @@ pub fn pack(b: &[u8]) -> u128 {
     (lo as u128) | (((hi | ((b.len() as u64) << 56)) as u128) << 64)
 }
 
+/// [`pack`] of `buf[s..e]` (at most 15 bytes), reading the piece in place: when 16 bytes from
+/// `s` lie inside `buf` (all but the last piece or so of a text), one unaligned 16-byte load and
+/// a mask, with no branch on the length.
+///
+/// Performance: pre-token lengths of natural text jump between 1 and ~10 bytes from one piece
+/// to the next, so the length-dependent branches of [`load15`] (and its byte loop for pieces
+/// under 4 bytes, which are a third of all pieces: `","`, `" a"`, `" of"`) mispredict about
+/// once a piece; the counter packs every piece of the corpus, so this was worth a few ns each.
+#[inline(always)]
+pub fn pack_in(buf: &[u8], s: usize, e: usize) -> u128 {
+    let n = e - s;
+    debug_assert!(s <= e && e <= buf.len() && n < 16);
+    match buf.get(s..s + 16) {
+        Some(w) => {
+            let w = u128::from_le_bytes(w.try_into().unwrap_or([0; 16]));
+            (w & ((1u128 << (8 * n)) - 1)) | ((n as u128) << 120)
+        }
+        None => pack(&buf[s..e]),
+    }
+}
+
 /// The bytes of a key made by [`pack`].
 #[inline]
 pub fn unpack(k: u128) -> Vec<u8> {
@@ -69,5 +90,11 @@ mod tests {
             assert_eq!(unpack(pack(&b)), b);
         }
         assert!(seen.insert(pack(b"\0")) && seen.insert(pack(b"\0\0")));
+        let buf: Vec<u8> = (0..40u8).map(|i| i.wrapping_mul(53).wrapping_add(1)).collect();
+        for s in 0..buf.len() {
+            for e in s..(s + 16).min(buf.len() + 1) {
+                assert_eq!(pack_in(&buf, s, e), pack(&buf[s..e]), "{s}..{e}");
+            }
+        }
     }
 }
