@@ -130,7 +130,7 @@ impl Default for CountTable {
 }
 
 /// How many pre-tokens a shard's table update trails behind the scanner (see [`Shard`]).
-const LAG: usize = 16;
+const BATCH: usize = 64;
 
 /// One thread's counts.
 ///
@@ -138,20 +138,21 @@ const LAG: usize = 16;
 /// hundreds of thousands of words (tens of MiB), so an update of a word that is not among the
 /// hottest few thousand is a cache miss, and profiles showed ~2/3 of the counting time stalled
 /// on that one load. Misses of consecutive pieces are independent, but the scanner's work
-/// between two pieces is too long for the CPU to overlap them by itself. So short keys go
-/// through a ring of [`LAG`] pending keys: a new key's slot is prefetched, and the key that
-/// entered the ring `LAG` pieces earlier (whose slot has arrived by now) is applied. The ring
-/// is flushed at the end of every unit of work, so it is empty whenever the counts are read.
+/// between two pieces is too long for the CPU to overlap them by itself. So short keys are
+/// only packed, their slots prefetched, and the keys queued; every [`BATCH`] pieces a tight
+/// loop applies the queue, where the independent probes overlap (their lines are on the way
+/// or there already). The per-piece callback stays small, so it inlines into the scanner. The
+/// queue is drained at the end of every unit of work, so it is empty whenever counts are read.
 struct Shard {
     short: CountTable,
     long: FxHashMap<Box<[u8]>, u64>,
-    ring: [u128; LAG],
-    pos: usize,
+    queue: [u128; BATCH],
+    queued: usize,
 }
 
 impl Default for Shard {
     fn default() -> Self {
-        Shard { short: CountTable::default(), long: FxHashMap::default(), ring: [0; LAG], pos: 0 }
+        Shard { short: CountTable::default(), long: FxHashMap::default(), queue: [0; BATCH], queued: 0 }
     }
 }
 
@@ -159,32 +160,43 @@ impl Shard {
     /// Counts one occurrence of the piece `text[s..e]`.
     #[inline(always)]
     fn add(&mut self, text: &[u8], s: usize, e: usize) {
-        let piece = &text[s..e];
-        if piece.len() < 16 {
-            if !piece.is_empty() {
-                let key = pack_in(text, s, e);
-                self.short.prefetch(key);
-                // `LAG` is a power of two, so the mask keeps `pos` in bounds.
-                let old = std::mem::replace(&mut self.ring[self.pos & (LAG - 1)], key);
-                self.pos = self.pos.wrapping_add(1);
-                if old != 0 {
-                    self.short.add(old, 1);
-                }
+        let n = e.wrapping_sub(s);
+        if n.wrapping_sub(1) < 15 {
+            // 1..=15 bytes
+            let key = pack_in(text, s, e);
+            self.short.prefetch(key);
+            // `queued` < BATCH always (drained when it gets there); the mask lets the compiler
+            // drop the bounds check.
+            self.queue[self.queued & (BATCH - 1)] = key;
+            self.queued += 1;
+            if self.queued == BATCH {
+                self.drain();
             }
-        } else if let Some(c) = self.long.get_mut(piece) {
+        } else if n != 0 {
+            self.add_long(&text[s..e]);
+        }
+    }
+
+    #[inline(never)]
+    fn add_long(&mut self, piece: &[u8]) {
+        if let Some(c) = self.long.get_mut(piece) {
             *c += 1;
         } else {
             self.long.insert(piece.into(), 1);
         }
     }
 
-    /// Applies the pending keys of the ring.
-    fn flush(&mut self) {
-        for k in std::mem::replace(&mut self.ring, [0; LAG]) {
-            if k != 0 {
-                self.short.add(k, 1);
-            }
+    /// Applies the queued keys.
+    #[inline(never)]
+    fn drain(&mut self) {
+        for &k in &self.queue[..self.queued] {
+            self.short.add(k, 1);
         }
+        self.queued = 0;
+    }
+
+    fn flush(&mut self) {
+        self.drain();
     }
 }
 
