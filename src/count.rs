@@ -143,6 +143,12 @@ const BATCH: usize = 64;
 /// loop applies the queue, where the independent probes overlap (their lines are on the way
 /// or there already). The per-piece callback stays small, so it inlines into the scanner. The
 /// queue is drained at the end of every unit of work, so it is empty whenever counts are read.
+///
+/// Shards sit next to each other in the counter's `Vec`, and `queued` is written for every
+/// piece: aligned to 128 bytes (two cache lines, the unit of the adjacent-line prefetcher) so
+/// that one thread's writes never bounce a line that another thread's shard uses. (Without
+/// it, two threads ran no faster than one.)
+#[repr(align(128))]
 struct Shard {
     short: CountTable,
     long: FxHashMap<Box<[u8]>, u64>,
@@ -353,31 +359,34 @@ impl Counter {
 
     /// All distinct pre-tokens with their counts, merged across shards, sorted by bytes.
     ///
-    /// Performance: short words are merged into the largest shard's table and sorted as
-    /// integers (the byte-swapped packed key orders like the bytes: first the zero-padded
-    /// bytes, big-endian, then the length, so a prefix sorts first), which avoids comparing
-    /// boxed slices through pointers; only the few long words are sorted as bytes. The two
+    /// Performance: short words of all shards are gathered as (byte-swapped key, count) and
+    /// sorted as integers, then equal neighbours (the same word from several shards) are
+    /// summed: no hashing, no boxed-slice comparisons through pointers. The byte-swapped packed
+    /// key orders like the bytes (first the zero-padded bytes, big-endian, then the length, so
+    /// a prefix sorts first). Only the few long words are hashed and sorted as bytes; the two
     /// sorted runs are then merged.
     pub fn words(&self) -> Vec<(Box<[u8]>, u64)> {
-        let mut shards: Vec<_> = self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner())).collect();
-        shards.sort_by_key(|s| std::cmp::Reverse(s.short.len));
-        let (first, rest) = match shards.split_first() {
-            Some(x) => x,
-            None => return Vec::new(),
-        };
-        let mut short: Vec<(u128, u64)>;
-        if rest.iter().all(|s| s.short.len == 0) {
-            short = first.short.iter().map(|(k, v)| (k.swap_bytes(), v)).collect();
-        } else {
-            let mut merged = CountTable::with_capacity_pow2(first.short.slots.len());
-            for s in shards.iter() {
-                for (k, v) in s.short.iter() {
-                    merged.add(k, v);
-                }
-            }
-            short = merged.iter().map(|(k, v)| (k.swap_bytes(), v)).collect();
+        // On the counter's own pool (threads the user asked for), not rayon's global one.
+        self.pool.install(|| self.words_here())
+    }
+
+    fn words_here(&self) -> Vec<(Box<[u8]>, u64)> {
+        let shards: Vec<_> = self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner())).collect();
+        let mut short: Vec<(u128, u64)> = Vec::with_capacity(shards.iter().map(|s| s.short.len).sum());
+        for s in shards.iter() {
+            short.extend(s.short.iter().map(|(k, v)| (k.swap_bytes(), v)));
         }
         short.par_sort_unstable_by_key(|e| e.0);
+        if shards.len() > 1 {
+            short.dedup_by(|next, kept| {
+                if next.0 == kept.0 {
+                    kept.1 += next.1;
+                    true
+                } else {
+                    false
+                }
+            });
+        }
         let mut long: FxHashMap<&[u8], u64> = FxHashMap::default();
         for s in shards.iter() {
             for (k, &v) in &s.long {

@@ -195,7 +195,11 @@ fn train_merges<'py>(
         Words::Counter(c) => {
             let counter = &c.inner;
             with_progress(py, progress, |cb| {
+                let t = std::time::Instant::now();
                 let words = counter.words();
+                if std::env::var_os("HF_BPE_TRAIN_TIMING").is_some() {
+                    eprintln!("train: counter.words() {:?} ({} words)", t.elapsed(), words.len());
+                }
                 Ok(train::train(&words, &cfg, &mut |n| cb(n as u64)))
             })?
         }
