@@ -141,8 +141,15 @@ const BATCH: usize = 64;
 /// between two pieces is too long for the CPU to overlap them by itself. So short keys are
 /// only packed, their slots prefetched, and the keys queued; every [`BATCH`] pieces a tight
 /// loop applies the queue, where the independent probes overlap (their lines are on the way
-/// or there already). The per-piece callback stays small, so it inlines into the scanner. The
-/// queue is drained at the end of every unit of work, so it is empty whenever counts are read.
+/// or there already). The queue is drained at the end of every unit of work, so it is empty
+/// whenever counts are read.
+///
+/// Measured on 191 MB of English, one thread (CPU time): the old `FxHashMap<u128, u64>` with a
+/// memcpy pack ~145 MB/s; this table ~225; + branch-free `pack_in` ~270; + prefetching ~370-400.
+/// Tried and dropped: a delay ring applying the key from 16 pieces back (same speed as the
+/// queue), buffering spans and counting them in a separate loop with prefetch 16 ahead
+/// (~25% slower: twice the packing, and the scanner's callback was no cheaper), huge pages
+/// for the table via `madvise` (no measurable change).
 ///
 /// Shards sit next to each other in the counter's `Vec`, and `queued` is written for every
 /// piece: aligned to 128 bytes (two cache lines, the unit of the adjacent-line prefetcher) so
