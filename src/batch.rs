@@ -2,12 +2,14 @@
 //!
 //! Performance notes:
 //! * Documents are first split at allowed special tokens into *items*; text items bigger than
-//!   [`SEGMENT_BYTES`] are cut at safe places (`count::segments`, valid for the built-in
+//!   [`SEGMENT_BYTES`] are cut at safe places (`reader::segments`, valid for the built-in
 //!   patterns only), so one 100 MB line is spread over all cores like a batch of documents.
 //! * Consecutive items are grouped into *units* of roughly equal size (64 KiB–1 MiB); each unit
 //!   borrows one cache slot once, encodes into its own `Vec<u32>`, and the vectors are joined in
 //!   order at the end. Flat output (ids + offsets) avoids one Python list per document, which
 //!   costs more than the encoding itself for short documents.
+//! * Files are streamed by [`crate::reader::read_corpus`], the same reader as training: blocks
+//!   cut at safe places (built-in patterns) or only after allowed special tokens (custom regex).
 //! * All of it runs with the GIL released (the binding does that), on a rayon pool owned by this
 //!   module, not the global one.
 //! * **Fork safety.** A rayon pool does not survive `fork()` (its threads are gone in the child,

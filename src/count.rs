@@ -13,7 +13,7 @@
 //! * Each pool thread owns one shard of counts (a mutex that is never contended, indexed by
 //!   `rayon::current_thread_index`), so there is no merging of maps until training starts.
 //! * Pre-tokens of at most 15 bytes (almost all of them in natural text) are packed into a
-//!   `u128` key ([`crate::keys::pack`]) and counted in an open-addressing [`CountTable`]: one
+//!   `u128` key ([`crate::keys::pack`]) and counted in an open-addressing `CountTable`: one
 //!   multiply-hash, no allocation, no pointer chasing. Longer ones go to a map keyed by boxed
 //!   bytes.
 //! * Files are streamed by [`crate::reader::read_corpus`] (blocks read on a separate thread, at
