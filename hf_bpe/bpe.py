@@ -226,7 +226,12 @@ class BPE:
         """Streams a text/.gz/.jsonl file into a flat ``.npy`` of ids (uint16 when the vocabulary
         fits, else uint32), written atomically (an interrupted run leaves no output file).
         ``separator`` (a special token) is appended after each JSON-lines document.
-        Returns (tokens, bytes of text)."""
+        Returns (tokens, bytes of text).
+
+        ``errors``: ``"strict"`` (bytes that are not UTF-8 fail, naming the byte offset or the
+        JSON line), ``"replace"`` (U+FFFD) or ``"ignore"`` (dropped). With a custom regex
+        ``pattern`` the file is only cut right after special tokens, so memory holds the text up
+        to the next special token (a file without any is read whole)."""
         from hf_bpe.progress import file_progress
 
         if not Path(path_in).is_file():

@@ -140,7 +140,12 @@ def train_files(
 ) -> BPE:
     """Trains on files, streamed (never loaded whole): plain UTF-8 text, ``.gz``, or ``.jsonl``
     (``.jsonl.gz``) with a ``text_field``. ``errors`` is ``"strict"`` (a non-UTF-8 file fails,
-    naming the byte offset), ``"replace"`` or ``"ignore"``. Other options as :func:`train`."""
+    naming the byte offset), ``"replace"`` or ``"ignore"``. Other options as :func:`train`.
+
+    Files are cut into blocks only where the cut cannot change the pre-tokens: for the built-in
+    patterns at safe places every few MiB; for a custom regex ``pattern`` only right after a
+    special token, so memory then holds the text up to the next special token (a file with no
+    special tokens is held whole)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [os.fspath(p) for p in paths]

@@ -2,12 +2,14 @@
 //!
 //! Performance notes:
 //! * Documents are first split at allowed special tokens into *items*; text items bigger than
-//!   [`SEGMENT_BYTES`] are cut at safe places (`count::segments`, valid for the built-in
+//!   [`SEGMENT_BYTES`] are cut at safe places (`reader::segments`, valid for the built-in
 //!   patterns only), so one 100 MB line is spread over all cores like a batch of documents.
 //! * Consecutive items are grouped into *units* of roughly equal size (64 KiB–1 MiB); each unit
 //!   borrows one cache slot once, encodes into its own `Vec<u32>`, and the vectors are joined in
 //!   order at the end. Flat output (ids + offsets) avoids one Python list per document, which
 //!   costs more than the encoding itself for short documents.
+//! * Files are streamed by [`crate::reader::read_corpus`], the same reader as training: blocks
+//!   cut at safe places (built-in patterns) or only after allowed special tokens (custom regex).
 //! * All of it runs with the GIL released (the binding does that), on a rayon pool owned by this
 //!   module, not the global one.
 //! * **Fork safety.** A rayon pool does not survive `fork()` (its threads are gone in the child,
@@ -18,22 +20,18 @@
 //!   instead of deadlocking.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::sync_channel;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-use crate::count::{last_safe_cut, segments, Progress, INTERRUPTED};
 use crate::encode::{Encoder, Item, SpecialSet};
+use crate::reader::{read_corpus, segments, Block, CutRule, Progress, ReadOptions, Utf8Errors};
 
 /// Text items longer than this are cut at safe places.
 pub const SEGMENT_BYTES: usize = 1 << 20;
 /// Batches smaller than this run on the calling thread (thread hand-off costs more).
 pub const PARALLEL_MIN_BYTES: usize = 256 << 10;
-/// Size of one read from a file.
-pub const BLOCK_BYTES: usize = 16 << 20;
 
 // ---------------------------------------------------------------------------------------------
 // Thread pools (fork-aware)
@@ -327,8 +325,8 @@ pub struct FileOptions<'a> {
     /// Special token appended after each JSON-lines document.
     pub separator: Option<u32>,
     pub text_field: &'a str,
-    /// "strict" fails on bad UTF-8; "replace" substitutes U+FFFD.
-    pub replace_errors: bool,
+    /// What to do with bytes that are not valid UTF-8.
+    pub errors: Utf8Errors,
     pub num_threads: usize,
 }
 
@@ -370,14 +368,8 @@ pub fn encode_file(
     opt: &FileOptions,
     progress: Progress,
 ) -> Result<(u64, u64), String> {
-    let file = File::open(path_in).map_err(|e| format!("{path_in}: cannot open: {e}"))?;
-    let gz = {
-        let mut head = [0u8; 2];
-        let mut f = File::open(path_in).map_err(|e| format!("{path_in}: cannot open: {e}"))?;
-        f.read(&mut head).unwrap_or(0) == 2 && head == [0x1f, 0x8b]
-    };
-    let lower = path_in.to_ascii_lowercase();
-    let jsonl = lower.ends_with(".jsonl") || lower.ends_with(".jsonl.gz");
+    // Fail on a missing input before creating anything.
+    File::open(path_in).map_err(|e| format!("{path_in}: cannot open: {e}"))?;
     let wide = enc.n_vocab() > 1 << 16;
 
     let tmp_path = format!("{path_out}.tmp{}", std::process::id());
@@ -386,89 +378,35 @@ pub fn encode_file(
     let mut w = BufWriter::with_capacity(1 << 20, out);
     w.write_all(&[0u8; NPY_HEADER]).map_err(|e| format!("{tmp_path}: {e}"))?;
 
-    let read_bytes = Arc::new(AtomicU64::new(0));
-    let counter = read_bytes.clone();
-    let (tx, rx) = sync_channel::<std::io::Result<Vec<u8>>>(2);
-    let reader_thread = std::thread::spawn(move || {
-        let raw = CountingReader { inner: file, n: counter };
-        let mut reader: Box<dyn Read> = if gz {
-            Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, raw)))
-        } else {
-            Box::new(raw)
-        };
-        loop {
-            let mut block = Vec::with_capacity(BLOCK_BYTES);
-            match reader.by_ref().take(BLOCK_BYTES as u64).read_to_end(&mut block) {
-                Ok(0) => break,
-                Ok(_) => {
-                    if tx.send(Ok(block)).is_err() {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    break;
-                }
-            }
-        }
-    });
-
-    let special_names: Vec<String> = enc.specials().iter().map(|(s, _)| s.clone()).collect();
-    let mut carry: Vec<u8> = Vec::new();
-    let mut offset: u64 = 0;
-    let mut line: u64 = 1;
+    // Built-in patterns: never cut inside any special token (the disallowed check must see it
+    // whole). Custom patterns: cut only after specials that are encoded as specials (the
+    // allowed ones); others are ordinary text a regex may match across.
+    let builtin = enc.pattern.is_builtin();
+    let specials: Vec<String> = enc
+        .specials()
+        .iter()
+        .map(|(s, _)| s.clone())
+        .filter(|s| builtin || opt.allowed.contains(s))
+        .collect();
+    let ropt = ReadOptions {
+        errors: opt.errors,
+        text_field: opt.text_field,
+        cut: if builtin { CutRule::Safe } else { CutRule::AfterSpecial },
+        specials: &specials,
+    };
     let mut n_tokens: u64 = 0;
     let mut n_bytes: u64 = 0;
-    let mut eof = false;
     let mut buf16: Vec<u8> = Vec::new();
-    let mut result: Result<(), String> = Ok(());
-    while !eof {
-        match rx.recv() {
-            Ok(Ok(block)) => carry.extend_from_slice(&block),
-            Ok(Err(e)) => {
-                result = Err(format!("{path_in}: read error at byte {}: {e}", offset + carry.len() as u64));
-                break;
-            }
-            Err(_) => eof = true,
-        }
-        let cut = if eof {
-            carry.len()
-        } else if jsonl {
-            match memchr::memrchr(b'\n', &carry) {
-                Some(p) => p + 1,
-                None => continue,
-            }
-        } else if enc.pattern.is_builtin() {
-            match last_safe_cut(&carry, &special_names) {
-                Some(p) => p,
-                None => continue,
-            }
-        } else {
-            // A custom pattern may match across anything except a special token.
-            match last_special_end(enc, &carry) {
-                Some(p) => p,
-                None => continue,
-            }
-        };
-        let chunk = &carry[..cut];
-        let step: Result<Flat, String> = if jsonl {
-            jsonl_docs(chunk, path_in, line, opt).and_then(|docs| {
-                line += memchr::memchr_iter(b'\n', chunk).count() as u64;
+    read_corpus(path_in, &ropt, progress, |block| {
+        let flat = match block {
+            Block::Docs(docs) => {
                 let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
                 n_bytes += refs.iter().map(|s| s.len() as u64).sum::<u64>();
-                encode_docs(enc, &refs, &opt.allowed, &opt.disallowed, opt.separator, opt.num_threads)
-            })
-        } else {
-            to_text(chunk, opt.replace_errors, path_in, offset).and_then(|text| {
+                encode_docs(enc, &refs, &opt.allowed, &opt.disallowed, opt.separator, opt.num_threads)?
+            }
+            Block::Text(text) => {
                 n_bytes += text.len() as u64;
-                encode_docs(enc, &[&text], &opt.allowed, &opt.disallowed, None, opt.num_threads)
-            })
-        };
-        let flat = match step {
-            Ok(f) => f,
-            Err(e) => {
-                result = Err(e);
-                break;
+                encode_docs(enc, &[text], &opt.allowed, &opt.disallowed, None, opt.num_threads)?
             }
         };
         n_tokens += flat.ids.len() as u64;
@@ -484,20 +422,8 @@ pub fn encode_file(
                 buf16.extend_from_slice(&(*id as u16).to_le_bytes());
             }
         }
-        if let Err(e) = w.write_all(&buf16) {
-            result = Err(format!("{tmp_path}: write failed: {e}"));
-            break;
-        }
-        offset += cut as u64;
-        carry.drain(..cut);
-        if !progress(read_bytes.load(Ordering::Relaxed)) {
-            result = Err(INTERRUPTED.to_string());
-            break;
-        }
-    }
-    drop(rx);
-    let _ = reader_thread.join();
-    result?;
+        w.write_all(&buf16).map_err(|e| format!("{tmp_path}: write failed: {e}"))
+    })?;
     let mut f = w.into_inner().map_err(|e| format!("{tmp_path}: write failed: {e}"))?;
     f.seek(SeekFrom::Start(0)).map_err(|e| format!("{tmp_path}: {e}"))?;
     f.write_all(&npy_header(if wide { "<u4" } else { "<u2" }, n_tokens)).map_err(|e| format!("{tmp_path}: {e}"))?;
@@ -506,58 +432,4 @@ pub fn encode_file(
     std::fs::rename(&tmp_path, path_out).map_err(|e| format!("cannot rename {tmp_path} to {path_out}: {e}"))?;
     tmp.done = true;
     Ok((n_tokens, n_bytes))
-}
-
-fn last_special_end(enc: &Encoder, b: &[u8]) -> Option<usize> {
-    let names: Vec<&str> = enc.specials().iter().map(|(s, _)| s.as_str()).collect();
-    names
-        .iter()
-        .filter_map(|s| memchr::memmem::rfind(b, s.as_bytes()).map(|p| p + s.len()))
-        .max()
-        .filter(|&p| p < b.len())
-}
-
-fn to_text<'a>(b: &'a [u8], replace: bool, path: &str, offset: u64) -> Result<std::borrow::Cow<'a, str>, String> {
-    match std::str::from_utf8(b) {
-        Ok(s) => Ok(std::borrow::Cow::Borrowed(s)),
-        Err(_) if replace => Ok(String::from_utf8_lossy(b)),
-        Err(e) => Err(format!(
-            "{path}: invalid UTF-8 at byte offset {} (pass errors='replace' to read it anyway)",
-            offset + e.valid_up_to() as u64
-        )),
-    }
-}
-
-fn jsonl_docs(chunk: &[u8], path: &str, first_line: u64, opt: &FileOptions) -> Result<Vec<String>, String> {
-    let mut docs = Vec::new();
-    for (i, raw) in chunk.split(|&b| b == b'\n').enumerate() {
-        let lineno = first_line + i as u64;
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        if raw.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
-        let text = to_text(raw, opt.replace_errors, path, 0).map_err(|_| format!("{path}: line {lineno}: invalid UTF-8"))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| format!("{path}: line {lineno}: invalid JSON: {e}"))?;
-        match v.get(opt.text_field) {
-            Some(serde_json::Value::String(s)) => docs.push(s.clone()),
-            Some(serde_json::Value::Null) => {}
-            Some(_) => return Err(format!("{path}: line {lineno}: field {:?} is not a string", opt.text_field)),
-            None => return Err(format!("{path}: line {lineno}: no field {:?}", opt.text_field)),
-        }
-    }
-    Ok(docs)
-}
-
-struct CountingReader {
-    inner: File,
-    n: Arc<AtomicU64>,
-}
-
-impl Read for CountingReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let k = self.inner.read(buf)?;
-        self.n.fetch_add(k as u64, Ordering::Relaxed);
-        Ok(k)
-    }
 }

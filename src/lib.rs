@@ -8,7 +8,9 @@ use pyo3::types::{PyBytes, PyList, PyString};
 pub mod batch;
 pub mod count;
 pub mod encode;
+pub mod keys;
 pub mod pretok;
+pub mod reader;
 pub mod train;
 pub mod unicode_tables;
 
@@ -193,7 +195,11 @@ fn train_merges<'py>(
         Words::Counter(c) => {
             let counter = &c.inner;
             with_progress(py, progress, |cb| {
+                let t = std::time::Instant::now();
                 let words = counter.words();
+                if std::env::var_os("HF_BPE_TRAIN_TIMING").is_some() {
+                    eprintln!("train: counter.words() {:?} ({} words)", t.elapsed(), words.len());
+                }
                 Ok(train::train(&words, &cfg, &mut |n| cb(n as u64)))
             })?
         }
@@ -517,11 +523,7 @@ impl Encoder {
             Some(a) => allowed_of(Some(a))?,
         };
         let disallowed = disallowed_of(disallowed_special)?;
-        let replace_errors = match errors {
-            "strict" => false,
-            "replace" => true,
-            other => return Err(value_error(format!("errors must be 'strict' or 'replace', not {other:?}"))),
-        };
+        let errors = count::Utf8Errors::parse(errors).map_err(value_error)?;
         let separator = match separator {
             None => None,
             Some(s) => Some(self.inner.special_id(s).ok_or_else(|| value_error(format!("separator {s:?} is not a special token")))?),
@@ -531,7 +533,7 @@ impl Encoder {
             disallowed,
             separator,
             text_field,
-            replace_errors,
+            errors,
             num_threads: threads(num_threads),
         };
         let (pin, pout) = (path_in.to_string_lossy().into_owned(), path_out.to_string_lossy().into_owned());

@@ -629,6 +629,10 @@ def test_encode_file_errors_leave_no_output(tmp_path, gpt2_enc):
     assert not out.exists() and not list(tmp_path.glob("o.npy*"))
     gpt2_enc.encode_file(bad, out, errors="replace")
     assert gpt2_enc.decode(np.load(out)) == "hello \ufffd world"
+    gpt2_enc.encode_file(bad, out, errors="ignore")
+    assert gpt2_enc.decode(np.load(out)) == "hello  world"
+    with pytest.raises(ValueError, match="errors must be"):
+        gpt2_enc.encode_file(bad, out, errors="surrogateescape")
     txt = tmp_path / "t.txt"
     txt.write_text(f"a{EOT}b")
     with pytest.raises(ValueError, match="endoftext"):

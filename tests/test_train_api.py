@@ -179,3 +179,33 @@ def test_single_50mb_line(tmp_path):
     # and as one in-memory document
     text = p.read_text()
     assert hf_bpe.train([text], vocab_size=400, progress=False) == bpe
+
+
+def test_custom_pattern_file_counts_are_exact(tmp_path):
+    # A regex that matches across newlines and spaces (where the built-in patterns may be cut):
+    # a file of several read blocks must count exactly like the whole text, split only at the
+    # special tokens.
+    import collections
+    import random
+    import re
+
+    rng = random.Random(7)
+    words = ["alpha", "beta", "gamma", "delta", "eps"]
+    parts = []
+    size = 0
+    while size < 12_000_000:
+        doc = "\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for _ in range(rng.randint(1, 400)))
+        parts.append(doc)
+        size += len(doc) + 13
+    text = "<|endoftext|>".join(parts)
+    p = tmp_path / "custom.txt"
+    p.write_text(text)
+    pattern = r"[a-z \n]+|[^a-z \n]"
+    c = hf_bpe._core.WordCounter(pattern, ["<|endoftext|>"], 2)
+    c.add_file(str(p))
+    expect = collections.Counter()
+    for d in text.split("<|endoftext|>"):
+        expect.update(m.encode() for m in re.findall(pattern, d))
+    assert dict(c.words()) == dict(expect)
+    # The built-in cut rule would have split runs such as "beta\ngamma" that this regex keeps.
+    assert any(b"\n" in w and len(w) > 3 for w in expect)
