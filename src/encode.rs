@@ -47,10 +47,9 @@
 //!
 //! Measured on the 2-vCPU dev machine (shared, so wall clock is noisy; CPU time quoted), GPT-2
 //! merges, warm cache, one thread: the cache + merge core alone runs at ~295 MB/s on English,
-//! ~150 MB/s on the multilingual corpus (`Encoder._time_core`). End to end it is bound by the
-//! pre-tokenizer: ~17 MB/s with the fancy-regex `pretok.rs` (tiktoken: 10–15 MB/s), and
-//! ~180–320 MB/s English with the hand-written scanners of branch `scan` (checked locally,
-//! same ids). A 44-character `encode` call costs ~0.3 µs with the scanners (tiktoken 1.7 µs).
+//! ~150 MB/s on the multilingual corpus (`Encoder._time_core`). End to end, with the
+//! hand-written scanners of `pretok/`, ~180–320 MB/s on English per core (through a regex
+//! engine it was ~17 MB/s; tiktoken: 10–15 MB/s). A 44-character `encode` call costs ~0.3 µs with the scanners (tiktoken 1.7 µs).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
