@@ -201,14 +201,39 @@ pub fn encode_docs(
     let ids = if parts.len() == 1 {
         parts.into_iter().next().unwrap().0
     } else {
-        let n: usize = parts.iter().map(|p| p.0.len()).sum();
-        let mut ids = Vec::with_capacity(n);
-        for (p, _) in parts {
-            ids.extend_from_slice(&p);
-        }
-        ids
+        join_parts(&parts, pool.as_deref())
     };
     Ok(Flat { ids, lens })
+}
+
+/// Concatenates the units' ids. With a pool the copies (and the page faults of the fresh
+/// output buffer, which cost as much as the copy) run in parallel, each unit into its own
+/// disjoint slice of the output.
+fn join_parts(parts: &[(Vec<u32>, Vec<u32>)], pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
+    let n: usize = parts.iter().map(|p| p.0.len()).sum();
+    let mut ids: Vec<u32> = Vec::with_capacity(n);
+    {
+        let spare = &mut ids.spare_capacity_mut()[..n];
+        let mut slices = Vec::with_capacity(parts.len());
+        let mut rest = spare;
+        for (p, _) in parts {
+            let (head, tail) = rest.split_at_mut(p.len());
+            slices.push(head);
+            rest = tail;
+        }
+        let copy = |(dst, src): (&mut [std::mem::MaybeUninit<u32>], &(Vec<u32>, Vec<u32>))| {
+            for (d, s) in dst.iter_mut().zip(&src.0) {
+                d.write(*s);
+            }
+        };
+        match pool {
+            Some(pool) => pool.install(|| slices.into_par_iter().zip(parts.par_iter()).for_each(copy)),
+            None => slices.into_iter().zip(parts.iter()).for_each(copy),
+        }
+    }
+    // SAFETY: every one of the first n elements was written above (the slices tile them).
+    unsafe { ids.set_len(n) };
+    ids
 }
 
 /// One small text on the calling thread, without the item/unit bookkeeping (per-call overhead

@@ -23,7 +23,7 @@
 //!   second table with 32-byte packed keys; pieces up to [`MAX_CACHED_LEN`] bytes (Thai or CJK
 //!   runs without spaces) a hashbrown map keyed by boxed bytes; longer ones are not cached.
 //! * **Bounded memory.** `cache_bytes` is the total budget of one encoder, split evenly over
-//!   its slots (cores + 1). A slot charges what it really holds — table capacities, arena
+//!   its slots (2 x cores + 2). A slot charges what it really holds — table capacities, arena
 //!   capacity, long-map keys plus an allowance per entry — and checks every growth against its
 //!   share *before* growing; if the growth does not fit, the slot is wiped (allocations kept)
 //!   and refilled, as gigatoken does after its unbounded cache exhausted RAM on TB-scale
@@ -84,8 +84,14 @@ pub struct Encoder {
     pub pattern: Pattern,
     pattern_spec: String,
     cache_bytes: usize,
-    slots: Vec<Mutex<WordCache>>,
+    slots: Vec<Slot>,
 }
+
+/// One cache slot, alone on its cache lines: the slots sit side by side in a Vec and each
+/// worker bumps its slot's hit counter per piece, so without the padding two workers would
+/// write to the same line all the time (false sharing).
+#[repr(align(128))]
+struct Slot(Mutex<WordCache>);
 
 /// Which special tokens may appear in a text, tiktoken style.
 #[derive(Clone, Debug)]
@@ -125,27 +131,48 @@ pub enum Item {
 // Cache
 // ---------------------------------------------------------------------------------------------
 
-#[inline]
+/// Loads 0..=15 bytes as two little-endian words without a variable-length memcpy (a call
+/// to memcpy per piece was a visible share of the hit path): overlapping fixed-size loads,
+/// then shifts that drop the overlap.
+#[inline(always)]
+fn load15(b: &[u8]) -> (u64, u64) {
+    let n = b.len();
+    debug_assert!(n < 16);
+    if n >= 8 {
+        let lo = u64::from_le_bytes(b[..8].try_into().unwrap());
+        let tail = u64::from_le_bytes(b[n - 8..n].try_into().unwrap()); // bytes [n-8, n)
+        (lo, (tail >> 8) >> ((15 - n) * 8)) // keep bytes [8, n)
+    } else if n >= 4 {
+        let head = u32::from_le_bytes(b[..4].try_into().unwrap()) as u64;
+        let tail = u32::from_le_bytes(b[n - 4..n].try_into().unwrap()) as u64; // [n-4, n)
+        (head | (((tail >> 8) >> ((7 - n) * 8)) << 32), 0)
+    } else {
+        let mut x = 0u64;
+        for (i, &c) in b.iter().enumerate() {
+            x |= (c as u64) << (8 * i);
+        }
+        (x, 0)
+    }
+}
+
+/// Packs a piece of 1..=15 bytes into a u128: the bytes, zero padded, length in the top byte.
+#[inline(always)]
 fn pack(b: &[u8]) -> u128 {
-    debug_assert!(b.len() < 16);
-    let mut buf = [0u8; 16];
-    buf[..b.len()].copy_from_slice(b);
-    buf[15] = b.len() as u8;
-    u128::from_le_bytes(buf)
+    let (lo, hi) = load15(b);
+    (lo as u128) | (((hi | ((b.len() as u64) << 56)) as u128) << 64)
 }
 
 /// Packed key of a piece of 16..=31 bytes: the bytes, zero padded, length in the last byte.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 struct Key32([u64; 4]);
 
-#[inline]
+#[inline(always)]
 fn pack32(b: &[u8]) -> Key32 {
     debug_assert!(b.len() >= 16 && b.len() < 32);
-    let mut buf = [0u8; 32];
-    buf[..b.len()].copy_from_slice(b);
-    buf[31] = b.len() as u8;
-    let w = |i: usize| u64::from_le_bytes(buf[8 * i..8 * i + 8].try_into().unwrap());
-    Key32([w(0), w(1), w(2), w(3)])
+    let w0 = u64::from_le_bytes(b[..8].try_into().unwrap());
+    let w1 = u64::from_le_bytes(b[8..16].try_into().unwrap());
+    let (w2, w3) = load15(&b[16..]);
+    Key32([w0, w1, w2, w3 | ((b.len() as u64) << 56)])
 }
 
 /// Keys of the open-addressing tables. The all-zero key marks an empty slot (a cached piece
@@ -258,8 +285,10 @@ impl<K: TableKey> Table<K> {
         self.entries.len() * std::mem::size_of::<Entry<K>>()
     }
 
-    fn grow(&mut self) {
-        let mut bigger = Table::with_capacity_pow2(self.entries.len() * 2);
+    /// Doubles the table; the disabled 1-slot sentinel grows straight to `first` slots.
+    fn grow(&mut self, first: usize) {
+        let cap = if self.entries.len() <= 1 { first } else { self.entries.len() * 2 };
+        let mut bigger = Table::with_capacity_pow2(cap);
         for e in &self.entries {
             if !e.key.is_empty() {
                 bigger.insert(e.key, e.val);
@@ -303,23 +332,27 @@ const LONG_ENTRY_COST: usize = 48;
 const SHORT_INITIAL: usize = 1 << 12;
 
 impl WordCache {
+    /// Allocates nothing: the tables start as 1-slot sentinels and get their first real
+    /// allocation on the first insert (so idle slots and idle encoders cost no memory).
     fn new(budget: usize) -> Self {
-        let cap = if budget >= SHORT_INITIAL * 80 * 2 {
-            SHORT_INITIAL
-        } else if budget >= 4096 {
-            16
-        } else {
-            1 // caching disabled
-        };
         WordCache {
-            short: Table::with_capacity_pow2(cap),
-            mid: Table::with_capacity_pow2(cap),
+            short: Table::with_capacity_pow2(1),
+            mid: Table::with_capacity_pow2(1),
             long: FxHashMap::default(),
             arena: Vec::new(),
             long_bytes: 0,
             budget,
             hits: 0,
             misses: 0,
+        }
+    }
+
+    /// Slots of a table's first allocation.
+    fn first_cap(&self) -> usize {
+        if self.budget >= SHORT_INITIAL * 80 * 2 {
+            SHORT_INITIAL
+        } else {
+            16
         }
     }
 
@@ -331,7 +364,15 @@ impl WordCache {
     fn emit(&self, v: &[u32; 4], out: &mut Vec<u32>) {
         let n = v[3];
         if n & LONG_FLAG == 0 {
-            out.extend_from_slice(&v[..n as usize]);
+            // Fixed 3-id copy into spare capacity, then set the length to the real count: no
+            // variable-length memcpy call for the 1–3 ids of almost every piece.
+            out.reserve(3);
+            let len = out.len();
+            // SAFETY: capacity >= len + 3 after reserve; n <= 3 and v[..n] are initialized ids.
+            unsafe {
+                std::ptr::copy_nonoverlapping(v.as_ptr(), out.as_mut_ptr().add(len), 3);
+                out.set_len(len + n as usize);
+            }
         } else {
             let (o, n) = (v[0] as usize, (n & !LONG_FLAG) as usize);
             out.extend_from_slice(&self.arena[o..o + n]);
@@ -387,21 +428,22 @@ impl WordCache {
             return;
         }
         // Make sure the target table has a free slot (growing it if the budget allows).
+        let first = self.first_cap();
         if len < 16 && self.short.full() {
-            let d = self.short.bytes().max(16 * 32);
+            let d = self.short.bytes().max(first * 32);
             if !self.room_for(d) {
                 return;
             }
             if self.short.full() {
-                self.short.grow();
+                self.short.grow(first);
             }
         } else if (16..32).contains(&len) && self.mid.full() {
-            let d = self.mid.bytes().max(16 * 48);
+            let d = self.mid.bytes().max(first * 48);
             if !self.room_for(d) {
                 return;
             }
             if self.mid.full() {
-                self.mid.grow();
+                self.mid.grow(first);
             }
         }
         let in_arena = ids.len() > 3 || len >= 32;
@@ -477,8 +519,11 @@ impl std::ops::DerefMut for CacheGuard<'_> {
 // Construction
 // ---------------------------------------------------------------------------------------------
 
+/// Cache slots per encoder: one per pool worker plus spares for Python threads calling
+/// `encode` concurrently (GIL released), so that they rarely fall back to a cold private
+/// cache. Slots allocate lazily, so unused ones cost nothing; the budget is split evenly.
 fn slot_count() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) + 1
+    2 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) + 2
 }
 
 impl Encoder {
@@ -538,6 +583,10 @@ impl Encoder {
             .max()
             .map(|m| m as usize + 1)
             .unwrap_or(0);
+        // Ids index dense tables; refuse absurdly sparse ones instead of allocating gigabytes.
+        if max_id > (1 << 28) && max_id > 16 * (vocab.len() + specials.len()) {
+            return Err(format!("token ids go up to {}, far beyond the {} tokens given; ids must be dense", max_id - 1, vocab.len() + specials.len()));
+        }
         let mut present = vec![false; max_id];
         let mut lens = vec![0u64; max_id];
         for (id, b) in &vocab {
@@ -662,7 +711,7 @@ impl Encoder {
             pattern,
             pattern_spec: pattern_spec.to_string(),
             cache_bytes,
-            slots: (0..n_slots).map(|_| Mutex::new(WordCache::new(per_slot))).collect(),
+            slots: (0..n_slots).map(|_| Slot(Mutex::new(WordCache::new(per_slot)))).collect(),
         })
     }
 
@@ -693,7 +742,7 @@ impl Encoder {
     /// Drops every cached word (e.g. after changing nothing but wanting memory back).
     pub fn clear_cache(&self) {
         for s in &self.slots {
-            if let Ok(mut c) = s.try_lock() {
+            if let Ok(mut c) = s.0.try_lock() {
                 let b = c.budget;
                 *c = WordCache::new(b);
             }
@@ -704,7 +753,7 @@ impl Encoder {
     pub fn cache_stats(&self) -> (u64, u64, usize) {
         let mut t = (0, 0, 0);
         for s in &self.slots {
-            if let Ok(c) = s.try_lock() {
+            if let Ok(c) = s.0.try_lock() {
                 t.0 += c.hits;
                 t.1 += c.misses;
                 t.2 += c.used();
@@ -717,7 +766,7 @@ impl Encoder {
     pub fn cache(&self, hint: usize) -> CacheGuard<'_> {
         let n = self.slots.len();
         for k in 0..n {
-            if let Ok(g) = self.slots[(hint + k) % n].try_lock() {
+            if let Ok(g) = self.slots[(hint + k) % n].0.try_lock() {
                 return CacheGuard::Slot(g);
             }
         }
@@ -797,25 +846,28 @@ impl Encoder {
         out.extend_from_slice(&toks[..n]);
     }
 
-    /// Heap + linked-list merge, O(n log n); for long pieces.
+    /// Heap + linked-list merge, O(n log n); for long pieces (< 4 GiB: positions are u32).
+    ///
+    /// Memory is 20 bytes per input byte at most (token, next, prev: 12; heap entry: 8), so a
+    /// 100 MB single piece needs about 2 GB; heap entries pack `rank << 32 | position` into one
+    /// u64 (equal ranks then pop leftmost first, because positions are byte offsets of each
+    /// node's first byte and so increase left to right).
     fn merge_large(&self, piece: &[u8], out: &mut Vec<u32>) {
         let n = piece.len();
         let mut toks: Vec<u32> = piece.iter().map(|&b| self.byte_ids[b as usize]).collect();
-        // next/prev as u32; n < 2^32 is checked by the caller's piece sizes in practice.
         let mut next: Vec<u32> = (1..=n as u32).collect();
         let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
         let none = n as u32;
-        // Entries (rank_and_result, position); min-heap via Reverse. Positions are byte
-        // offsets of a node's first byte, so they increase left to right: equal ranks pop
-        // leftmost first.
-        let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(n);
+        let rank = |r: u64| r >> 32;
+        let mut heap: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(n);
         for i in 0..n - 1 {
             let r = self.pair(toks[i], toks[i + 1]);
             if r != NO_PAIR {
-                heap.push(Reverse((r, i as u32)));
+                heap.push(Reverse((rank(r) << 32) | i as u64));
             }
         }
-        while let Some(Reverse((r, pos))) = heap.pop() {
+        while let Some(Reverse(key)) = heap.pop() {
+            let (want, pos) = (key >> 32, key as u32);
             let p = pos as usize;
             if toks[p] == DEAD {
                 continue;
@@ -824,9 +876,11 @@ impl Encoder {
             if q == none {
                 continue;
             }
-            // Stale entry? An entry whose pair changed but has the same (rank, result) is
-            // interchangeable with the live one at the same key.
-            if self.pair(toks[p], toks[q as usize]) != r {
+            // Stale entry? If the pair at `pos` changed, its new rank was pushed separately. A
+            // stale entry whose rank equals the live pair's is interchangeable with it (equal
+            // ranks always merge into the same token).
+            let r = self.pair(toks[p], toks[q as usize]);
+            if r == NO_PAIR || rank(r) != want {
                 continue;
             }
             toks[p] = r as u32;
@@ -837,14 +891,14 @@ impl Encoder {
                 prev[nq as usize] = pos;
                 let r2 = self.pair(toks[p], toks[nq as usize]);
                 if r2 != NO_PAIR {
-                    heap.push(Reverse((r2, pos)));
+                    heap.push(Reverse((rank(r2) << 32) | pos as u64));
                 }
             }
             let pp = prev[p];
             if pp != u32::MAX {
                 let r2 = self.pair(toks[pp as usize], toks[p]);
                 if r2 != NO_PAIR {
-                    heap.push(Reverse((r2, pp)));
+                    heap.push(Reverse((rank(r2) << 32) | pp as u64));
                 }
             }
         }
@@ -1233,6 +1287,27 @@ mod tests {
                 assert_eq!(a, b);
                 assert!(cache.used() <= budget.max(0), "used {} > budget {budget}", cache.used());
             }
+        }
+    }
+
+    #[test]
+    fn packing_is_injective_and_matches_a_plain_copy() {
+        let mut seen = std::collections::HashSet::new();
+        for n in 1..16usize {
+            let b: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37).wrapping_add(200)).collect();
+            let mut buf = [0u8; 16];
+            buf[..n].copy_from_slice(&b);
+            buf[15] = n as u8;
+            assert_eq!(pack(&b), u128::from_le_bytes(buf), "n={n}");
+            assert!(seen.insert(pack(&b)));
+        }
+        for n in 16..32usize {
+            let b: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(91).wrapping_add(3)).collect();
+            let mut buf = [0u8; 32];
+            buf[..n].copy_from_slice(&b);
+            buf[31] = n as u8;
+            let w = |i: usize| u64::from_le_bytes(buf[8 * i..8 * i + 8].try_into().unwrap());
+            assert!(pack32(&b) == Key32([w(0), w(1), w(2), w(3)]), "n={n}");
         }
     }
 

@@ -250,6 +250,18 @@ def test_hypothesis_specials_allowed(text, k, gpt2_enc):
     assert ours("cl100k").encode(doc, allowed_special="all") == tt("cl100k").encode(doc, allowed_special="all")
 
 
+def test_empty_and_surrogates():
+    cl, ref = ours("cl100k"), tt("cl100k")
+    assert cl.encode("") == [] and cl.decode([]) == "" and cl.encode_batch([]) == []
+    ids, offs = cl.encode_batch_flat([])
+    assert len(ids) == 0 and offs.tolist() == [0]
+    assert cl.encode_with_offsets("") == ([], [])
+    # Lone surrogates cannot be UTF-8: like tiktoken, each becomes U+FFFD.
+    for s in ["\ud800", "a\udc00b", "x\ud83d"]:
+        assert cl.encode(s) == ref.encode(s)
+        assert cl.encode_batch([s, "ok"]) == ref.encode_batch([s, "ok"])
+
+
 # --------------------------------------------------------------------------------------------
 # Special tokens
 # --------------------------------------------------------------------------------------------
@@ -567,6 +579,18 @@ def test_encode_file_text_gz_jsonl(tmp_path, gpt2_enc):
     for d in docs:
         exp += gpt2_enc.encode(d) + [50256]
     assert np.load(tmp_path / "jl.npy").tolist() == exp
+    jlgz = tmp_path / "in.jsonl.gz"
+    jlgz.write_bytes(gzip.compress(jl.read_bytes()))
+    gpt2_enc.encode_file(jlgz, tmp_path / "jlgz.npy", separator=EOT)
+    assert np.load(tmp_path / "jlgz.npy").tolist() == exp
+
+    # An exception in the progress callback stops the job and leaves no output behind.
+    def boom(n):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        gpt2_enc.encode_file(src, tmp_path / "stopped.npy", progress=boom)
+    assert not list(tmp_path.glob("stopped.npy*"))
     # Wide vocab -> uint32.
     o2 = ours("o200k")
     o2.encode_file(src, tmp_path / "o2.npy")
@@ -609,6 +633,8 @@ def test_bad_tables(gpt2_tables):
         Encoder(vocab, merges + [(10**6, 1)], {}, "gpt2")
     with pytest.raises(ValueError, match="different bytes"):
         Encoder(vocab, merges, {"<|x|>": 262}, "gpt2")
+    with pytest.raises(ValueError, match="dense"):
+        Encoder({**vocab, 4_000_000_000: b"zzzz"}, None, {}, "gpt2")
     with pytest.raises(ValueError, match="compile"):
         Encoder(vocab, merges, {}, "(unclosed")
     with pytest.raises(TypeError):
