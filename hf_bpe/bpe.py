@@ -228,7 +228,8 @@ class BPE:
 
         with file_progress([path_in], "encoding", enabled=progress) as cb:
             return self._encoder().encode_file(os.fspath(path_in), os.fspath(path_out),
-                                               _specials_arg(allowed_special), errors, cb)
+                                               allowed_special=_specials_arg(allowed_special),
+                                               errors=errors, progress=cb)
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """Ids to bytes (any byte sequence, valid UTF-8 or not). Unknown ids raise ``ValueError``."""
