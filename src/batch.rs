@@ -89,6 +89,11 @@ pub fn pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
 // Batches
 // ---------------------------------------------------------------------------------------------
 
+/// One work unit's output: its ids and the number of ids of each of its items.
+type UnitOut = (Vec<u32>, Vec<u32>);
+/// Token ids and their `(start, end)` ranges.
+pub type IdsAndSpans = (Vec<u32>, Vec<(usize, usize)>);
+
 /// Result of a batch: all ids in document order and each document's number of ids.
 pub struct Flat {
     pub ids: Vec<u32>,
@@ -146,7 +151,7 @@ pub fn encode_docs(
         }
     }
 
-    let run_unit = |range: std::ops::Range<usize>, hint: usize| -> Result<(Vec<u32>, Vec<u32>), String> {
+    let run_unit = |range: std::ops::Range<usize>, hint: usize| -> Result<UnitOut, String> {
         let mut cache = enc.cache(hint);
         let bytes: usize = items[range.clone()].iter().map(|(_, it)| item_bytes(it)).sum();
         let mut ids = Vec::with_capacity(bytes / 3 + 16);
@@ -162,7 +167,7 @@ pub fn encode_docs(
         Ok((ids, lens))
     };
 
-    let parts: Vec<(Vec<u32>, Vec<u32>)> = match &pool {
+    let parts: Vec<UnitOut> = match &pool {
         None => vec![run_unit(0..items.len(), 0)?],
         Some(pool) => {
             let threads = pool.current_num_threads();
@@ -209,7 +214,7 @@ pub fn encode_docs(
 /// Concatenates the units' ids. With a pool the copies (and the page faults of the fresh
 /// output buffer, which cost as much as the copy) run in parallel, each unit into its own
 /// disjoint slice of the output.
-fn join_parts(parts: &[(Vec<u32>, Vec<u32>)], pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
+fn join_parts(parts: &[UnitOut], pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
     let n: usize = parts.iter().map(|p| p.0.len()).sum();
     let mut ids: Vec<u32> = Vec::with_capacity(n);
     {
@@ -221,7 +226,7 @@ fn join_parts(parts: &[(Vec<u32>, Vec<u32>)], pool: Option<&rayon::ThreadPool>) 
             slices.push(head);
             rest = tail;
         }
-        let copy = |(dst, src): (&mut [std::mem::MaybeUninit<u32>], &(Vec<u32>, Vec<u32>))| {
+        let copy = |(dst, src): (&mut [std::mem::MaybeUninit<u32>], &UnitOut)| {
             for (d, s) in dst.iter_mut().zip(&src.0) {
                 d.write(*s);
             }
@@ -270,7 +275,7 @@ pub fn encode_with_offsets(
     text: &str,
     allowed: &SpecialSet,
     disallowed: &Option<SpecialSet>,
-) -> Result<(Vec<u32>, Vec<(usize, usize)>), String> {
+) -> Result<IdsAndSpans, String> {
     enc.check_disallowed(text, allowed, disallowed)?;
     let mut items = Vec::new();
     enc.split_specials(text, allowed, 0, &mut items);

@@ -400,6 +400,22 @@ impl Encoder {
         Ok(flat_of(py, &self.inner, std::slice::from_ref(&t), &allowed, &disallowed, Some(0))?.ids)
     }
 
+    /// Like `encode`, as a numpy uint32 array (no Python list of ints).
+    #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
+    fn encode_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+        allowed_special: Option<&Bound<'_, PyAny>>,
+        disallowed_special: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let allowed = allowed_of(allowed_special)?;
+        let disallowed = disallowed_of(disallowed_special)?;
+        let t = text_of(text)?;
+        let flat = flat_of(py, &self.inner, std::slice::from_ref(&t), &allowed, &disallowed, Some(0))?;
+        Ok(PyArray1::from_vec(py, flat.ids))
+    }
+
     /// Ids of each text, on all cores (GIL released).
     #[pyo3(signature = (texts, allowed_special=None, disallowed_special=None, num_threads=None))]
     fn encode_batch<'py>(
@@ -435,6 +451,7 @@ impl Encoder {
     /// All ids of all texts in one numpy uint32 array, plus int64 offsets (len n+1): text i
     /// is `ids[offsets[i]:offsets[i+1]]`.
     #[pyo3(signature = (texts, allowed_special=None, disallowed_special=None, num_threads=None))]
+    #[allow(clippy::type_complexity)]
     fn encode_batch_flat<'py>(
         &self,
         py: Python<'py>,
@@ -468,7 +485,7 @@ impl Encoder {
         text: &Bound<'_, PyAny>,
         allowed_special: Option<&Bound<'_, PyAny>>,
         disallowed_special: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Vec<u32>, Vec<(usize, usize)>)> {
+    ) -> PyResult<batch::IdsAndSpans> {
         let allowed = allowed_of(allowed_special)?;
         let disallowed = disallowed_of(disallowed_special)?;
         let t = text_of(text)?;
@@ -535,6 +552,12 @@ impl Encoder {
     fn decode<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>, errors: &str) -> PyResult<Bound<'py, PyAny>> {
         let b = self.decode_bytes(py, ids)?;
         b.call_method1("decode", ("utf-8", errors))
+    }
+
+    /// `decode` of each id sequence.
+    #[pyo3(signature = (batch, errors="replace"))]
+    fn decode_batch<'py>(&self, py: Python<'py>, batch: &Bound<'py, PyAny>, errors: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        batch.try_iter()?.map(|ids| self.decode(py, &ids?, errors)).collect()
     }
 
     /// The bytes of one token (special tokens included).

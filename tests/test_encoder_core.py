@@ -322,6 +322,16 @@ def test_decode_random_ids_never_raises(ids, gpt2_enc):
     assert b.decode("utf-8", "replace") == s
 
 
+def test_numpy_and_batch_helpers(gpt2_enc):
+    text = f"Hello world{EOT} again"
+    arr = gpt2_enc.encode_to_numpy(text, allowed_special="all")
+    assert arr.dtype == np.uint32 and arr.tolist() == tt("r50k").encode(text, allowed_special="all")
+    lists = [gpt2_enc.encode_ordinary(t) for t in ["a b", "", "😀 x"]]
+    assert gpt2_enc.decode_batch(lists) == ["a b", "", "😀 x"]
+    with pytest.raises(ValueError, match="endoftext"):
+        gpt2_enc.encode_to_numpy(text)
+
+
 def test_decode_unknown_id(gpt2_enc):
     with pytest.raises(ValueError, match="50257"):
         gpt2_enc.decode_bytes([1, 2, 50257])
@@ -488,6 +498,18 @@ def test_pickle_deterministic(gpt2_enc, gpt2_tables):
     assert out.stdout.strip() == hashlib.sha256(p1).hexdigest()
     cl = ours("o200k")
     assert pickle.loads(pickle.dumps(cl)).encode(f"x{EOT}", allowed_special="all") == cl.encode(f"x{EOT}", allowed_special="all")
+
+
+def test_concurrent_python_threads(gpt2_enc):
+    from concurrent.futures import ThreadPoolExecutor
+
+    docs = corpus_docs("code", 400_000)
+    expected = tt("r50k").encode_ordinary_batch(docs)
+    with ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(gpt2_enc.encode_ordinary, docs))
+        flat = list(ex.map(lambda d: gpt2_enc.encode_batch([d, d], num_threads=2), docs[:40]))
+    assert got == expected
+    assert flat == [[e, e] for e in expected[:40]]
 
 
 def _encode_in_worker(args):
