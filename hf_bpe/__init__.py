@@ -1,9 +1,9 @@
 """hf_bpe: a byte-level BPE tokenizer for people who train language models.
 
 >>> import hf_bpe
->>> bpe = hf_bpe.train(["the cat sat on the mat"] * 10, vocab_size=270, progress=False)
->>> bpe.vocab_size
-270
+>>> bpe = hf_bpe.train(["the cat sat on the mat"] * 10, vocab_size=265, progress=False)
+>>> bpe.decode(bpe.encode("the cat")), bpe.vocab_size
+('the cat', 265)
 """
 
 from hf_bpe import _core

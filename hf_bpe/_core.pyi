@@ -33,3 +33,57 @@ def train_merges(words: WordCounter | Sequence[tuple[bytes, int]], max_new_token
                  max_token_length: int | None = None,
                  progress: Callable[[int], object] | None = None) -> list[tuple[bytes, bytes]]:
     """Learns merges (in training order) until ``max_new_tokens`` new token strings exist."""
+
+def count_pieces(pattern: str, text: str) -> int:
+    """Number of pre-tokens of ``text`` (benchmarks the scanner without building Python strings)."""
+
+_Specials = Literal["all"] | Sequence[str] | set[str] | None
+
+class Encoder:
+    """Byte-level BPE encoder/decoder with GPT-2/HF merges or tiktoken ranks (``merges=None``).
+
+    Special tokens are never split; like tiktoken, a special token found in the text raises
+    ``ValueError`` unless it is allowed (``allowed_special``) or not disallowed.
+    """
+
+    def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[int, int]] | None,
+                 special_tokens: dict[str, int], pattern: str, cache_bytes: int = ...) -> None: ...
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Ids of ``text`` with special tokens treated as ordinary text."""
+    def encode(self, text: str, allowed_special: _Specials = None, disallowed_special: _Specials = None) -> list[int]:
+        """Ids of ``text``; allowed specials become their id, disallowed ones raise."""
+    def encode_to_numpy(self, text: str, allowed_special: _Specials = None,
+                        disallowed_special: _Specials = None) -> npt.NDArray[np.uint32]: ...
+    def encode_batch(self, texts: Sequence[str], allowed_special: _Specials = None, disallowed_special: _Specials = None,
+                     num_threads: int | None = None) -> list[list[int]]:
+        """Ids of each text, on all cores (GIL released)."""
+    def encode_ordinary_batch(self, texts: Sequence[str], num_threads: int | None = None) -> list[list[int]]: ...
+    def encode_batch_flat(self, texts: Sequence[str], allowed_special: _Specials = None,
+                          disallowed_special: _Specials = None, num_threads: int | None = None
+                          ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+        """All ids in one flat array plus offsets (``len(texts) + 1``)."""
+    def encode_with_offsets(self, text: str, allowed_special: _Specials = None,
+                            disallowed_special: _Specials = None) -> tuple[list[int], list[tuple[int, int]]]:
+        """Ids plus character offsets; a character belongs to the token holding its first byte."""
+    def encode_file(self, path_in: str, path_out: str, allowed_special: _Specials = None,
+                    disallowed_special: _Specials = None, separator: str | None = None, text_field: str = "text",
+                    errors: Literal["strict", "replace", "ignore"] = "strict", num_threads: int | None = None,
+                    progress: Callable[[int], object] | None = None) -> tuple[int, int]:
+        """Streams a text/.gz/.jsonl file into an atomically written ``.npy``; returns (tokens, bytes)."""
+    def decode_bytes(self, ids: Sequence[int] | npt.NDArray[np.integer]) -> bytes:
+        """Concatenated bytes of ``ids`` (valid UTF-8 or not); an unknown id raises ``ValueError``."""
+    def decode(self, ids: Sequence[int] | npt.NDArray[np.integer], errors: str = "replace") -> str: ...
+    def decode_batch(self, batch: Sequence[Sequence[int]], errors: str = "replace") -> list[str]: ...
+    def token_bytes(self, id: int) -> bytes: ...
+    def n_vocab(self) -> int:
+        """One more than the largest id."""
+    def special_tokens(self) -> dict[str, int]: ...
+    def pattern(self) -> str: ...
+    def is_tiktoken(self) -> bool: ...
+    def cache_bytes(self) -> int: ...
+    def cache_info(self) -> dict[str, int]: ...
+    def clear_cache(self) -> None: ...
+    def to_state(self) -> bytes:
+        """Deterministic serialized tables (no cache)."""
+    @staticmethod
+    def from_state(state: bytes) -> Encoder: ...

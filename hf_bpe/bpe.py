@@ -221,15 +221,21 @@ class BPE:
         return self._encoder().encode_with_offsets(text)
 
     def encode_file(self, path_in: str | os.PathLike, path_out: str | os.PathLike, *, progress: bool = True,
-                    allowed_special: AllowedSpecial = "all", errors: str = "strict") -> tuple[int, int]:
+                    allowed_special: AllowedSpecial = "all", errors: str = "strict", separator: str | None = None,
+                    text_field: str = "text", num_threads: int | None = None) -> tuple[int, int]:
         """Streams a text/.gz/.jsonl file into a flat ``.npy`` of ids (uint16 when the vocabulary
-        fits, else uint32), written atomically. Returns (tokens, bytes)."""
+        fits, else uint32), written atomically (an interrupted run leaves no output file).
+        ``separator`` (a special token) is appended after each JSON-lines document.
+        Returns (tokens, bytes of text)."""
         from hf_bpe.progress import file_progress
 
+        if not Path(path_in).is_file():
+            raise FileNotFoundError(f"{os.fspath(path_in)}: no such file")
         with file_progress([path_in], "encoding", enabled=progress) as cb:
             return self._encoder().encode_file(os.fspath(path_in), os.fspath(path_out),
-                                               allowed_special=_specials_arg(allowed_special),
-                                               errors=errors, progress=cb)
+                                               allowed_special=_specials_arg(allowed_special), errors=errors,
+                                               separator=separator, text_field=text_field,
+                                               num_threads=num_threads, progress=cb)
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """Ids to bytes (any byte sequence, valid UTF-8 or not). Unknown ids raise ``ValueError``."""

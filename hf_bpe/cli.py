@@ -78,16 +78,40 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_encode(args: argparse.Namespace) -> int:
+    import tempfile
+
+    import numpy as np
+
     import hf_bpe
 
     bpe = hf_bpe.BPE.load(args.tokenizer)
-    if len(args.inputs) != 1:
-        print("hf-bpe encode: give one INPUT per output file", file=sys.stderr)
-        return 2
     t0 = time.perf_counter()
-    tokens, nbytes = bpe.encode_file(args.inputs[0], args.out, progress=not args.quiet, errors=args.errors)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tokens = nbytes = 0
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".hf-bpe-encode-") as d:
+        parts = []
+        for n, path in enumerate(args.inputs):
+            part = os.path.join(d, f"{n}.npy")
+            t, b = bpe.encode_file(path, part, progress=not args.quiet, errors=args.errors,
+                                   separator=args.separator, num_threads=args.threads)
+            tokens, nbytes = tokens + t, nbytes + b
+            parts.append(part)
+        if len(parts) == 1:
+            os.replace(parts[0], out)
+        else:  # concatenate the parts, streamed through memory maps, then move into place
+            arrays = [np.load(p, mmap_mode="r") for p in parts]
+            tmp = os.path.join(d, "all.npy")
+            whole = np.lib.format.open_memmap(tmp, mode="w+", dtype=arrays[0].dtype, shape=(tokens,))
+            at = 0
+            for a in arrays:
+                whole[at:at + len(a)] = a
+                at += len(a)
+            whole.flush()
+            del whole, arrays
+            os.replace(tmp, out)
     dt = time.perf_counter() - t0
-    print(f"{tokens} tokens from {nbytes} bytes in {dt:.2f} s ({nbytes / 1e6 / max(dt, 1e-9):.1f} MB/s) -> {args.out}")
+    print(f"{tokens} tokens from {nbytes} bytes in {dt:.2f} s ({nbytes / 1e6 / max(dt, 1e-9):.1f} MB/s) -> {out}")
     return 0
 
 
@@ -101,7 +125,8 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     print(f"{'file':40} {'bytes':>14} {'tokens':>14} {'bytes/token':>12}")
     for path in args.inputs:
         with tempfile.TemporaryDirectory() as d:
-            t, b = bpe.encode_file(path, os.path.join(d, "ids.npy"), progress=not args.quiet, errors=args.errors)
+            t, b = bpe.encode_file(path, os.path.join(d, "ids.npy"), progress=not args.quiet, errors=args.errors,
+                                   separator=args.separator, num_threads=args.threads)
         total_b += b
         total_t += t
         print(f"{path[-40:]:40} {b:>14,} {t:>14,} {b / max(t, 1):>12.3f}")
@@ -133,7 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("inputs", nargs="+", metavar="INPUT")
         if name == "encode":
             p.add_argument("--out", required=True, help="output .npy file")
-        p.add_argument("--errors", choices=["strict", "replace", "ignore"], default="strict")
+        p.add_argument("--errors", choices=["strict", "replace"], default="strict",
+                       help="what to do with bytes that are not UTF-8")
+        p.add_argument("--separator", default=None, metavar="T",
+                       help="special token appended after each JSON-lines document (e.g. <|endoftext|>)")
+        p.add_argument("--threads", type=int, default=None, help="default: all cores")
         p.add_argument("--quiet", action="store_true")
         p.set_defaults(func=func)
 

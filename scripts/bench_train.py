@@ -48,7 +48,7 @@ from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS = Path("/work/shared/data/corpus/english.txt.gz")
+DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "english.txt.gz"
 SPECIAL = "<|endoftext|>"
 DOC_SEP = b"\n<|endoftext|>\n"  # how the corpus joins its documents
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""

@@ -421,7 +421,8 @@ pub fn safe_cut(b: &[u8], p: usize, specials: &[String]) -> bool {
     if p < 2 || p + 1 >= b.len() {
         return false;
     }
-    let ok = (b[p - 1] == b'\n' && is_ascii_graphic(b[p - 2]) && is_ascii_graphic(b[p]))
+    // Not before '/': o200k's ` ?[^\s\p{L}\p{N}]+[\r\n/]*` makes ";\n//" one piece.
+    let ok = (b[p - 1] == b'\n' && is_ascii_graphic(b[p - 2]) && is_ascii_graphic(b[p]) && b[p] != b'/')
         || (b[p] == b' ' && b[p - 1].is_ascii_alphabetic() && b[p + 1].is_ascii_alphabetic());
     ok && !specials.iter().any(|s| straddles(b, p, s.as_bytes()))
 }

@@ -422,11 +422,11 @@ def test_long_repeated_piece():
         assert enc.encode(s) == tt("r50k").encode(s)
 
 
-@pytest.mark.xfail(reason="pretok.rs runs the built-in gpt2/o200k patterns through fancy-regex, which hits its "
-                   "backtracking limit on a 1 MB letter run; the hand-written scanners replace it", strict=False)
 def test_long_repeated_piece_builtin_gpt2(gpt2_enc):
     s = "a" * 1_000_000
     assert gpt2_enc.encode(s) == tt("r50k").encode(s)
+    o200k = ours("o200k")
+    assert o200k.encode(s) == tt("o200k").encode(s)
 
 
 @pytest.mark.parametrize("n", [129, 130, 200, 1000, 5000])

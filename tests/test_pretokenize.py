@@ -6,6 +6,7 @@ targeted strategies for the tricky parts of the regexes (whitespace look-ahead, 
 case-insensitive contractions, overlapping letter classes, marks).
 """
 import gzip
+from collections import Counter
 import os
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 
 from hf_bpe import _core
 
-# The regexes as written in tiktoken 0.14.0 (see /work/shared/data/README.md), copied here
+# The regexes as written in tiktoken 0.14.0 (see ../shared/data/README.md), copied here
 # on purpose rather than read back from the extension.
 GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 CL100K = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
@@ -126,7 +127,7 @@ FRAGMENTS = [
     "\U0001f44d\U0001f3fd", "\u65e5\u672c\u8a9e", "\ud55c\uad6d", "\u0645\u0631\u062d\u0628\u0627",
     "\u0928\u092e\u0938\u094d\u0924\u0947",
     # punctuation and symbols, including '/' (special in o200k)
-    "/", "//", ".", ",", "!", "?", "-", "$", "\"", "(", ")", "\u2014", "\u201c", "...", "<|endoftext|>",
+    "/", "//", ".", ",", "!", "?", "-", "$", "\"", "(", ")", "\u2014", "\u201c", "...", "<|endoftext|>", "_", "#", "->", "_x", "(A", "'tis",
 ]
 
 fragment_text = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
@@ -226,3 +227,60 @@ def test_custom_lookaround_pattern():
 def test_bad_pattern_raises_value_error():
     with pytest.raises(ValueError, match=r"\(\?<=a\+\)b\|\("):
         _core.pretokenize(r"(?<=a+)b|(", "aab")
+
+
+# ---------------------------------------------------------------------------------------------
+# The word counter cuts long texts at "safe cuts" and pre-tokenizes the parts in parallel;
+# its counts must still be those of the whole text.
+
+
+def counts_via_regex(name, text):
+    return dict(Counter(p.encode("utf-8") for p in COMPILED[name].findall(text)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_word_counter_cuts_do_not_change_pieces(name):
+    # Every line ends in punctuation and the next starts with '/': o200k makes ";\n//" one
+    # piece, so a cut after the "\n" would split it (this failed before count.rs excluded '/').
+    text = "".join(f"x{i % 97};\n// note {i}\n" for i in range(300_000))
+    wc = _core.WordCounter(name, [], 2)
+    wc.add_texts([text])
+    assert dict(wc.words()) == counts_via_regex(name, text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_word_counter_matches_regex_on_code(name):
+    text = corpus_slice("code")
+    wc = _core.WordCounter(name, [], 2)
+    wc.add_texts([text])
+    assert dict(wc.words()) == counts_via_regex(name, text)
+
+
+PATHOLOGICAL = {
+    "upper run then digit": "A" * 1_000_000 + "1",
+    "space+mark pairs": " \u0301" * 500_000,
+    "titlecase run": "\u01c5" * 1_000_000,
+    "lower+modifier": "a\u02b0" * 500_000,
+    "upper+modifier+upper": "A\u02b0A" * 300_000,
+    "space-newline pairs": " \n" * 1_000_000 + "x",
+    "tabs": "\t" * 1_000_000 + "x",
+    "apostrophes": "'" * 1_000_000,
+    "contractions": "'s" * 1_000_000,
+    "marks only": "\u0301" * 1_000_000,
+    "nbsp run": "\xa0" * 1_000_000 + "a",
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pathological_inputs_are_linear(name):
+    # Backtracking regexes, hand-written scanners: each of these must stay fast (no rescans
+    # of long runs per piece) and tile the text; parity on a small version of each.
+    import time
+
+    for label, text in PATHOLOGICAL.items():
+        t = time.perf_counter()
+        n = _core.count_pieces(name, text)
+        took = time.perf_counter() - t
+        assert took < 1.0, f"{label}: {took:.2f}s"
+        assert n >= 1
+        check(name, text[:3000])

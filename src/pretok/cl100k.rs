@@ -61,11 +61,18 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
             // Lone "\n" before ASCII non-whitespace: alternative 6 takes just it.
             return i + 1;
         }
-        if c != b'\'' && ascii_class(c) == 0 && next & (L | NON_ASCII) == 0 {
-            // ASCII punctuation that cannot start a contraction or prefix a letter run:
-            // alternative 4 without the space.
-            let e = run_not(b, i + 1, L | N | WS);
-            return run_bytes(b, e, b"\r\n");
+        if c != b'\'' && ascii_class(c) == 0 {
+            if next & (L | NON_ASCII) == 0 {
+                // ASCII punctuation that cannot start a contraction or prefix a letter run:
+                // alternative 4 without the space.
+                let e = run_not(b, i + 1, L | N | WS);
+                return run_crlf(b, e, false);
+            }
+            if next & L != 0 {
+                // ASCII punctuation prefixing an ASCII letter run ("(a", "_name", ".x"):
+                // alternative 2 with its prefix.
+                return blk.run(b, i + 2, L);
+            }
         }
     }
     if c == b'\'' {
@@ -98,12 +105,12 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
         }
         if c == b' ' && nlen != 0 && next & (WS | N) == 0 {
             let e = run_not(b, i + 1 + nlen, L | N | WS);
-            return run_bytes(b, e, b"\r\n");
+            return run_crlf(b, e, false);
         }
     }
     if cls & WS == 0 {
         let e = run_not(b, i + len, L | N | WS);
-        return run_bytes(b, e, b"\r\n");
+        return run_crlf(b, e, false);
     }
     let r = ws_run(b, i);
     if r.end == n {

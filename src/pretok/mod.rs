@@ -77,7 +77,8 @@ impl Pattern {
     }
 
     /// True for the built-in patterns, whose pieces never span a `'\n'` followed by a
-    /// non-whitespace character (so text may be cut there without changing the split).
+    /// non-whitespace character other than `'/'` (so text may be cut there without changing
+    /// the split). The `'/'` exception is o200k's `[\r\n/]*` tail: `";\n//"` is one piece.
     pub fn is_builtin(&self) -> bool {
         !matches!(self, Pattern::Custom { .. })
     }

@@ -1,0 +1,52 @@
+"""The documented entry points work as documented: the package doctest and `hf-bpe demo`
+(the main job of the README's first set-up command)."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import subprocess
+import sys
+
+import hf_bpe
+
+
+def test_package_doctest():
+    res = doctest.testmod(hf_bpe)
+    assert res.attempted >= 2 and res.failed == 0
+
+
+def test_demo_trains_on_the_bundled_corpus_and_reports(tmp_path):
+    out = tmp_path / "demo"
+    res = subprocess.run([sys.executable, "-m", "hf_bpe.cli", "demo", "--out", str(out), "--vocab-size", "2000", "--quiet"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    text = res.stdout
+    assert "vocabulary size:   2000" in text
+    ratio = float(text.split("compression ratio:")[1].split()[0])
+    assert 2.5 < ratio < 5.0  # English at 2k tokens: ~2.9 bytes/token (3.6 at 8k)
+    assert "decode: 'The quick brown fox jumps over the lazy dog, and then it rests.'" in text
+    assert json.loads((out / "vocab.json").read_text())["Ġthe"] > 256
+    assert hf_bpe.BPE.load(out).vocab_size == 2000
+
+
+def test_core_stubs_match_the_extension():
+    """Every function, class and method in ``_core.pyi`` exists in the compiled module, and every
+    public name of the module is in the stubs."""
+    import ast
+    from pathlib import Path
+
+    from hf_bpe import _core
+
+    tree = ast.parse((Path(hf_bpe.__file__).parent / "_core.pyi").read_text())
+    stubbed = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            stubbed.add(node.name)
+            assert hasattr(_core, node.name), node.name
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and not item.name.startswith("__"):
+                    assert hasattr(getattr(_core, node.name), item.name), f"{node.name}.{item.name}"
+    public = {n for n in dir(_core) if not n.startswith("_")}
+    assert public <= stubbed, public - stubbed
