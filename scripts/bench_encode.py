@@ -267,8 +267,8 @@ def _ours(form: str):
         out_path = ctx.paths.cache / "tmp" / f"ours-{os.getpid()}.npy"
         out_path.parent.mkdir(parents=True, exist_ok=True)
 
-        def encode_file(path):  # file -> .npy on disk (threads: RAYON_NUM_THREADS, read by hf_bpe)
-            bpe.encode_file(path, out_path, progress=False)
+        def encode_file(path):  # file -> .npy on disk
+            bpe.encode_file(path, out_path, progress=False, num_threads=n)
             return out_path
         return encode_file, lambda p: from_stream(np.load(p), eot)
     return build
@@ -525,7 +525,7 @@ def report(results: list[dict], args, info: dict, vers: dict, load_before, load_
     lines.append("")
     lines.append("Notes: threads enforced per subprocess by CPU affinity (first N usable CPUs), RAYON_NUM_THREADS / "
                  "FASTOKENS_BPE_THREADS / TOKENIZERS_PARALLELISM, and each tool's own argument where it has one "
-                 "(hf_bpe and tiktoken `num_threads`, gigatoken `parallel=False` at 1 thread, wordchipper "
+                 "(hf_bpe `num_threads` (all three forms), tiktoken `num_threads`, gigatoken `parallel=False` at 1 thread, wordchipper "
                  "`set_parallel`); cpu/wall is the process CPU time over wall time of the timed runs. "
                  "`tokenizers fast` is timed for `encode_batch_fast` alone (reading `.ids` from the Encoding "
                  "objects is not timed). File paths read the joined text file (separator `<|endoftext|>`); "
