@@ -29,6 +29,12 @@ How the thread count is enforced
        ``TokenizerOptions.set_parallel``.
   The process CPU time over wall time of the timed runs is reported ("cpu/wall") as a check.
 
+Noise
+  The machine may be shared. Before each tool the script waits (up to ``--quiet-wait`` s) for
+  other processes to go quiet, and it measures how many CPUs they used during the timed runs
+  (``/proc/stat`` busy time minus our own CPU time, "other CPUs"); figures taken while others
+  used more than half a CPU are marked with a dagger.
+
 Optional peers (tokie, fastokens, wordchipper) are used if importable; to install them without
 touching the environment: ``pip install --no-deps --target bench_out/peers tokie fastokens
 wordchipper`` (``bench_out/peers`` is put on the workers' path). wordchipper only loads OpenAI
@@ -386,17 +392,39 @@ def worker(spec: dict) -> None:
             res["warmup_s"] = time.perf_counter() - t
             mismatch = compare(to_flat(out), ref, docs)
             del out  # the last timed run's output is checked too
-            times, cpu = [], []
+            times, cpu, others = [], [], []
             while len(times) < spec["runs"] and (len(times) < 3 or sum(times) < spec["budget"]):
-                c, t = time.process_time(), time.perf_counter()
+                b, c, t = busy_cpu_seconds(), time.process_time(), time.perf_counter()
                 out = encode(arg)
                 times.append(time.perf_counter() - t)
                 cpu.append(time.process_time() - c)
+                others.append(max(0.0, busy_cpu_seconds() - b - cpu[-1]))
             mismatch = mismatch or compare(to_flat(out), ref, docs)
-            res.update(times=times, cpu=cpu, mismatch=mismatch, load=os.getloadavg()[0])
+            res.update(times=times, cpu=cpu, others=others, mismatch=mismatch, load=os.getloadavg()[0])
         except Exception as e:
             res["error"] = f"{type(e).__name__}: {e}"
         emit(res)
+
+
+def busy_cpu_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot (all processes, from /proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_quiet(max_wait: float, threshold: float = 0.3) -> float:
+    """Waits (up to ``max_wait`` s) until other processes use less than ``threshold`` CPUs over
+    a one-second sample; returns the last sample (CPUs busy)."""
+    deadline = time.monotonic() + max_wait
+    while True:
+        b = busy_cpu_seconds()
+        time.sleep(1.0)
+        busy = busy_cpu_seconds() - b
+        if busy < threshold or time.monotonic() >= deadline:
+            return busy
+        time.sleep(2.0)
 
 
 def emit(obj: dict) -> None:
@@ -472,9 +500,19 @@ def cell(r: dict | None, base: float | None) -> str:
     s = f"{v:,.1f}" if v < 100 else f"{v:,.0f}"
     if base:
         s += f" ({v / base:.2f}x)"
+    if busy_others(r) > BUSY:
+        s += " †"
     if r.get("mismatch"):
         s += " **≠ids**"
     return s
+
+
+BUSY = 0.5  # other processes using more CPUs than this during a measurement: flagged with †
+
+
+def busy_others(r: dict) -> float:
+    """Average number of CPUs used by other processes during the timed runs."""
+    return sum(r.get("others", [0.0])) / sum(r["times"]) if r.get("times") else 0.0
 
 
 def report(results: list[dict], args, info: dict, vers: dict, load_before, load_after, wall: float) -> str:
@@ -486,7 +524,9 @@ def report(results: list[dict], args, info: dict, vers: dict, load_before, load_
     lines.append(f"Inputs: first {args.mb:g} MB of whole documents per corpus; warm-up + up to {args.runs} timed runs "
                  f"(≥3, stopping after {args.budget:g} s); **median MB/s** (MB = 1e6 bytes of UTF-8 text) and, "
                  f"in brackets, the ratio to `{BASELINE}` with the same vocabulary, corpus and threads. "
-                 "`≠ids` = ids differ from tiktoken's (see below).")
+                 "`≠ids` = ids differ from tiktoken's (see below). "
+                 f"† = other processes used more than {BUSY} CPU on average during the timed runs (the machine is shared): "
+                 "treat that figure, above all a 2-thread one, as a lower bound.")
     lines.append("")
     by_key = {(r["vocab"], r["corpus"], r["threads"], r["tool"]): r for r in results}
     tools = [t.name for t in TOOLS if any(r["tool"] == t.name for r in results)]
@@ -504,7 +544,7 @@ def report(results: list[dict], args, info: dict, vers: dict, load_before, load_
         lines.append("")
     # Details: every measurement, with spread, CPU use and the id check.
     lines += ["## Details", "",
-              "| vocab | corpus | threads | tool | runs | median s | MB/s median (min–max) | cpu/wall | load | ids |",
+              "| vocab | corpus | threads | tool | runs | median s | MB/s median (min–max) | cpu/wall | other CPUs | ids |",
               "|---|---|---:|---|---:|---:|---|---:|---:|---|"]
     for r in results:
         head = f"| {r['vocab']} | {r['corpus']} | {r['threads']} | {r['tool']} |"
@@ -516,7 +556,7 @@ def report(results: list[dict], args, info: dict, vers: dict, load_before, load_
         lo, hi = r["bytes"] / 1e6 / max(t), r["bytes"] / 1e6 / min(t)
         util = sum(r["cpu"]) / sum(t)
         ids = "equal" if not r["mismatch"] else f"**MISMATCH**: {r['mismatch']}"
-        lines.append(f"{head} {len(t)} | {med:.3f} | {mbps(r):,.1f} ({lo:,.1f}–{hi:,.1f}) | {util:.2f} | {r['load']:.2f} | {ids} |")
+        lines.append(f"{head} {len(t)} | {med:.3f} | {mbps(r):,.1f} ({lo:,.1f}–{hi:,.1f}) | {util:.2f} | {busy_others(r):.2f} | {ids} |")
     lines.append("")
     sizes = {(r["corpus"], r["vocab"]): r for r in results if "bytes" in r}
     lines.append("Inputs: " + "; ".join(
@@ -526,7 +566,9 @@ def report(results: list[dict], args, info: dict, vers: dict, load_before, load_
     lines.append("Notes: threads enforced per subprocess by CPU affinity (first N usable CPUs), RAYON_NUM_THREADS / "
                  "FASTOKENS_BPE_THREADS / TOKENIZERS_PARALLELISM, and each tool's own argument where it has one "
                  "(hf_bpe `num_threads` (all three forms), tiktoken `num_threads`, gigatoken `parallel=False` at 1 thread, wordchipper "
-                 "`set_parallel`); cpu/wall is the process CPU time over wall time of the timed runs. "
+                 "`set_parallel`); cpu/wall is the process CPU time over wall time of the timed runs; other CPUs = CPU time of all "
+                 "other processes (from /proc/stat) over the same wall time. Before each tool the script waits "
+                 "(up to --quiet-wait s) for the machine to be quiet. "
                  "`tokenizers fast` is timed for `encode_batch_fast` alone (reading `.ids` from the Encoding "
                  "objects is not timed). File paths read the joined text file (separator `<|endoftext|>`); "
                  "`hf_bpe file→npy` also writes the ids (with the separator's id between documents) to a `.npy`; "
@@ -549,6 +591,8 @@ def parse_args(argv=None):
     ap.add_argument("--skip", default="", help="comma-separated tool names to leave out")
     ap.add_argument("--cache", type=Path, default=ROOT / "bench_out")
     ap.add_argument("--no-pin", action="store_true", help="don't restrict workers' CPU affinity")
+    ap.add_argument("--quiet-wait", type=float, default=60,
+                    help="before each tool, wait up to this many seconds for other processes to use < 0.3 CPUs (0: don't)")
     ap.add_argument("--out-md", type=Path, help="also write the report here")
     ap.add_argument("--out-json", type=Path, help="also write the raw results here")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -591,12 +635,15 @@ def main(argv=None) -> None:
                 spec = {"vocab": vocab, "threads": threads, "tool": tool.name, "corpora": args.corpora,
                         "mb": args.mb, "runs": args.runs, "budget": args.budget, "cache": str(paths.cache),
                         "peers": str(paths.peers), "pin": not args.no_pin}
+                if args.quiet_wait > 0:
+                    wait_quiet(args.quiet_wait)
                 for r in run_worker(spec):
                     results.append(r)
                     if "error" in r:
                         msg = f"ERROR {r['error']}"
                     else:
-                        msg = f"{mbps(r):9.1f} MB/s  cpu/wall {sum(r['cpu']) / sum(r['times']):.2f}"
+                        msg = (f"{mbps(r):9.1f} MB/s  cpu/wall {sum(r['cpu']) / sum(r['times']):.2f}"
+                               f"  others {busy_others(r):.2f} CPUs")
                         if r["mismatch"]:
                             msg += f"  !!! IDS DIFFER FROM TIKTOKEN: {r['mismatch']}"
                     print(f"{vocab:6s} {r['corpus']:12s} {threads}t {tool.name:20s} {msg}", file=sys.stderr, flush=True)
