@@ -50,7 +50,7 @@ fn with_progress<T: Send>(
                 }
             })
         };
-        f(&mut cb)
+        no_panic(|| f(&mut cb))
     });
     match (out, failure) {
         (_, Some(e)) => Err(e),
@@ -114,7 +114,7 @@ impl WordCounter {
         let inner = &mut self.inner;
         py.allow_threads(|| {
             let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
-            inner.add_texts(&refs)
+            no_panic(|| inner.add_texts(&refs))
         })
         .map_err(value_error)
     }
@@ -320,7 +320,8 @@ fn ids_of(ob: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     Ok(v)
 }
 
-/// Turns a Rust panic (a bug) into an error instead of letting it reach Python as PanicException.
+/// Turns a Rust panic (a bug) into a ValueError instead of letting it reach Python as
+/// PanicException. Every long call (counting, training, encoding) runs under it.
 fn no_panic<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
@@ -330,7 +331,7 @@ fn no_panic<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            Err(format!("internal error in hf_bpe encoder (please report): {msg}"))
+            Err(format!("internal error in hf_bpe (please report): {msg}"))
         }
     }
 }

@@ -27,8 +27,11 @@ use std::sync::Arc;
 
 use aho_corasick::{AhoCorasick, Input, MatchKind};
 
-/// Size of one read from a file.
-pub const BLOCK_BYTES: usize = 8 << 20;
+/// Size of one read from a file. Up to four blocks are alive at once (two queued, one being
+/// read, one being counted plus its carry-over), so this sets the reader's memory. 2 MiB keeps
+/// both cores busy (two 1 MiB segments per block) and measured as fast as 8 MiB on the 191 MB
+/// English corpus while lowering peak RSS of training by ~15 MiB (20 MB) to ~28 MiB (191 MB).
+pub const BLOCK_BYTES: usize = 2 << 20;
 
 /// A callback told how far a long job has got; returning `false` stops the job (e.g. Ctrl-C).
 pub type Progress<'a> = &'a mut dyn FnMut(u64) -> bool;
