@@ -268,3 +268,19 @@ def test_pathological_inputs_are_linear(name):
         assert took < 1.0, f"{label}: {took:.2f}s"
         assert n >= 1
         check(name, text[:3000])
+
+
+def test_regex_module_is_the_version_the_tables_come_from():
+    """The scanners' Unicode classes were generated from one `regex` release; parity over all
+    code points is only meaningful against that release (newer ones carry newer Unicode data)."""
+    import re as _re
+    from pathlib import Path
+
+    import regex as regex_module
+
+    header = (Path(__file__).resolve().parent.parent / "src" / "unicode_tables.rs").read_text()[:2000]
+    wanted = _re.search(r"`regex` module (\S+)", header).group(1)
+    assert regex_module.__version__ == wanted, (
+        f"src/unicode_tables.rs was generated from regex {wanted}, but regex {regex_module.__version__} is "
+        f"installed: `pip install regex=={wanted}` (the test extra pins it) or regenerate the tables with "
+        "scripts/gen_unicode_tables.py")
