@@ -22,17 +22,27 @@
 //!   Pieces of 16..=31 bytes (common in Cyrillic, Greek, Arabic: 2 bytes per letter) get a
 //!   second table with 32-byte packed keys; pieces up to [`MAX_CACHED_LEN`] bytes (Thai or CJK
 //!   runs without spaces) a hashbrown map keyed by boxed bytes; longer ones are not cached.
-//! * **Bounded memory.** `cache_bytes` is the total budget of one encoder, split evenly over
-//!   its slots (2 x cores + 2). A slot charges what it really holds — table capacities, arena
-//!   capacity, long-map keys plus an allowance per entry — and checks every growth against its
-//!   share *before* growing; if the growth does not fit, the slot is wiped (allocations kept)
-//!   and refilled, as gigatoken does after its unbounded cache exhausted RAM on TB-scale
-//!   corpora. So a slot never exceeds its share; `cache_bytes=0` disables caching.
+//! * **Bounded memory.** `cache_bytes` is the total budget of one encoder, shared by its slots
+//!   (2 x cores + 2) through one atomic counter that a slot draws on before it grows (so an
+//!   atomic per growth step, never per piece). It used to be split evenly (256 MiB / 6 slots =
+//!   43 MiB each): o200k on the multilingual corpus needs ~37 MB per slot, so a table doubling
+//!   past the share wiped the slot over and over and 2 threads ran at *half* the speed of one
+//!   (72 vs 156 MB/s, suspected); now the busy slots may take all of it and idle ones cost
+//!   nothing. Measured: no difference on the 20 MB benchmark (o200k multilingual 2t 422 vs 438
+//!   MB/s, noise; the slots stayed below 43 MiB there); the guard is for bigger corpora. The
+//!   slow 2-thread runs that remain are *cold* runs: each thread's slot learns the corpus's
+//!   words on its own, so after one warm-up run the other slot still misses (min ~70 MB/s). A
+//!   keeps what it drew until `clear_cache` or the encoder drops. A slot charges what it
+//!   really holds — table capacities, arena capacity, long-map keys plus an allowance per
+//!   entry — and checks every growth against the pool *before* growing; if the growth does not
+//!   fit, the slot is wiped (allocations kept) and refilled, as gigatoken does after its
+//!   unbounded cache exhausted RAM on TB-scale corpora. So the slots together never exceed the
+//!   budget; `cache_bytes=0` disables caching.
 //! * **No shared mutable state on the hot path.** The encoder owns a few cache slots behind
 //!   mutexes; a worker `try_lock`s one slot *once per work unit* (about a megabyte of text),
 //!   never per word, so there are no atomics per lookup (HF moved its cache to thread-local for
 //!   the same reason). A worker that finds every slot busy uses a private throw-away cache (its budget is the
-//!   slot share capped at 16 MiB, freed when the unit ends), so
+//!   budget / slots, capped at 16 MiB, freed when the unit ends), so
 //!   nothing ever blocks — this also makes a forked child safe when a parent thread held a slot.
 //! * **FxHash** everywhere: keys are integers or short byte strings from trusted tables; SipHash
 //!   would cost 5–10% overall (tiktoken measured the same).
@@ -53,7 +63,8 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
@@ -62,7 +73,7 @@ use crate::keys::{load15, mix128, pack, pack_in};
 use crate::pretok::Pattern;
 
 /// Pieces queued (and their cache slots prefetched) before they are looked up; a power of two.
-const QUEUE: usize = 32;
+const QUEUE: usize = 64;
 
 /// A queued piece: its byte range and, for 2..=15 bytes, its packed short-table key (else 0).
 #[derive(Clone, Copy, Default)]
@@ -326,7 +337,13 @@ pub struct WordCache {
     long: FxHashMap<Box<[u8]>, (u32, u32)>,
     arena: Vec<u32>,
     long_bytes: usize,
+    /// Most bytes this cache may use: the encoder's whole budget for a slot, a small private
+    /// budget for a throw-away cache.
     budget: usize,
+    /// Slots only: bytes used by all slots of the encoder together (at most `budget`).
+    pool: Option<Arc<AtomicUsize>>,
+    /// Bytes this cache has added to `pool` (>= `used()`; given back when the cache drops).
+    charged: usize,
     pub hits: u64,
     pub misses: u64,
 }
@@ -338,8 +355,10 @@ const SHORT_INITIAL: usize = 1 << 12;
 impl WordCache {
     /// Allocates nothing: the tables start as 1-slot sentinels and get their first real
     /// allocation on the first insert (so idle slots and idle encoders cost no memory).
-    fn new(budget: usize) -> Self {
+    fn new(budget: usize, pool: Option<Arc<AtomicUsize>>) -> Self {
         WordCache {
+            pool,
+            charged: 0,
             short: Table::with_capacity_pow2(1),
             mid: Table::with_capacity_pow2(1),
             long: FxHashMap::default(),
@@ -417,13 +436,33 @@ impl WordCache {
         self.long_bytes = 0;
     }
 
+    /// May this cache grow to `want` bytes? Slots draw on the encoder's shared pool.
+    fn fits(&mut self, want: usize) -> bool {
+        if want > self.budget {
+            return false;
+        }
+        if want <= self.charged {
+            return true;
+        }
+        let Some(pool) = &self.pool else { return true };
+        let (extra, total) = (want - self.charged, self.budget);
+        let ok = pool
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| (u + extra <= total).then_some(u + extra))
+            .is_ok();
+        if ok {
+            self.charged = want;
+        }
+        ok
+    }
+
     /// Can `delta` more bytes be used? Wipes once if that makes it fit.
     fn room_for(&mut self, delta: usize) -> bool {
-        if self.used() + delta <= self.budget {
+        if self.fits(self.used() + delta) {
             return true;
         }
         self.wipe();
-        self.used() + delta <= self.budget
+        let want = self.used() + delta;
+        self.fits(want)
     }
 
     fn put(&mut self, piece: &[u8], ids: &[u32]) {
@@ -495,6 +534,14 @@ impl WordCache {
     }
 }
 
+impl Drop for WordCache {
+    fn drop(&mut self) {
+        if let Some(pool) = &self.pool {
+            pool.fetch_sub(self.charged, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A cache slot borrowed for one unit of work: a locked slot, or a private one.
 pub enum CacheGuard<'a> {
     Slot(std::sync::MutexGuard<'a, WordCache>),
@@ -525,7 +572,7 @@ impl std::ops::DerefMut for CacheGuard<'_> {
 
 /// Cache slots per encoder: one per pool worker plus spares for Python threads calling
 /// `encode` concurrently (GIL released), so that they rarely fall back to a cold private
-/// cache. Slots allocate lazily, so unused ones cost nothing; the budget is split evenly.
+/// cache. Slots allocate lazily, so unused ones cost nothing; they share one budget.
 fn slot_count() -> usize {
     2 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) + 2
 }
@@ -698,7 +745,7 @@ impl Encoder {
         };
 
         let n_slots = slot_count();
-        let per_slot = cache_bytes / n_slots;
+        let pool = Arc::new(AtomicUsize::new(0));
         Ok(Encoder {
             dec_off,
             dec_bytes,
@@ -715,7 +762,7 @@ impl Encoder {
             pattern,
             pattern_spec: pattern_spec.to_string(),
             cache_bytes,
-            slots: (0..n_slots).map(|_| Slot(Mutex::new(WordCache::new(per_slot)))).collect(),
+            slots: (0..n_slots).map(|_| Slot(Mutex::new(WordCache::new(cache_bytes, Some(pool.clone()))))).collect(),
         })
     }
 
@@ -747,8 +794,8 @@ impl Encoder {
     pub fn clear_cache(&self) {
         for s in &self.slots {
             if let Ok(mut c) = s.0.try_lock() {
-                let b = c.budget;
-                *c = WordCache::new(b);
+                let (b, pool) = (c.budget, c.pool.clone());
+                *c = WordCache::new(b, pool);
             }
         }
     }
@@ -775,7 +822,7 @@ impl Encoder {
             }
         }
         // Everything busy (or poisoned): a private cache with a small budget.
-        CacheGuard::Private(WordCache::new((self.cache_bytes / n).min(16 << 20)))
+        CacheGuard::Private(WordCache::new((self.cache_bytes / n).min(16 << 20), None))
     }
 
     // -----------------------------------------------------------------------------------------
