@@ -231,7 +231,11 @@ impl<K: TableKey> Table<K> {
     /// `cap` is rounded up to a power of two; a capacity of 1 is a disabled (always empty) table.
     fn with_capacity_pow2(cap: usize) -> Self {
         let cap = cap.next_power_of_two().max(1);
-        Table { entries: vec![Entry::default(); cap], mask: cap - 1, len: 0 }
+        let mut entries = Vec::with_capacity(cap);
+        // Advise before the first write, so the first faults already map huge pages.
+        huge_pages(entries.spare_capacity_mut());
+        entries.resize(cap, Entry::default());
+        Table { entries, mask: cap - 1, len: 0 }
     }
 
     #[inline(always)]
@@ -316,6 +320,40 @@ impl<K: TableKey> Table<K> {
         self.entries.iter_mut().for_each(|e| *e = Entry::default());
         self.len = 0;
     }
+}
+
+/// Asks Linux for transparent huge pages under a big table (this machine's THP mode is
+/// `madvise`, so nothing happens without asking). A warm short table is 16–32 MB: with 4 KiB
+/// pages nearly every lookup also missed the TLB, and the page walk is something a software
+/// prefetch has to wait for; with 2 MiB pages the whole table fits the second-level TLB.
+/// Measured: small, English 402 -> 408, multilingual 170 -> 178 MB/s per CPU-second (gpt2,
+/// one thread; near the noise). Before, `vec![Entry::default(); n]` wrote the pages before
+/// the advice, so it had no effect at all (AnonHugePages stayed 0).
+fn huge_pages<T>(v: &[T]) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = std::mem::size_of_val(v);
+        if bytes < 2 * HUGE {
+            return;
+        }
+        extern "C" {
+            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+        }
+        const MADV_HUGEPAGE: i32 = 14;
+        // Page-aligned range inside the allocation (madvise needs an aligned start).
+        let start = (v.as_ptr() as usize + 4095) & !4095;
+        let end = (v.as_ptr() as usize + bytes) & !4095;
+        if end > start {
+            // SAFETY: the range lies inside a live allocation; MADV_HUGEPAGE only changes how
+            // the kernel backs it (contents are kept), and a failure is harmless (ignored).
+            unsafe {
+                madvise(start as *mut std::ffi::c_void, end - start, MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
 }
 
 /// Per-slot word cache.
@@ -1000,7 +1038,9 @@ impl Encoder {
         let mut n = 0usize;
         let r = self.pattern.for_each_piece(text, |s, e| {
             let len = e - s;
-            let key = if (2..16).contains(&len) {
+            // One-byte pieces ("," "." "\n") go through the table too (their key is non-zero:
+            // the length byte), so the drain loop has no hard-to-predict branch on the length.
+            let key = if (1..16).contains(&len) {
                 let k = pack_in(b, s, e);
                 cache.short.prefetch(&k);
                 k
