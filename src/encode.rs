@@ -1060,7 +1060,7 @@ impl Encoder {
     }
 
     /// Looks the queued pieces up (see [`Self::encode_text`]), appending their ids in order.
-    #[inline(always)]
+    #[inline(never)]
     fn drain(&self, cache: &mut WordCache, b: &[u8], q: &[Queued], out: &mut Vec<u32>) {
         let mut hits = 0u64;
         for p in q {
