@@ -4,7 +4,8 @@
 //! * Documents are first split at allowed special tokens into *items*; text items bigger than
 //!   [`SEGMENT_BYTES`] are cut at safe places (`reader::segments`, valid for the built-in
 //!   patterns only), so one 100 MB line is spread over all cores like a batch of documents.
-//! * Consecutive items are grouped into *units* of roughly equal size (64 KiB–1 MiB); each unit
+//! * Consecutive items are grouped into *units* of roughly equal size (64 KiB–1 MiB, about 32
+//!   per thread); each unit
 //!   borrows one cache slot once, encodes into its own `Vec<u32>`, and the vectors are joined in
 //!   order at the end. Flat output (ids + offsets) avoids one Python list per document, which
 //!   costs more than the encoding itself for short documents.
