@@ -1,12 +1,11 @@
 //! Parallel, fork-safe driving of an [`Encoder`]: batches, huge single texts, offsets, files.
 //!
 //! Performance notes:
-//! * Documents are first split at allowed special tokens into *items*; text items bigger than
-//!   [`SEGMENT_BYTES`] are cut at safe places (`reader::segments`, valid for the built-in
+//! * Documents are first split at allowed special tokens into *items*; with a pool, text items
+//!   bigger than 1.5 work units (a unit is at most [`SEGMENT_BYTES`]) are cut at safe places (`reader::segments`, valid for the built-in
 //!   patterns only), so one 100 MB line is spread over all cores like a batch of documents.
 //! * Consecutive items are grouped into *units* of roughly equal size (64 KiB–1 MiB, about 32
-//!   per thread); each unit
-//!   borrows one cache slot once, encodes into its own `Vec<u32>`, and the vectors are joined in
+//!   per thread); each unit borrows one cache slot once, encodes into its own `Vec<u32>`, and the vectors are joined in
 //!   order at the end. Flat output (ids + offsets) avoids one Python list per document, which
 //!   costs more than the encoding itself for short documents.
 //! * Files are streamed by [`crate::reader::read_corpus`], the same reader as training: blocks
@@ -29,7 +28,7 @@ use rayon::prelude::*;
 use crate::encode::{Encoder, Item, SpecialSet};
 use crate::reader::{read_corpus, segments, Block, CutRule, Progress, ReadOptions, Utf8Errors};
 
-/// Text items longer than this are cut at safe places.
+/// Largest work unit; text items longer than 1.5 units are cut at safe places.
 pub const SEGMENT_BYTES: usize = 1 << 20;
 /// Work units per pool thread in a batch (see `encode_docs`).
 const UNITS_PER_THREAD: usize = 32;
