@@ -59,12 +59,15 @@
 //!   reasons never pinned down; this one follows the counter's recipe (`count.rs`: packed keys,
 //!   a 64-piece queue, entries with the ids inline so a hit is the one prefetched line). Then one-byte pieces through the table too
 //!   (no length branch in the lookup loop; 386 -> 407), the lookup loop `#[inline(never)]`
-//!   (-> 420) and huge pages for the tables (small, see [`huge_pages`]).
-//! * **Tried and dropped** (all within noise, gpt2 1t): queue of 32 vs 64; a struct instead of
-//!   the closure over six references (the per-piece closure still is not inlined into the
-//!   scanner); reserving 3 ids per queued piece once per drain instead of per hit; prefetching
+//!   (-> 420), huge pages for the tables (small, see [`huge_pages`]), and the per-piece step
+//!   as a `PieceSink` method with `#[inline(always)]` instead of a closure, which the compiler
+//!   had left out of line (a call, 5 register saves/restores per piece): English 420 -> 446,
+//!   code 228 -> 246, multilingual 175 -> 189 MB per CPU second.
+//! * **Tried and dropped** (all within noise, gpt2 1t): queue of 32 vs 64; a struct whose
+//!   method the closure calls (the closure itself still was not inlined); reserving 3 ids per queued piece once per drain instead of per hit; prefetching
 //!   the mid table (16..=31 bytes) as well; huge pages for the output buffers (page faults of
-//!   the fresh output are ~6% of a run). Earlier: a 3/4 instead of 1/2 table load factor.
+//!   the fresh output are ~6% of a run); a 3/4 instead of 1/2 table load factor (measured
+//!   again with the prefetching: no change).
 //!
 //! Measured on the 2-vCPU dev machine (shared, so wall clock is noisy; CPU time quoted), GPT-2
 //! merges, warm cache, one thread: the cache + merge core alone runs at ~295 MB/s on English,
@@ -81,10 +84,43 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
 
 use crate::keys::{load15, mix128, pack, pack_in};
-use crate::pretok::Pattern;
+use crate::pretok::{Pattern, PieceSink};
 
 /// Pieces queued (and their cache slots prefetched) before they are looked up; a power of two.
 const QUEUE: usize = 64;
+
+/// The pieces of a text waiting for their cache lookup (see [`Encoder::encode_text`]).
+struct PieceQueue<'a> {
+    enc: &'a Encoder,
+    cache: &'a mut WordCache,
+    b: &'a [u8],
+    out: &'a mut Vec<u32>,
+    q: [Queued; QUEUE],
+    n: usize,
+}
+
+impl PieceSink for &mut PieceQueue<'_> {
+    #[inline(always)]
+    fn piece(&mut self, s: usize, e: usize) {
+        let len = e - s;
+        // One-byte pieces ("," "." "\n") go through the table too (their key is non-zero:
+        // the length byte), so the drain loop has no hard-to-predict branch on the length.
+        let key = if (1..16).contains(&len) {
+            let k = pack_in(self.b, s, e);
+            self.cache.short.prefetch(&k);
+            k
+        } else {
+            0
+        };
+        // `n` < QUEUE always (drained when it gets there); the mask drops the bound check.
+        self.q[self.n & (QUEUE - 1)] = Queued { key, s, e };
+        self.n += 1;
+        if self.n == QUEUE {
+            self.enc.drain(self.cache, self.b, &self.q, self.out);
+            self.n = 0;
+        }
+    }
+}
 
 /// A queued piece: its byte range and, for 2..=15 bytes, its packed short-table key (else 0).
 #[derive(Clone, Copy, Default)]
@@ -1045,28 +1081,10 @@ impl Encoder {
     /// lookup stalled on one cache miss, one after the other.
     pub fn encode_text(&self, cache: &mut WordCache, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
         let b = text.as_bytes();
-        let mut q = [Queued::default(); QUEUE];
-        let mut n = 0usize;
-        let r = self.pattern.for_each_piece(text, |s, e| {
-            let len = e - s;
-            // One-byte pieces ("," "." "\n") go through the table too (their key is non-zero:
-            // the length byte), so the drain loop has no hard-to-predict branch on the length.
-            let key = if (1..16).contains(&len) {
-                let k = pack_in(b, s, e);
-                cache.short.prefetch(&k);
-                k
-            } else {
-                0
-            };
-            // `n` < QUEUE always (drained when it gets there); the mask drops the bound check.
-            q[n & (QUEUE - 1)] = Queued { key, s, e };
-            n += 1;
-            if n == QUEUE {
-                self.drain(cache, b, &q, out);
-                n = 0;
-            }
-        });
-        self.drain(cache, b, &q[..n], out);
+        let mut pq = PieceQueue { enc: self, cache, b, out, q: [Queued::default(); QUEUE], n: 0 };
+        let r = self.pattern.for_each_piece(text, &mut pq);
+        let n = pq.n;
+        self.drain(pq.cache, b, &pq.q[..n], pq.out);
         r
     }
 
