@@ -1456,6 +1456,34 @@ mod tests {
     }
 
     #[test]
+    fn slots_share_one_budget() {
+        let ranks = toy_ranks();
+        let budget = 1 << 16;
+        let enc = Encoder::new(ranks, None, vec![], r"\S+|\s+", budget).unwrap();
+        {
+            let mut a = enc.cache(0);
+            let mut b = enc.cache(1);
+            assert!(matches!((&a, &b), (CacheGuard::Slot(_), CacheGuard::Slot(_))));
+            let mut seed = 5;
+            for k in 0..20_000 {
+                let n = 2 + (lcg(&mut seed) % 40) as usize;
+                let piece: Vec<u8> = (0..n).map(|_| b"abcdxyz"[(lcg(&mut seed) % 7) as usize]).collect();
+                let (mut x, mut y) = (Vec::new(), Vec::new());
+                let c = if k % 2 == 0 { &mut a } else { &mut b };
+                enc.encode_piece(c, &piece, &mut x);
+                enc.bpe_piece(&piece, &mut y);
+                assert_eq!(x, y);
+                assert!(a.used() + b.used() <= budget, "{} + {} > {budget}", a.used(), b.used());
+                assert!(a.charged + b.charged <= budget);
+            }
+        }
+        // clear_cache gives every slot's share back to the pool.
+        enc.clear_cache();
+        let pool = enc.slots[0].0.lock().unwrap().pool.clone().unwrap();
+        assert_eq!(pool.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
     fn packing32_matches_a_plain_copy() {
         for n in 16..32usize {
             let b: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(91).wrapping_add(3)).collect();
