@@ -26,14 +26,16 @@
 //!   (2 x cores + 2) through one atomic counter that a slot draws on before it grows (so an
 //!   atomic per growth step, never per piece). It used to be split evenly (256 MiB / 6 slots =
 //!   43 MiB each): o200k on the multilingual corpus needs ~37 MB per slot, so a table doubling
-//!   past the share wiped the slot over and over and 2 threads ran at *half* the speed of one
-//!   (72 vs 156 MB/s, suspected); now the busy slots may take all of it and idle ones cost
-//!   nothing. Measured: no difference on the 20 MB benchmark (o200k multilingual 2t 422 vs 438
-//!   MB/s, noise; the slots stayed below 43 MiB there); the guard is for bigger corpora. The
-//!   slow 2-thread runs that remain are *cold* runs: each thread's slot learns the corpus's
-//!   words on its own, so after one warm-up run the other slot still misses (min ~70 MB/s;
-//!   a cache shared between threads would fix that, not done). A slot keeps what it drew until `clear_cache` or the encoder drops. A slot charges what it
-//!   really holds — table capacities, arena capacity, long-map keys plus an allowance per
+//!   past the share wiped the slot over and over and 2 threads ran at *half* the speed of one.
+//!   Now the busy slots may take all of it and idle ones cost nothing. Measured with
+//!   `scripts/bench_encode.py`, whose worker encodes English, code, then multilingual with one
+//!   encoder (so each slot holds all three vocabularies): o200k multilingual 2 threads 64 MB/s
+//!   before (66.6 at the base commit; 64 with the prefetch queue in), 439 after; a fresh encoder on the multilingual corpus
+//!   alone stayed under 43 MiB per slot and did not show it (422 vs 438, noise). The slow
+//!   2-thread runs that remain are *cold* runs: each thread's slot learns the corpus's words on
+//!   its own, so after one warm-up run the other slot still misses (min ~70 MB/s; a cache
+//!   shared between threads would fix that, not done). A slot keeps what it drew until
+//!   `clear_cache` or the encoder drops. A slot charges what it really holds — table capacities, arena capacity, long-map keys plus an allowance per
 //!   entry — and checks every growth against the pool *before* growing; if the growth does not
 //!   fit, the slot is wiped (allocations kept) and refilled, as gigatoken does after its
 //!   unbounded cache exhausted RAM on TB-scale corpora. So the slots together never exceed the
