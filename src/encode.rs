@@ -22,17 +22,29 @@
 //!   Pieces of 16..=31 bytes (common in Cyrillic, Greek, Arabic: 2 bytes per letter) get a
 //!   second table with 32-byte packed keys; pieces up to [`MAX_CACHED_LEN`] bytes (Thai or CJK
 //!   runs without spaces) a hashbrown map keyed by boxed bytes; longer ones are not cached.
-//! * **Bounded memory.** `cache_bytes` is the total budget of one encoder, split evenly over
-//!   its slots (2 x cores + 2). A slot charges what it really holds — table capacities, arena
-//!   capacity, long-map keys plus an allowance per entry — and checks every growth against its
-//!   share *before* growing; if the growth does not fit, the slot is wiped (allocations kept)
-//!   and refilled, as gigatoken does after its unbounded cache exhausted RAM on TB-scale
-//!   corpora. So a slot never exceeds its share; `cache_bytes=0` disables caching.
+//! * **Bounded memory.** `cache_bytes` is the total budget of one encoder, shared by its slots
+//!   (2 x cores + 2) through one atomic counter that a slot draws on before it grows (so an
+//!   atomic per growth step, never per piece). It used to be split evenly (256 MiB / 6 slots =
+//!   43 MiB each): o200k on the multilingual corpus needs ~37 MB per slot, so a table doubling
+//!   past the share wiped the slot over and over and 2 threads ran at *half* the speed of one.
+//!   Now the busy slots may take all of it and idle ones cost nothing. Measured with
+//!   `scripts/bench_encode.py`, whose worker encodes English, code, then multilingual with one
+//!   encoder (so each slot holds all three vocabularies): o200k multilingual 2 threads 64 MB/s
+//!   before (66.6 at the base commit; 64 with the prefetch queue in), 439 after; a fresh encoder on the multilingual corpus
+//!   alone stayed under 43 MiB per slot and did not show it (422 vs 438, noise). The slow
+//!   2-thread runs that remain are *cold* runs: each thread's slot learns the corpus's words on
+//!   its own, so after one warm-up run the other slot still misses (min ~70 MB/s; a cache
+//!   shared between threads would fix that, not done). A slot keeps what it drew until
+//!   `clear_cache` or the encoder drops. A slot charges what it really holds — table capacities, arena capacity, long-map keys plus an allowance per
+//!   entry — and checks every growth against the pool *before* growing; if the growth does not
+//!   fit, the slot is wiped (allocations kept) and refilled, as gigatoken does after its
+//!   unbounded cache exhausted RAM on TB-scale corpora. So the slots together never exceed the
+//!   budget; `cache_bytes=0` disables caching.
 //! * **No shared mutable state on the hot path.** The encoder owns a few cache slots behind
-//!   mutexes; a worker `try_lock`s one slot *once per work unit* (about a megabyte of text),
+//!   mutexes; a worker `try_lock`s one slot *once per work unit* (64 KiB to 1 MiB of text),
 //!   never per word, so there are no atomics per lookup (HF moved its cache to thread-local for
-//!   the same reason). A worker that finds every slot busy uses a private throw-away cache (its budget is the
-//!   slot share capped at 16 MiB, freed when the unit ends), so
+//!   the same reason). A worker that finds every slot busy uses a private throw-away cache
+//!   (budget / slots, capped at 16 MiB, outside the pool, freed when the unit ends), so
 //!   nothing ever blocks — this also makes a forked child safe when a parent thread held a slot.
 //! * **FxHash** everywhere: keys are integers or short byte strings from trusted tables; SipHash
 //!   would cost 5–10% overall (tiktoken measured the same).
@@ -40,10 +52,24 @@
 //!   scan for the minimum: for a dozen parts this beats any heap. **Long pieces** (base64 blobs,
 //!   `"a" * 1_000_000`) use a binary heap of `(rank, position)` over a doubly linked list,
 //!   O(n log n), with lazy invalidation of stale heap entries.
-//! * **Tried and dropped:** prefetching the cache slots of 16 pieces before looking them up
-//!   (gigatoken-style) made the whole loop ~35% *slower* here (317 -> 207 MB/s English;
-//!   probably the buffering breaks the fusion of scanner and lookup loop, not verified); a
-//!   3/4 instead of 1/2 table load factor was within noise.
+//! * **Prefetch, queue, then look up** ([`Encoder::encode_text`]): the scanner packs each
+//!   piece of 1..=15 bytes, prefetches its short-table slot and queues it; every 64 pieces an
+//!   out-of-line loop looks the queue up in order. Measured (gpt2, one thread, MB per CPU
+//!   second, 20 MB corpora): English 279 -> 364, multilingual 135 -> 166, o200k multilingual
+//!   167 -> 232; code unchanged (~200, its time is mostly the scanner and per-piece work, not
+//!   memory). An earlier attempt (prefetch 16 pieces ahead) had measured ~35% slower, for
+//!   reasons never pinned down; this one follows the counter's recipe (`count.rs`: packed keys,
+//!   a 64-piece queue, entries with the ids inline so a hit is the one prefetched line). Then one-byte pieces through the table too
+//!   (no length branch in the lookup loop; 386 -> 407), the lookup loop `#[inline(never)]`
+//!   (-> 420), huge pages for the tables (small, see [`huge_pages`]), and the per-piece step
+//!   as a `PieceSink` method with `#[inline(always)]` instead of a closure, which the compiler
+//!   had left out of line (a call, 5 register saves/restores per piece): English 420 -> 446,
+//!   code 228 -> 246, multilingual 175 -> 189 MB per CPU second.
+//! * **Tried and dropped** (all within noise, gpt2 1t): queue of 32 vs 64; a struct whose
+//!   method the closure calls (the closure itself still was not inlined); reserving 3 ids per queued piece once per drain instead of per hit; prefetching
+//!   the mid table (16..=31 bytes) as well; huge pages for the output buffers (page faults of
+//!   the fresh output are ~6% of a run); a 3/4 instead of 1/2 table load factor (measured
+//!   again with the prefetching: no change).
 //!
 //! Measured on the 2-vCPU dev machine (shared, so wall clock is noisy; CPU time quoted), GPT-2
 //! merges, warm cache, one thread: the cache + merge core alone runs at ~295 MB/s on English,
@@ -53,13 +79,58 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
 
-use crate::keys::{load15, mix128, pack};
-use crate::pretok::Pattern;
+use crate::keys::{load15, mix128, pack, pack_in};
+use crate::pretok::{Pattern, PieceSink};
+
+/// Pieces queued (and their cache slots prefetched) before they are looked up; a power of two.
+const QUEUE: usize = 64;
+
+/// The pieces of a text waiting for their cache lookup (see [`Encoder::encode_text`]).
+struct PieceQueue<'a> {
+    enc: &'a Encoder,
+    cache: &'a mut WordCache,
+    b: &'a [u8],
+    out: &'a mut Vec<u32>,
+    q: [Queued; QUEUE],
+    n: usize,
+}
+
+impl PieceSink for &mut PieceQueue<'_> {
+    #[inline(always)]
+    fn piece(&mut self, s: usize, e: usize) {
+        let len = e - s;
+        // One-byte pieces ("," "." "\n") go through the table too (their key is non-zero:
+        // the length byte), so the drain loop has no hard-to-predict branch on the length.
+        let key = if (1..16).contains(&len) {
+            let k = pack_in(self.b, s, e);
+            self.cache.short.prefetch(&k);
+            k
+        } else {
+            0
+        };
+        // `n` < QUEUE always (drained when it gets there); the mask drops the bound check.
+        self.q[self.n & (QUEUE - 1)] = Queued { key, s, e };
+        self.n += 1;
+        if self.n == QUEUE {
+            self.enc.drain(self.cache, self.b, &self.q, self.out);
+            self.n = 0;
+        }
+    }
+}
+
+/// A queued piece: its byte range and, for 2..=15 bytes, its packed short-table key (else 0).
+#[derive(Clone, Copy, Default)]
+struct Queued {
+    key: u128,
+    s: usize,
+    e: usize,
+}
 
 /// Pieces longer than this (in bytes) use the O(n log n) heap merge.
 pub const LARGE_PIECE: usize = 128;
@@ -209,13 +280,31 @@ impl<K: TableKey> Table<K> {
     /// `cap` is rounded up to a power of two; a capacity of 1 is a disabled (always empty) table.
     fn with_capacity_pow2(cap: usize) -> Self {
         let cap = cap.next_power_of_two().max(1);
-        Table { entries: vec![Entry::default(); cap], mask: cap - 1, len: 0 }
+        let mut entries = Vec::with_capacity(cap);
+        // Advise before the first write, so the first faults already map huge pages.
+        huge_pages(entries.spare_capacity_mut());
+        entries.resize(cap, Entry::default());
+        Table { entries, mask: cap - 1, len: 0 }
     }
 
     #[inline(always)]
     fn slot(&self, key: &K) -> usize {
         let h = key.mix();
         ((h ^ (h >> 29)) >> 16) as usize & self.mask
+    }
+
+    /// Asks for the cache line of `key`'s first probe (a hint: no effect on the contents).
+    #[inline(always)]
+    fn prefetch(&self, key: &K) {
+        let i = self.slot(key);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `i` is masked to the table; a prefetch never faults or writes anyway.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(self.entries.as_ptr().add(i) as *const i8);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
     }
 
     #[inline(always)]
@@ -282,6 +371,40 @@ impl<K: TableKey> Table<K> {
     }
 }
 
+/// Asks Linux for transparent huge pages under a big table (this machine's THP mode is
+/// `madvise`, so nothing happens without asking). A warm short table is 16–32 MB: with 4 KiB
+/// pages nearly every lookup also missed the TLB, and the page walk is something a software
+/// prefetch has to wait for; with 2 MiB pages the whole table fits the second-level TLB.
+/// Measured: small, English 402 -> 408, multilingual 170 -> 178 MB/s per CPU-second (gpt2,
+/// one thread; near the noise). Before, `vec![Entry::default(); n]` wrote the pages before
+/// the advice, so it had no effect at all (AnonHugePages stayed 0).
+fn huge_pages<T>(v: &[T]) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = std::mem::size_of_val(v);
+        if bytes < 2 * HUGE {
+            return;
+        }
+        extern "C" {
+            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+        }
+        const MADV_HUGEPAGE: i32 = 14;
+        // Page-aligned range inside the allocation (madvise needs an aligned start).
+        let start = (v.as_ptr() as usize + 4095) & !4095;
+        let end = (v.as_ptr() as usize + bytes) & !4095;
+        if end > start {
+            // SAFETY: the range lies inside a live allocation; MADV_HUGEPAGE only changes how
+            // the kernel backs it (contents are kept), and a failure is harmless (ignored).
+            unsafe {
+                madvise(start as *mut std::ffi::c_void, end - start, MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
 /// Per-slot word cache.
 ///
 /// * pieces of 2..=15 bytes: `short` table, key packed in a u128;
@@ -301,7 +424,13 @@ pub struct WordCache {
     long: FxHashMap<Box<[u8]>, (u32, u32)>,
     arena: Vec<u32>,
     long_bytes: usize,
+    /// Most bytes this cache may use: the encoder's whole budget for a slot, a small private
+    /// budget for a throw-away cache.
     budget: usize,
+    /// Slots only: bytes used by all slots of the encoder together (at most `budget`).
+    pool: Option<Arc<AtomicUsize>>,
+    /// Bytes this cache has added to `pool` (>= `used()`; given back when the cache drops).
+    charged: usize,
     pub hits: u64,
     pub misses: u64,
 }
@@ -313,8 +442,10 @@ const SHORT_INITIAL: usize = 1 << 12;
 impl WordCache {
     /// Allocates nothing: the tables start as 1-slot sentinels and get their first real
     /// allocation on the first insert (so idle slots and idle encoders cost no memory).
-    fn new(budget: usize) -> Self {
+    fn new(budget: usize, pool: Option<Arc<AtomicUsize>>) -> Self {
         WordCache {
+            pool,
+            charged: 0,
             short: Table::with_capacity_pow2(1),
             mid: Table::with_capacity_pow2(1),
             long: FxHashMap::default(),
@@ -392,13 +523,33 @@ impl WordCache {
         self.long_bytes = 0;
     }
 
+    /// May this cache grow to `want` bytes? Slots draw on the encoder's shared pool.
+    fn fits(&mut self, want: usize) -> bool {
+        if want > self.budget {
+            return false;
+        }
+        if want <= self.charged {
+            return true;
+        }
+        let Some(pool) = &self.pool else { return true };
+        let (extra, total) = (want - self.charged, self.budget);
+        let ok = pool
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| (u + extra <= total).then_some(u + extra))
+            .is_ok();
+        if ok {
+            self.charged = want;
+        }
+        ok
+    }
+
     /// Can `delta` more bytes be used? Wipes once if that makes it fit.
     fn room_for(&mut self, delta: usize) -> bool {
-        if self.used() + delta <= self.budget {
+        if self.fits(self.used() + delta) {
             return true;
         }
         self.wipe();
-        self.used() + delta <= self.budget
+        let want = self.used() + delta;
+        self.fits(want)
     }
 
     fn put(&mut self, piece: &[u8], ids: &[u32]) {
@@ -470,6 +621,14 @@ impl WordCache {
     }
 }
 
+impl Drop for WordCache {
+    fn drop(&mut self) {
+        if let Some(pool) = &self.pool {
+            pool.fetch_sub(self.charged, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A cache slot borrowed for one unit of work: a locked slot, or a private one.
 pub enum CacheGuard<'a> {
     Slot(std::sync::MutexGuard<'a, WordCache>),
@@ -500,7 +659,7 @@ impl std::ops::DerefMut for CacheGuard<'_> {
 
 /// Cache slots per encoder: one per pool worker plus spares for Python threads calling
 /// `encode` concurrently (GIL released), so that they rarely fall back to a cold private
-/// cache. Slots allocate lazily, so unused ones cost nothing; the budget is split evenly.
+/// cache. Slots allocate lazily, so unused ones cost nothing; they share one budget.
 fn slot_count() -> usize {
     2 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) + 2
 }
@@ -673,7 +832,7 @@ impl Encoder {
         };
 
         let n_slots = slot_count();
-        let per_slot = cache_bytes / n_slots;
+        let pool = Arc::new(AtomicUsize::new(0));
         Ok(Encoder {
             dec_off,
             dec_bytes,
@@ -690,7 +849,7 @@ impl Encoder {
             pattern,
             pattern_spec: pattern_spec.to_string(),
             cache_bytes,
-            slots: (0..n_slots).map(|_| Slot(Mutex::new(WordCache::new(per_slot)))).collect(),
+            slots: (0..n_slots).map(|_| Slot(Mutex::new(WordCache::new(cache_bytes, Some(pool.clone()))))).collect(),
         })
     }
 
@@ -722,8 +881,8 @@ impl Encoder {
     pub fn clear_cache(&self) {
         for s in &self.slots {
             if let Ok(mut c) = s.0.try_lock() {
-                let b = c.budget;
-                *c = WordCache::new(b);
+                let (b, pool) = (c.budget, c.pool.clone());
+                *c = WordCache::new(b, pool);
             }
         }
     }
@@ -750,7 +909,7 @@ impl Encoder {
             }
         }
         // Everything busy (or poisoned): a private cache with a small budget.
-        CacheGuard::Private(WordCache::new((self.cache_bytes / n).min(16 << 20)))
+        CacheGuard::Private(WordCache::new((self.cache_bytes / n).min(16 << 20), None))
     }
 
     // -----------------------------------------------------------------------------------------
@@ -916,9 +1075,38 @@ impl Encoder {
     }
 
     /// Encodes ordinary text (no special-token handling), appending to `out`.
+    ///
+    /// Pieces are not looked up as the scanner finds them: a piece of 2..=15 bytes is packed
+    /// and its table slot prefetched, and the pieces are queued; every [`QUEUE`] pieces
+    /// [`Self::drain`] looks the queue up in order, when the lines are (mostly) there. The
+    /// short table of a warm cache is tens of MB, far past L2, so without this nearly every
+    /// lookup stalled on one cache miss, one after the other.
     pub fn encode_text(&self, cache: &mut WordCache, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
         let b = text.as_bytes();
-        self.pattern.for_each_piece(text, |s, e| self.encode_piece(cache, &b[s..e], out))
+        let mut pq = PieceQueue { enc: self, cache, b, out, q: [Queued::default(); QUEUE], n: 0 };
+        let r = self.pattern.for_each_piece(text, &mut pq);
+        let n = pq.n;
+        self.drain(pq.cache, b, &pq.q[..n], pq.out);
+        r
+    }
+
+    /// Looks the queued pieces up (see [`Self::encode_text`]), appending their ids in order.
+    #[inline(never)]
+    fn drain(&self, cache: &mut WordCache, b: &[u8], q: &[Queued], out: &mut Vec<u32>) {
+        let mut hits = 0u64;
+        for p in q {
+            if p.key != 0 {
+                if let Some(v) = cache.short.get(&p.key) {
+                    cache.emit(v, out);
+                    hits += 1;
+                } else {
+                    self.encode_miss(cache, &b[p.s..p.e], out);
+                }
+            } else {
+                self.encode_piece(cache, &b[p.s..p.e], out);
+            }
+        }
+        cache.hits += hits;
     }
 
     /// Like [`encode_text`] but also reports the byte range of every token.
@@ -1267,6 +1455,34 @@ mod tests {
                 assert!(cache.used() <= budget.max(0), "used {} > budget {budget}", cache.used());
             }
         }
+    }
+
+    #[test]
+    fn slots_share_one_budget() {
+        let ranks = toy_ranks();
+        let budget = 1 << 16;
+        let enc = Encoder::new(ranks, None, vec![], r"\S+|\s+", budget).unwrap();
+        {
+            let mut a = enc.cache(0);
+            let mut b = enc.cache(1);
+            assert!(matches!((&a, &b), (CacheGuard::Slot(_), CacheGuard::Slot(_))));
+            let mut seed = 5;
+            for k in 0..20_000 {
+                let n = 2 + (lcg(&mut seed) % 40) as usize;
+                let piece: Vec<u8> = (0..n).map(|_| b"abcdxyz"[(lcg(&mut seed) % 7) as usize]).collect();
+                let (mut x, mut y) = (Vec::new(), Vec::new());
+                let c = if k % 2 == 0 { &mut a } else { &mut b };
+                enc.encode_piece(c, &piece, &mut x);
+                enc.bpe_piece(&piece, &mut y);
+                assert_eq!(x, y);
+                assert!(a.used() + b.used() <= budget, "{} + {} > {budget}", a.used(), b.used());
+                assert!(a.charged + b.charged <= budget);
+            }
+        }
+        // clear_cache gives every slot's share back to the pool.
+        enc.clear_cache();
+        let pool = enc.slots[0].0.lock().unwrap().pool.clone().unwrap();
+        assert_eq!(pool.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -18,8 +18,9 @@
 //! one table lookup for the next byte, one SWAR load for the letters.
 
 use super::chars::*;
+use super::PieceSink;
 
-pub fn scan(text: &str, f: &mut impl FnMut(usize, usize)) {
+pub fn scan(text: &str, f: &mut impl PieceSink) {
     let b = text.as_bytes();
     let n = b.len();
     let mut i = 0;
@@ -27,7 +28,7 @@ pub fn scan(text: &str, f: &mut impl FnMut(usize, usize)) {
     while i < n {
         let end = piece_end(b, i, &mut blk);
         debug_assert!(end > i && end <= n);
-        f(i, end);
+        f.piece(i, end);
         i = end;
     }
 }
