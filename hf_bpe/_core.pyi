@@ -31,8 +31,10 @@ class WordCounter:
 def train_merges(words: WordCounter | Sequence[tuple[bytes, int]], max_new_tokens: int,
                  tie_break: Literal["lexicographic", "hf"] = "lexicographic", min_frequency: int = 0,
                  max_token_length: int | None = None,
-                 progress: Callable[[int], object] | None = None) -> list[tuple[bytes, bytes]]:
-    """Learns merges (in training order) until ``max_new_tokens`` new token strings exist."""
+                 progress: Callable[[int], object] | None = None,
+                 release_counts: bool = False) -> list[tuple[bytes, bytes]]:
+    """Learns merges (in training order) until ``max_new_tokens`` new token strings exist.
+    ``release_counts`` frees a counter's tables before the merge loop (the counter is emptied)."""
 
 def count_pieces(pattern: str, text: str) -> int:
     """Number of pre-tokens of ``text`` (benchmarks the scanner without building Python strings)."""

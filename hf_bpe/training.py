@@ -170,7 +170,8 @@ def _finish(counter: _core.WordCounter, vocab_size: int, specials: list[str], pa
         raise ValueError("the corpus is empty: there is no text to train on (only empty documents or special tokens)")
     max_new = vocab_size - 256 - len(specials)
     with count_progress(max_new, "merging", "tok", enabled=progress and max_new > 0) as cb:
-        merges = _core.train_merges(counter, max_new, tie_break, min_frequency, max_token_length, cb)
+        merges = _core.train_merges(counter, max_new, tie_break, min_frequency, max_token_length, cb,
+                                     release_counts=True)
         bpe = assemble(merges, specials, pattern, tie_break)
         if cb is not None:
             cb(bpe.vocab_size - 256 - len(specials))

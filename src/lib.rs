@@ -159,23 +159,26 @@ impl WordCounter {
 }
 
 enum Words<'a> {
-    Counter(PyRef<'a, WordCounter>),
+    Counter(PyRefMut<'a, WordCounter>),
     List(Vec<(Vec<u8>, u64)>),
 }
 
 impl<'a> FromPyObject<'a> for Words<'a> {
     fn extract_bound(ob: &Bound<'a, PyAny>) -> PyResult<Self> {
         if let Ok(c) = ob.downcast::<WordCounter>() {
-            return Ok(Words::Counter(c.borrow()));
+            return Ok(Words::Counter(c.try_borrow_mut()?));
         }
         Ok(Words::List(ob.extract()?))
     }
 }
 
 /// Learns BPE merges from a `WordCounter` or a list of `(word_bytes, count)`.
-/// Returns the merges in training order as `(left_bytes, right_bytes)`.
+/// Returns the merges in training order as `(left_bytes, right_bytes)`. With
+/// `release_counts=True` the counter's tables are freed before the merge loop starts (the
+/// counter is then empty), so the two phases' memory does not add up.
 #[pyfunction]
-#[pyo3(signature = (words, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None))]
+#[pyo3(signature = (words, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None, release_counts=false))]
+#[allow(clippy::too_many_arguments)]
 fn train_merges<'py>(
     py: Python<'py>,
     words: Words<'_>,
@@ -184,6 +187,7 @@ fn train_merges<'py>(
     min_frequency: u64,
     max_token_length: Option<usize>,
     progress: Option<PyObject>,
+    release_counts: bool,
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
     let tie_break = match tie_break {
         "lexicographic" => TieBreak::Lexicographic,
@@ -192,11 +196,14 @@ fn train_merges<'py>(
     };
     let cfg = TrainConfig { max_new_tokens, tie_break, min_frequency, max_token_length };
     let merges = match words {
-        Words::Counter(c) => {
-            let counter = &c.inner;
+        Words::Counter(mut c) => {
+            let counter = &mut c.inner;
             with_progress(py, progress, |cb| {
                 let t = std::time::Instant::now();
                 let words = counter.words();
+                if release_counts {
+                    counter.release();
+                }
                 if std::env::var_os("HF_BPE_TRAIN_TIMING").is_some() {
                     eprintln!("train: counter.words() {:?} ({} words)", t.elapsed(), words.len());
                 }

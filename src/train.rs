@@ -607,7 +607,7 @@ pub fn train(
         }
     }
     if timing {
-        eprintln!("train: merge loop {:?} ({} merges, {} heap entries, {} list nodes)", t1.elapsed(), merges.len(), heap.v.len(), pairs.nodes.len());
+        eprintln!("train: merge loop {:?} ({} merges, {} heap entries, {} list nodes, {} pairs, heap cap {}, ids cap {}, syms {})", t1.elapsed(), merges.len(), heap.v.len(), pairs.nodes.len(), pairs.left.len(), heap.v.capacity(), pairs.ids.capacity(), syms.len());
         eprintln!("train: word visits {stat_visits}, with an occurrence {stat_hits}");
     }
     merges
