@@ -207,12 +207,12 @@ fn train_merges<'py>(
                 if std::env::var_os("HF_BPE_TRAIN_TIMING").is_some() {
                     eprintln!("train: counter.words() {:?} ({} words)", t.elapsed(), words.len());
                 }
-                Ok(train::train(&words, &cfg, &mut |n| cb(n as u64)))
+                Ok(train::train(words, &cfg, &mut |n| cb(n as u64)))
             })?
         }
         Words::List(list) => with_progress(py, progress, |cb| {
             let words: Vec<(Box<[u8]>, u64)> = list.into_iter().map(|(w, c)| (w.into_boxed_slice(), c)).collect();
-            Ok(train::train(&words, &cfg, &mut |n| cb(n as u64)))
+            Ok(train::train(words, &cfg, &mut |n| cb(n as u64)))
         })?,
     };
     Ok(merges.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect())

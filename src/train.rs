@@ -291,7 +291,7 @@ impl Pairs {
 /// with the number of new tokens made so far; when it returns `false` training stops early and
 /// the merges made so far are returned.
 pub fn train(
-    words: &[(Box<[u8]>, u64)],
+    words: Vec<(Box<[u8]>, u64)>,
     cfg: &TrainConfig,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -316,7 +316,7 @@ pub fn train(
     // ---- Words, flat. ----
     let mut syms: Vec<u32> = Vec::new();
     let mut wds: Vec<Word> = Vec::new();
-    for (w, c) in words {
+    for (w, c) in &words {
         if w.len() < 2 || *c == 0 || w.len() > u32::MAX as usize {
             continue;
         }
@@ -325,6 +325,7 @@ pub fn train(
         wds.push(Word { start: syms.len(), len: w.len() as u32, count });
         syms.extend(w.iter().map(|&b| b as u32));
     }
+    drop(words); // the flat copy is all the merge loop needs; free the boxed words now
     let nwords = wds.len();
     if timing { eprintln!("train: words {:?}", t0.elapsed()); }
     if nwords > u32::MAX as usize - 1 {
@@ -620,7 +621,7 @@ mod tests {
     fn run(words: &[(&[u8], u64)], n: usize, tb: TieBreak, minf: u64, maxlen: Option<usize>) -> Vec<(Vec<u8>, Vec<u8>)> {
         let ws: Vec<(Box<[u8]>, u64)> = words.iter().map(|(w, c)| (w.to_vec().into_boxed_slice(), *c)).collect();
         let cfg = TrainConfig { max_new_tokens: n, tie_break: tb, min_frequency: minf, max_token_length: maxlen };
-        train(&ws, &cfg, &mut |_| true)
+        train(ws, &cfg, &mut |_| true)
     }
 
     fn m(list: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -685,7 +686,7 @@ mod tests {
         let ws: Vec<(Box<[u8]>, u64)> = words.iter().map(|(w, c)| (w.to_vec().into_boxed_slice(), *c)).collect();
         let cfg = TrainConfig { max_new_tokens: 10, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None };
         let mut calls = 0;
-        let got = train(&ws, &cfg, &mut |_| {
+        let got = train(ws, &cfg, &mut |_| {
             calls += 1;
             calls < 3
         });
