@@ -43,6 +43,9 @@ pub const O200K_PATTERN: &str = concat!(
 /// because a closure was left out of line by the compiler (it is called from four places:
 /// three scanners and the regex loop), which cost a call and a register save/restore per
 /// piece.
+// Each scanner (gpt2.rs, cl100k.rs, o200k.rs) keeps its own 10-line `scan` loop around its
+// `piece_end`: one shared generic driver taking `piece_end` as a parameter measured ~20% slower
+// (English, one thread: gpt2 1,045 -> 840 MB/s), so the repetition is deliberate.
 pub trait PieceSink {
     fn piece(&mut self, start: usize, end: usize);
 }
