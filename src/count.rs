@@ -379,6 +379,12 @@ impl Counter {
         for s in &self.shards {
             *s.lock().unwrap_or_else(|e| e.into_inner()) = Shard::default();
         }
+        // glibc keeps freed memory of its (per-thread) arenas mapped; without a trim the freed
+        // tables stay in RSS and the merge loop's tables come on top of them.
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        unsafe {
+            libc::malloc_trim(0);
+        }
     }
 
     pub fn words(&self) -> Vec<(Box<[u8]>, u64)> {

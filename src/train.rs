@@ -314,10 +314,16 @@ pub fn train(
     let min_count = cfg.min_frequency.max(1).min(i64::MAX as u64) as i64;
 
     // ---- Words, flat. ----
-    let mut syms: Vec<u32> = Vec::new();
-    let mut wds: Vec<Word> = Vec::new();
+    // Sized exactly up front: no doubling slack and no transient copies (peak RSS matters).
+    let keep = |w: &[u8], c: u64| w.len() >= 2 && c != 0 && w.len() <= u32::MAX as usize;
+    let (n_keep, n_syms) = words
+        .iter()
+        .filter(|(w, c)| keep(w, *c))
+        .fold((0usize, 0usize), |(n, s), (w, _)| (n + 1, s + w.len()));
+    let mut syms: Vec<u32> = Vec::with_capacity(n_syms);
+    let mut wds: Vec<Word> = Vec::with_capacity(n_keep);
     for (w, c) in &words {
-        if w.len() < 2 || *c == 0 || w.len() > u32::MAX as usize {
+        if !keep(w, *c) {
             continue;
         }
         // Saturate: counts near u64::MAX would overflow the i64 deltas.
