@@ -122,6 +122,19 @@ mixed_text = st.lists(
     st.one_of(st.sampled_from(FRAGMENTS), interesting_chars), max_size=40
 ).map("".join)
 
+# Long, mostly ASCII texts: the scanners classify 64-byte windows at once (`pretok/masks.rs`),
+# so pieces, contractions and whitespace runs must also be right across window edges, right
+# before a non-ASCII char, and in windows full of short pieces.
+ASCII_FRAGMENTS = [
+    "a", "Z", "the", "The", "HTTP", "x1", "1", "123", "4567", " ", " ", "  ", "    ", "\t", "\n", "\r\n",
+    "\n\n", "\x0b", "\x0c", "'", "''", "'s", "'S", "'t", "'re", "'rE", "'ve", "'m", "'ll", "'lL", "'d", "'x",
+    ".", ",", "/", "//", "(", ")", "->", "_", "#", "\x00", "\x1c",
+]
+block_text = st.lists(
+    st.sampled_from(ASCII_FRAGMENTS * 20 + ["\xe9", "\u0301", "\xa0", "\u3000", "\u65e5", "\U0001f600"]),
+    min_size=20, max_size=400,
+).map("".join)
+
 # PRETOK_EXAMPLES=5000 for a deeper run.
 SETTINGS = settings(max_examples=int(os.environ.get("PRETOK_EXAMPLES", "400")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -144,6 +157,13 @@ def test_targeted_fragments(name, text):
 @SETTINGS
 @given(text=mixed_text)
 def test_mixed_categories(name, text):
+    check(name, text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@SETTINGS
+@given(text=block_text)
+def test_long_mostly_ascii_text(name, text):
     check(name, text)
 
 

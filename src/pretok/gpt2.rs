@@ -18,6 +18,7 @@
 //! one table lookup for the next byte, one SWAR load for the letters.
 
 use super::chars::*;
+use super::masks::*;
 use super::PieceSink;
 
 pub fn scan(text: &str, f: &mut impl PieceSink) {
@@ -25,11 +26,85 @@ pub fn scan(text: &str, f: &mut impl PieceSink) {
     let n = b.len();
     let mut i = 0;
     let mut blk = Blocks::new(Swar::Letter);
+    // Block path: all piece starts of the 64 bytes at `i` from class masks (see `window_starts`).
+    while i + 64 <= n {
+        let m = classify(b, i);
+        let lim = trusted(&m, LOOKAHEAD);
+        if lim < 2 {
+            // A non-ASCII char right here: per char up to the end of this window's last one.
+            let stop = i + 64 - m.high.leading_zeros() as usize;
+            while i < stop {
+                let end = piece_end(b, i, &mut blk);
+                f.piece(i, end);
+                i = end;
+            }
+            continue;
+        }
+        let mut bits = window_starts(b, i, &m) & ((1u64 << lim) - 1) & !1;
+        if bits == 0 {
+            // One piece longer than the trusted part of the window.
+            let end = piece_end(b, i, &mut blk);
+            f.piece(i, end);
+            i = end;
+            continue;
+        }
+        let mut cur = i;
+        while bits != 0 {
+            let s = i + bits.trailing_zeros() as usize;
+            f.piece(cur, s);
+            cur = s;
+            bits &= bits - 1;
+        }
+        i = cur;
+    }
     while i < n {
         let end = piece_end(b, i, &mut blk);
         debug_assert!(end > i && end <= n);
         f.piece(i, end);
         i = end;
+    }
+}
+
+/// A start at `j` depends on bytes up to `j + 2` (the longest contraction suffix, `'re`).
+const LOOKAHEAD: u32 = 2;
+
+/// Bit `j` set iff a piece starts at byte `p + j`, for a window whose byte `p` starts a piece
+/// and whose bytes are ASCII (bits past [`trusted`] are not meaningful). From the derivation
+/// above, with X = any non-whitespace class (letter, digit, other):
+/// * a change of class (letter / digit / whitespace / other) starts a piece, except that an X
+///   char after a space belongs to that space's piece (` ?X+`);
+/// * a space before an X char starts a piece (it joins that X run);
+/// * the last char of a whitespace run followed by X starts a piece (`\s+(?!\S)` gives it
+///   back), unless it is also the first;
+/// * an apostrophe that starts a piece and is followed by `s t m d re ve ll` is a contraction:
+///   nothing starts inside it and a piece starts right after it.
+#[inline(always)]
+fn window_starts(b: &[u8], p: usize, m: &Masks) -> u64 {
+    let x = !m.ws;
+    let change = (m.letter ^ prev(m.letter)) | (m.digit ^ prev(m.digit)) | (m.ws ^ prev(m.ws));
+    let mut st = (change & !(prev(m.space) & x)) | (m.space & next(x)) | (m.ws & prev(m.ws) & next(x)) | 1;
+    let mut c = m.apos & st;
+    while c != 0 {
+        let j = c.trailing_zeros() as usize;
+        c &= c - 1;
+        let len = contraction_len(b, p + j);
+        if len != 0 && j + len < 64 {
+            st &= !(((1u64 << (len - 1)) - 1) << (j + 1));
+            st |= 1u64 << (j + len);
+        }
+    }
+    st
+}
+
+/// Length of the case-sensitive contraction `'s 't 'm 'd 're 've 'll` at `i` (an apostrophe),
+/// or 0; the bytes up to `i + 2` must exist.
+#[inline(always)]
+fn contraction_len(b: &[u8], i: usize) -> usize {
+    match at(b, i + 1) {
+        b's' | b't' | b'm' | b'd' => 2,
+        b'r' | b'v' => 3 * (at(b, i + 2) == b'e') as usize,
+        b'l' => 3 * (at(b, i + 2) == b'l') as usize,
+        _ => 0,
     }
 }
 

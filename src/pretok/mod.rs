@@ -15,6 +15,7 @@
 mod chars;
 mod cl100k;
 mod gpt2;
+mod masks;
 mod o200k;
 
 use fancy_regex::Regex;
