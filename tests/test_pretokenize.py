@@ -128,7 +128,7 @@ mixed_text = st.lists(
 ASCII_FRAGMENTS = [
     "a", "Z", "the", "The", "HTTP", "x1", "1", "123", "4567", " ", " ", "  ", "    ", "\t", "\n", "\r\n",
     "\n\n", "\x0b", "\x0c", "'", "''", "'s", "'S", "'t", "'re", "'rE", "'ve", "'m", "'ll", "'lL", "'d", "'x",
-    ".", ",", "/", "//", "(", ")", "->", "_", "#", "\x00", "\x1c",
+    ".", ",", "/", "//", "(", ")", "->", "_", "#", "\x00", "\x1c", "\r", " \n", "\t\n", "/\n", ";\n", ". ",
 ]
 block_text = st.lists(
     st.sampled_from(ASCII_FRAGMENTS * 20 + ["\xe9", "\u0301", "\xa0", "\u3000", "\u65e5", "\U0001f600"]),
@@ -158,6 +158,22 @@ def test_targeted_fragments(name, text):
 @given(text=mixed_text)
 def test_mixed_categories(name, text):
     check(name, text)
+
+
+# Cases the window paths once got wrong (each padded so that it sits inside a 64-byte window,
+# and at every offset near a window's end).
+WINDOW_CASES = [
+    "1711-12 Contributes", "//\r\n//'aaaa", "'re\r\n       \n", "it's's don'tcha HTTP'S OK'd",
+    "x.\n(a ;\n/b .\n/.\n", "  \t.  (a \t(a \n(a", "12345678 1234 123a",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("case", WINDOW_CASES)
+def test_window_edge_cases(name, case):
+    for pad in range(0, 70, 3):
+        check(name, "a" * pad + " " + case + " tail" * 20)
+        check(name, "a" * pad + case)
 
 
 @pytest.mark.parametrize("name", NAMES)
