@@ -20,19 +20,64 @@
 //! Every char is L, N, whitespace or "other", so some alternative always matches.
 
 use super::chars::*;
+use super::masks::*;
 use super::PieceSink;
 
 pub fn scan(text: &str, f: &mut impl PieceSink) {
-    let b = text.as_bytes();
-    let n = b.len();
-    let mut i = 0;
     let mut blk = Blocks::new(Swar::Letter);
-    while i < n {
-        let end = piece_end(b, i, &mut blk);
-        debug_assert!(end > i && end <= n);
-        f.piece(i, end);
-        i = end;
+    scan_windows!(text.as_bytes(), f, LOOKAHEAD, window_starts, piece_end, blk);
+}
+
+/// A start at `j` depends on bytes up to `j + 3` (a contraction `'re` at `j` and the start
+/// right after it).
+const LOOKAHEAD: u32 = 3;
+
+/// Piece starts of an ASCII window whose byte `p` starts a piece (bit `j` = byte `p + j`), and
+/// how far they can be trusted (at most `lim`). For ASCII (O = other, i.e. not letter, digit or
+/// whitespace; T = whitespace other than `\r\n`):
+/// * a letter run is one piece; the char before it joins it as its prefix if it is a T char,
+///   or an O char that starts a piece itself (not after another O, whose run 4 takes whole,
+///   nor after a space, which 4 takes along: `" (a"` is `" ("`, `"a"`);
+/// * an apostrophe that starts a piece and is followed by a contraction (any case) is a piece
+///   of its own (alternative 1 comes first: `"'tis"` is `"'t"`, `"is"`);
+/// * numbers come in pieces of up to three digits from the start of their run;
+/// * an O run starts a piece (with the space before it, if any) and takes the CR/LF right
+///   after it;
+/// * whitespace as in o200k (see [`crlf_run_limit`] for the shapes left to the per-char path).
+#[inline(always)]
+fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
+    let le = m.letter;
+    let w = m.ws;
+    let t = w & !m.crlf;
+    let o = !(le | m.digit | w);
+    let word = le & !prev(le);
+    let attach = word & (prev(t) | (prev(o) & !prev(prev(o)) & !prev(prev(m.space))));
+    let mut st = (w & !prev(w))
+        | (t & (prev(m.crlf) | (prev(w) & next(!w))))
+        | (word & !attach)
+        | (m.digit & !prev(m.digit))
+        | (o & !prev(o) & !prev(m.space))
+        | 1;
+    let lim = crlf_run_limit(m, lim);
+    // The tail ends at a non-CR/LF char: an O there is preceded by CR/LF, so `attach` saw it.
+    other_run_tails(b, p, m, o, false, &mut st);
+    // Contractions: apostrophes that start a piece (in order: one may start right after another).
+    let mut cands = m.apos & st;
+    while cands != 0 {
+        let j = cands.trailing_zeros() as usize;
+        cands &= cands - 1;
+        if j + 3 >= 64 || st >> j & 1 == 0 {
+            continue;
+        }
+        let len = contraction_ci_ascii(b, p + j);
+        if len != 0 {
+            st &= !(((1u64 << len) - 1) << (j + 1));
+            st |= 1u64 << (j + len);
+            cands |= m.apos & (1u64 << (j + len));
+        }
     }
+    digit_chunks(m.digit, &mut st);
+    (st, lim)
 }
 
 #[inline(always)]

@@ -22,47 +22,8 @@ use super::masks::*;
 use super::PieceSink;
 
 pub fn scan(text: &str, f: &mut impl PieceSink) {
-    let b = text.as_bytes();
-    let n = b.len();
-    let mut i = 0;
     let mut blk = Blocks::new(Swar::Letter);
-    // Block path: all piece starts of the 64 bytes at `i` from class masks (see `window_starts`).
-    while i + 64 <= n {
-        let m = classify(b, i);
-        let lim = trusted(&m, LOOKAHEAD);
-        if lim < 2 {
-            // A non-ASCII char right here: per char up to the end of this window's last one.
-            let stop = i + 64 - m.high.leading_zeros() as usize;
-            while i < stop {
-                let end = piece_end(b, i, &mut blk);
-                f.piece(i, end);
-                i = end;
-            }
-            continue;
-        }
-        let mut bits = window_starts(b, i, &m) & ((1u64 << lim) - 1) & !1;
-        if bits == 0 {
-            // One piece longer than the trusted part of the window.
-            let end = piece_end(b, i, &mut blk);
-            f.piece(i, end);
-            i = end;
-            continue;
-        }
-        let mut cur = i;
-        while bits != 0 {
-            let s = i + bits.trailing_zeros() as usize;
-            f.piece(cur, s);
-            cur = s;
-            bits &= bits - 1;
-        }
-        i = cur;
-    }
-    while i < n {
-        let end = piece_end(b, i, &mut blk);
-        debug_assert!(end > i && end <= n);
-        f.piece(i, end);
-        i = end;
-    }
+    scan_windows!(text.as_bytes(), f, LOOKAHEAD, |b: &[u8], p: usize, m: &Masks, lim: u32| (window_starts(b, p, m), lim), piece_end, blk);
 }
 
 /// A start at `j` depends on bytes up to `j + 2` (the longest contraction suffix, `'re`).

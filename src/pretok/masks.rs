@@ -146,6 +146,92 @@ pub fn trusted(m: &Masks, lookahead: u32) -> u32 {
     h.saturating_sub(lookahead + 1)
 }
 
+/// Index just past the highest bit below `k` that is clear in `m` (0 if none): the start of
+/// the run of `m` that contains bit `k - 1`... or `k` itself when bit `k - 1` is clear.
+#[inline(always)]
+pub fn run_start_below(m: u64, k: u32) -> u32 {
+    let below = !m & if k >= 64 { !0 } else { (1u64 << k) - 1 };
+    if below == 0 {
+        0
+    } else {
+        64 - below.leading_zeros()
+    }
+}
+
+/// Shared whitespace limits of cl100k and o200k, whose `\s*[\r\n]` alternative ends after
+/// the *last* CR/LF of a whitespace run: trust only starts before a run that has CR/LF after
+/// other whitespace (`" \n"`, rare; left to the per-char path), and before a run that reaches
+/// the window's end (it may still end with a CR/LF).
+#[inline(always)]
+pub fn crlf_run_limit(m: &Masks, lim: u32) -> u32 {
+    let mut lim = lim;
+    let t = m.ws & !m.crlf;
+    let bad = m.crlf & prev(t);
+    if bad != 0 {
+        lim = lim.min(run_start_below(m.ws, bad.trailing_zeros()));
+    }
+    if m.ws >> 63 != 0 {
+        lim = lim.min(run_start_below(m.ws, 64));
+    }
+    lim
+}
+
+/// The tail of an "other" run (`[\r\n]*` in cl100k, `[\r\n/]*` in o200k): CR/LF right after
+/// an "other" char, and then more of `tail`, belong to that piece. Clears the starts inside each
+/// such tail, sets one right after it, and returns the tails' end positions (bits).
+#[inline(always)]
+pub fn other_run_tails(b: &[u8], p: usize, m: &Masks, other: u64, slash: bool, st: &mut u64) -> u64 {
+    let mut ends = 0u64;
+    let mut seeds = m.crlf & prev(other);
+    while seeds != 0 {
+        let s = seeds.trailing_zeros() as usize;
+        let mut e = p + s; // p + 64 <= b.len(); past the window nothing is trusted anyway
+        while e < p + 64 && (matches!(at(b, e), b'\r' | b'\n') || (slash && at(b, e) == b'/')) {
+            e += 1;
+        }
+        let e = e - p;
+        let span = if e >= 64 { !0u64 << s } else { ((1u64 << e) - 1) & (!0u64 << s) };
+        *st &= !span;
+        seeds &= !span;
+        if e < 64 {
+            *st |= 1u64 << e;
+            ends |= 1u64 << e;
+        }
+    }
+    ends
+}
+
+/// Numbers in pieces of up to three digits from the start of their run (`\p{N}{1,3}`): adds a
+/// start every three digits in runs longer than three. Bit 0 must be a piece start.
+#[inline(always)]
+pub fn digit_chunks(digit: u64, st: &mut u64) {
+    let mut long = digit & prev(digit) & prev(prev(digit)) & prev(prev(prev(digit)));
+    while long != 0 {
+        let j = long.trailing_zeros();
+        let run_start = run_start_below(digit, j);
+        // First non-digit at or after j (64 if the run reaches the window's end).
+        let run_end = (j + (!digit >> j).trailing_zeros()).min(64);
+        let mut k = run_start + 3;
+        while k < run_end {
+            *st |= 1u64 << k;
+            k += 3;
+        }
+        long &= if run_end >= 64 { 0 } else { !0u64 << run_end };
+    }
+}
+
+/// `'(?i:s|t|m|d|re|ve|ll)` at `i` (an apostrophe) for ASCII letters only, as a length (0 if
+/// none); bytes up to `i + 2` must exist.
+#[inline(always)]
+pub fn contraction_ci_ascii(b: &[u8], i: usize) -> usize {
+    match at(b, i + 1) | 0x20 {
+        b's' | b't' | b'm' | b'd' => 2,
+        b'r' | b'v' => 3 * (at(b, i + 2) | 0x20 == b'e') as usize,
+        b'l' => 3 * (at(b, i + 2) | 0x20 == b'l') as usize,
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,49 +35,8 @@ use super::masks::*;
 use super::PieceSink;
 
 pub fn scan(text: &str, f: &mut impl PieceSink) {
-    let b = text.as_bytes();
-    let n = b.len();
-    let mut i = 0;
     let mut blk = Blocks::new(Swar::Lower);
-    // Block path: all piece starts of the 64 bytes at `i` from class masks (see `window_starts`).
-    while i + 64 <= n {
-        let m = classify(b, i);
-        let lim = trusted(&m, LOOKAHEAD);
-        let (st, lim) = if lim >= 2 { window_starts(b, i, &m, lim) } else { (0, lim) };
-        if lim < 2 {
-            // A non-ASCII char (or a rare whitespace shape) right here: per char up to the
-            // end of this window's last non-ASCII byte, or one piece.
-            let stop = (i + 64 - m.high.leading_zeros() as usize).max(i + 1);
-            while i < stop {
-                let end = piece_end(b, i, &mut blk);
-                f.piece(i, end);
-                i = end;
-            }
-            continue;
-        }
-        let mut bits = st & ((1u64 << lim) - 1) & !1;
-        if bits == 0 {
-            // One piece longer than the trusted part of the window.
-            let end = piece_end(b, i, &mut blk);
-            f.piece(i, end);
-            i = end;
-            continue;
-        }
-        let mut cur = i;
-        while bits != 0 {
-            let s = i + bits.trailing_zeros() as usize;
-            f.piece(cur, s);
-            cur = s;
-            bits &= bits - 1;
-        }
-        i = cur;
-    }
-    while i < n {
-        let end = piece_end(b, i, &mut blk);
-        debug_assert!(end > i && end <= n);
-        f.piece(i, end);
-        i = end;
-    }
+    scan_windows!(text.as_bytes(), f, LOOKAHEAD, window_starts, piece_end, blk);
 }
 
 /// A start at `j` depends on bytes up to `j + 3` (the apostrophe and letters of `'re`, and the
@@ -102,7 +61,6 @@ const LOOKAHEAD: u32 = 3;
 ///   whitespace (`" \n"`) is rare and left to the per-char path: `lim` stops before it.
 #[inline(always)]
 fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
-    let mut lim = lim;
     let le = m.letter;
     let up = le & !m.lower;
     let w = m.ws;
@@ -116,42 +74,12 @@ fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
         | (m.digit & !prev(m.digit))
         | (o & !prev(o) & !prev(m.space))
         | 1;
-    // `\r\n` after other whitespace in a run: E's backtracking, left to the per-char path.
-    let bad = m.crlf & prev(t);
-    if bad != 0 {
-        let k = bad.trailing_zeros();
-        // Trust only starts before that run's start.
-        let below = !w & ((1u64 << k) - 1);
-        let run_start = if below == 0 { 0 } else { 64 - below.leading_zeros() };
-        lim = lim.min(run_start);
-    }
-    // Where a whitespace run ends with `\r\n` decides E's extent, so a run that reaches the
-    // window's end is not trusted either (`"\r\n    ..."` may still end with `"\n"`).
-    if w >> 63 != 0 {
-        lim = lim.min(if !w == 0 { 0 } else { 64 - (!w).leading_zeros() });
-    }
-    // D's tail: `\r\n` right after an O run, then any `\r \n /`, belong to that piece.
-    let mut seeds = m.crlf & prev(o);
-    while seeds != 0 {
-        let s = seeds.trailing_zeros() as usize;
-        let mut e = p + s; // (p + 64 <= b.len(); past the window nothing is trusted anyway)
-        while e < p + 64 && matches!(at(b, e), b'\r' | b'\n' | b'/') {
-            e += 1;
-        }
-        let e = e - p;
-        let span = if e >= 64 { !0u64 << s } else { ((1u64 << e) - 1) & (!0u64 << s) };
-        st &= !span;
-        seeds &= !span;
-        if e < 64 {
-            st |= 1u64 << e;
-            // An O char right after the tail starts a piece, so it is the prefix of a word
-            // that follows (`"//\r\n//'a"` is `"//\r\n//"`, `"'a"`), which `attach` could not
-            // see when the tail ended with `/`.
-            if e + 1 < 64 && (o >> e) & 1 != 0 && (le >> (e + 1)) & 1 != 0 {
-                st &= !(1u64 << (e + 1));
-            }
-        }
-    }
+    let lim = crlf_run_limit(m, lim);
+    // D's tail; an O char right after a tail starts a piece, so it is the prefix of a word that
+    // follows (`"//\r\n//'a"` is `"//\r\n//"`, `"'a"`), which `attach` did not see when the
+    // tail ended with `/`.
+    let ends = other_run_tails(b, p, m, o, true, &mut st);
+    st &= !(prev(ends & o) & le);
     // Contractions after a word (not after a contraction: `"it's's"` is `"it's"`, `"'s"`).
     let mut cands = m.apos & prev(le);
     let mut last_end = usize::MAX;
@@ -168,34 +96,8 @@ fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
             last_end = j + len;
         }
     }
-    // Numbers longer than three digits: a piece every three from the run's start.
-    let mut long = m.digit & prev(m.digit) & prev(prev(m.digit)) & prev(prev(prev(m.digit)));
-    while long != 0 {
-        let j = long.trailing_zeros();
-        let below = !m.digit & ((1u64 << j) - 1);
-        let run_start = if below == 0 { 0 } else { 64 - below.leading_zeros() };
-        // First non-digit at or after j (64 if the run reaches the window's end).
-        let run_end = (j + (!m.digit >> j).trailing_zeros()).min(64);
-        let mut k = run_start + 3;
-        while k < run_end {
-            st |= 1u64 << k;
-            k += 3;
-        }
-        long &= if run_end >= 64 { 0 } else { !0u64 << run_end };
-    }
+    digit_chunks(m.digit, &mut st);
     (st, lim)
-}
-
-/// `'(?i:s|t|m|d|re|ve|ll)` at `i` (an apostrophe) for ASCII letters only, as a length (0 if
-/// none); bytes up to `i + 2` must exist.
-#[inline(always)]
-fn contraction_ci_ascii(b: &[u8], i: usize) -> usize {
-    match at(b, i + 1) | 0x20 {
-        b's' | b't' | b'm' | b'd' => 2,
-        b'r' | b'v' => 3 * (at(b, i + 2) | 0x20 == b'e') as usize,
-        b'l' => 3 * (at(b, i + 2) | 0x20 == b'l') as usize,
-        _ => 0,
-    }
 }
 
 /// Alternative A starting after the prefix decision at `s`.
