@@ -107,12 +107,12 @@ impl PieceSink for &mut PieceQueue<'_> {
         let len = e - s;
         // One-byte pieces ("," "." "\n") go through the table too (their key is non-zero:
         // the length byte), so the drain loop has no hard-to-predict branch on the length.
-        let key = if (1..16).contains(&len) {
+        let (key, e) = if (1..16).contains(&len) {
             let k = pack_in(self.b, s, e);
-            self.cache.short.prefetch(&k);
-            k
+            // The slot goes in place of `e` (which the key's length byte gives back).
+            (k, self.cache.short.prefetch(&k))
         } else {
-            0
+            (0, e)
         };
         // `n` < QUEUE always (drained when it gets there); the mask drops the bound check.
         self.q[self.n & (QUEUE - 1)] = Queued { key, s, e };
@@ -124,7 +124,8 @@ impl PieceSink for &mut PieceQueue<'_> {
     }
 }
 
-/// A queued piece: its byte range and, for 2..=15 bytes, its packed short-table key (else 0).
+/// A queued piece: its byte range and, for 1..=15 bytes, its packed short-table key (else 0);
+/// with a key, `e` holds the key's table slot instead of the end (see [`Encoder::drain`]).
 #[derive(Clone, Copy, Default)]
 struct Queued {
     key: u128,
@@ -293,9 +294,10 @@ impl<K: TableKey> Table<K> {
         ((h ^ (h >> 29)) >> 16) as usize & self.mask
     }
 
-    /// Asks for the cache line of `key`'s first probe (a hint: no effect on the contents).
+    /// Asks for the cache line of `key`'s first probe (a hint: no effect on the contents), and
+    /// returns that slot.
     #[inline(always)]
-    fn prefetch(&self, key: &K) {
+    fn prefetch(&self, key: &K) -> usize {
         let i = self.slot(key);
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `i` is masked to the table; a prefetch never faults or writes anyway.
@@ -303,13 +305,20 @@ impl<K: TableKey> Table<K> {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             _mm_prefetch::<_MM_HINT_T0>(self.entries.as_ptr().add(i) as *const i8);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
+        i
     }
 
     #[inline(always)]
     fn get(&self, key: &K) -> Option<&[u32; 4]> {
-        let mut i = self.slot(key);
+        self.get_from(key, self.slot(key))
+    }
+
+    /// [`Self::get`] with the slot already computed. A stale slot (the table grew or was wiped
+    /// since) is harmless: the probe from there finds the key or an empty entry, so at worst a
+    /// present key reads as missing and is encoded and inserted again (at its right slot).
+    #[inline(always)]
+    fn get_from(&self, key: &K, slot: usize) -> Option<&[u32; 4]> {
+        let mut i = slot & self.mask;
         loop {
             // SAFETY: i is masked by `mask` = entries.len() - 1 (a power of two minus one).
             let e = unsafe { self.entries.get_unchecked(i) };
@@ -1096,11 +1105,12 @@ impl Encoder {
         let mut hits = 0u64;
         for p in q {
             if p.key != 0 {
-                if let Some(v) = cache.short.get(&p.key) {
+                if let Some(v) = cache.short.get_from(&p.key, p.e) {
                     cache.emit(v, out);
                     hits += 1;
                 } else {
-                    self.encode_miss(cache, &b[p.s..p.e], out);
+                    let e = p.s + (p.key >> 120) as usize;
+                    self.encode_miss(cache, &b[p.s..e], out);
                 }
             } else {
                 self.encode_piece(cache, &b[p.s..p.e], out);
