@@ -220,10 +220,14 @@ pub fn encode_docs(
 
 /// Concatenates the units' ids. With a pool the copies (and the page faults of the fresh
 /// output buffer, which cost as much as the copy) run in parallel, each unit into its own
-/// disjoint slice of the output.
+/// disjoint slice of the output. The output is advised to use huge pages: above glibc's mmap
+/// threshold (32 MB) every call gets fresh pages, and faulting them 4 KiB at a time was most of
+/// the cost of this join. Measured (2 threads, 20 MB, best of 7, wall): GPT-2 code 633 -> 727
+/// MB/s (38 MB of ids), multilingual 382 -> 450 (50 MB); smaller outputs unchanged.
 fn join_parts(parts: &[UnitOut], pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
     let n: usize = parts.iter().map(|p| p.0.len()).sum();
     let mut ids: Vec<u32> = Vec::with_capacity(n);
+    crate::encode::huge_pages(ids.spare_capacity_mut());
     {
         let spare = &mut ids.spare_capacity_mut()[..n];
         let mut slices = Vec::with_capacity(parts.len());

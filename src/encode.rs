@@ -397,7 +397,7 @@ impl<K: TableKey> Table<K> {
 /// Measured: small, English 402 -> 408, multilingual 170 -> 178 MB/s per CPU-second (gpt2,
 /// one thread; near the noise). Before, `vec![Entry::default(); n]` wrote the pages before
 /// the advice, so it had no effect at all (AnonHugePages stayed 0).
-fn huge_pages<T>(v: &[T]) {
+pub(crate) fn huge_pages<T>(v: &[T]) {
     #[cfg(target_os = "linux")]
     {
         const HUGE: usize = 2 << 20;
