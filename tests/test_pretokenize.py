@@ -130,9 +130,23 @@ ASCII_FRAGMENTS = [
     "\n\n", "\x0b", "\x0c", "'", "''", "'s", "'S", "'t", "'re", "'rE", "'ve", "'m", "'ll", "'lL", "'d", "'x",
     ".", ",", "/", "//", "(", ")", "->", "_", "#", "\x00", "\x1c", "\r", " \n", "\t\n", "/\n", ";\n", ". ",
 ]
+# Non-ASCII chars that windows classify one by one (letters, numbers, marks, punctuation,
+# symbols: `“The`, `café`, `'ſ`) and ones that end a window's trusted part (whitespace).
+NON_ASCII_FRAGMENTS = [
+    "\xe9", "\xc9", "\u0301", "\xa0", "\u3000", "\u2028", "\u65e5", "\U0001f600", "\u201c", "\u201d", "\u2019",
+    "\u2018", "\u2014", "\u017f", "\u0661", "\xb2", "\u0430\u0431", "\u01c5", "\u02b0", "\xd7", "\u20ac", "\u212a",
+]
 block_text = st.lists(
-    st.sampled_from(ASCII_FRAGMENTS * 20 + ["\xe9", "\u0301", "\xa0", "\u3000", "\u65e5", "\U0001f600"]),
+    st.one_of(
+        st.sampled_from(ASCII_FRAGMENTS),
+        st.sampled_from(ASCII_FRAGMENTS),
+        st.sampled_from(ASCII_FRAGMENTS),
+        st.sampled_from(NON_ASCII_FRAGMENTS),
+    ),
     min_size=20, max_size=400,
+).map("".join)
+ascii_block_text = st.lists(
+    st.sampled_from(ASCII_FRAGMENTS * 20 + NON_ASCII_FRAGMENTS), min_size=20, max_size=400
 ).map("".join)
 
 # PRETOK_EXAMPLES=5000 for a deeper run.
@@ -165,6 +179,7 @@ def test_mixed_categories(name, text):
 WINDOW_CASES = [
     "1711-12 Contributes", "//\r\n//'aaaa", "'re\r\n       \n", "it's's don'tcha HTTP'S OK'd",
     "x.\n(a ;\n/b .\n/.\n", "  \t.  (a \t(a \n(a", "12345678 1234 123a",
+    "\u201cThe \u201c(a x\u2014y .\n\u201cb ;\n/\u2019c caf\xe9's '\u017f", " \u0661\u0662\u0663\u0664 \xb2\xb2\xb2\xb2",
 ]
 
 
@@ -178,8 +193,15 @@ def test_window_edge_cases(name, case):
 
 @pytest.mark.parametrize("name", NAMES)
 @SETTINGS
-@given(text=block_text)
+@given(text=ascii_block_text)
 def test_long_mostly_ascii_text(name, text):
+    check(name, text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@SETTINGS
+@given(text=block_text)
+def test_long_text_with_non_ascii(name, text):
     check(name, text)
 
 

@@ -82,6 +82,18 @@ pub fn class_or_end(b: &[u8], i: usize) -> (u8, usize) {
     }
 }
 
+/// Class bits of a code point decoded from a valid `&str`.
+#[inline(always)]
+pub fn class_of_char(cp: u32) -> u8 {
+    class_of_valid(cp)
+}
+
+/// The ASCII contraction letter a non-ASCII char folds to case-insensitively, or 0.
+#[inline(always)]
+pub fn fold_contraction(cp: u32) -> u8 {
+    fold_non_ascii_contraction_letter(cp)
+}
+
 /// [`class_of`] without bounds checks, for code points decoded from a valid `&str`.
 #[inline(always)]
 fn class_of_valid(cp: u32) -> u8 {

@@ -25,7 +25,7 @@ use super::PieceSink;
 
 pub fn scan(text: &str, f: &mut impl PieceSink) {
     let mut blk = Blocks::new(Swar::Letter);
-    scan_windows!(text.as_bytes(), f, LOOKAHEAD, window_starts, piece_end, blk);
+    scan_windows!(text.as_bytes(), f, LOOKAHEAD, NonAscii::Cl100k, window_starts, piece_end, blk);
 }
 
 /// A start at `j` depends on bytes up to `j + 3` (a contraction `'re` at `j` and the start
@@ -51,7 +51,9 @@ fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
     let t = w & !m.crlf;
     let o = !(le | m.digit | w);
     let word = le & !prev(le);
-    let attach = word & (prev(t) | (prev(o) & !prev(prev(o)) & !prev(prev(m.space))));
+    // The first char of an O run not led by a space (its bytes: it may be `“`).
+    let first_o = whole_chars(o & !prev(o) & !prev(m.space), m.cont & o);
+    let attach = word & (prev(t) | prev(first_o));
     let mut st = (w & !prev(w))
         | (t & (prev(m.crlf) | (prev(w) & next(!w))))
         | (word & !attach)

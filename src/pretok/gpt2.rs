@@ -23,7 +23,7 @@ use super::PieceSink;
 
 pub fn scan(text: &str, f: &mut impl PieceSink) {
     let mut blk = Blocks::new(Swar::Letter);
-    scan_windows!(text.as_bytes(), f, LOOKAHEAD, |b: &[u8], p: usize, m: &Masks, lim: u32| (window_starts(b, p, m), lim), piece_end, blk);
+    scan_windows!(text.as_bytes(), f, LOOKAHEAD, NonAscii::Gpt2, |b: &[u8], p: usize, m: &Masks, lim: u32| (window_starts(b, p, m), lim), piece_end, blk);
 }
 
 /// A start at `j` depends on bytes up to `j + 2` (the longest contraction suffix, `'re`).

@@ -34,6 +34,8 @@ pub struct Masks {
     pub slash: u64,
     /// bytes >= 0x80 (parts of non-ASCII chars)
     pub high: u64,
+    /// bytes 0x80..=0xBF (UTF-8 continuation bytes)
+    pub cont: u64,
 }
 
 /// Classifies the 64 bytes at `p` (`p + 64 <= b.len()`).
@@ -61,7 +63,7 @@ unsafe fn classify_sse2(b: &[u8], p: usize) -> Masks {
     unsafe fn below(t: __m128i, len: i8) -> __m128i {
         _mm_cmplt_epi8(_mm_xor_si128(t, _mm_set1_epi8(-128)), _mm_set1_epi8(len ^ -128))
     }
-    let mut m = Masks { letter: 0, lower: 0, digit: 0, ws: 0, space: 0, apos: 0, crlf: 0, slash: 0, high: 0 };
+    let mut m = Masks { letter: 0, lower: 0, digit: 0, ws: 0, space: 0, apos: 0, crlf: 0, slash: 0, high: 0, cont: 0 };
     for k in 0..4 {
         let v = _mm_loadu_si128(b.as_ptr().add(p + 16 * k) as *const __m128i);
         let sh = 16 * k;
@@ -81,6 +83,8 @@ unsafe fn classify_sse2(b: &[u8], p: usize) -> Masks {
         m.crlf |= mask(crlf);
         m.slash |= mask(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'/' as i8)));
         m.high |= mask(v);
+        // 0x80..=0xBF are -128..=-65 as i8.
+        m.cont |= mask(_mm_cmplt_epi8(v, _mm_set1_epi8(-64)));
     }
     m
 }
@@ -88,12 +92,15 @@ unsafe fn classify_sse2(b: &[u8], p: usize) -> Masks {
 /// Portable [`classify`] (also the test oracle for the SSE2 version).
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 pub fn classify_table(b: &[u8], p: usize) -> Masks {
-    let mut m = Masks { letter: 0, lower: 0, digit: 0, ws: 0, space: 0, apos: 0, crlf: 0, slash: 0, high: 0 };
+    let mut m = Masks { letter: 0, lower: 0, digit: 0, ws: 0, space: 0, apos: 0, crlf: 0, slash: 0, high: 0, cont: 0 };
     for j in 0..64 {
         let c = b[p + j];
         let bit = 1u64 << j;
         if c >= 0x80 {
             m.high |= bit;
+            if c < 0xC0 {
+                m.cont |= bit;
+            }
             continue;
         }
         let cls = ascii_class(c);
@@ -135,6 +142,71 @@ pub fn prev(m: u64) -> u64 {
 #[inline(always)]
 pub fn next(m: u64) -> u64 {
     m >> 1
+}
+
+/// What a scanner's window path can take of a non-ASCII char (everything else stops the
+/// window's trusted part at that char).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum NonAscii {
+    /// GPT-2: letters, numbers and "other" (marks, punctuation, symbols); not whitespace.
+    Gpt2,
+    /// cl100k: letters that cannot be part of a contraction (`ſ` can), and "other" (marks
+    /// too); not numbers (`\p{N}{1,3}` counts chars, the window bytes) or whitespace.
+    Cl100k,
+    /// o200k: only "other" (not letters or marks, whose upper/lower classes overlap; not
+    /// numbers or whitespace).
+    O200k,
+}
+
+/// Most non-ASCII chars a window classifies one by one (see [`add_non_ascii`]).
+pub const MAX_NON_ASCII: u32 = 64;
+
+/// Classifies the non-ASCII chars of a window one by one (decode + class table): letters and
+/// numbers set the `letter`/`digit` bits of all their bytes, "other" chars set nothing (as
+/// ASCII punctuation). Clears their bytes from `high`, up to the first char that `policy`
+/// cannot take (or past [`MAX_NON_ASCII`] chars), so [`trusted`] stops there.
+///
+/// Why: English has a curly quote or dash in one window of five; without this each of them
+/// cut a window short and sent a few pieces down the per-char path.
+#[inline(always)]
+pub fn add_non_ascii(b: &[u8], p: usize, m: &mut Masks, policy: NonAscii) {
+    let mut leads = m.high & !m.cont;
+    let mut done = 0u32;
+    while leads != 0 {
+        let j = leads.trailing_zeros() as usize;
+        leads &= leads - 1;
+        if done == MAX_NON_ASCII {
+            return;
+        }
+        done += 1;
+        let (cp, len) = decode_non_ascii(b, p + j, at(b, p + j));
+        let cls = class_of_char(cp);
+        let take = match policy {
+            NonAscii::Gpt2 => cls & WS == 0,
+            NonAscii::Cl100k => cls & (WS | N) == 0 && (cls & L == 0 || fold_contraction(cp) == 0),
+            NonAscii::O200k => cls & (WS | N | L | M) == 0,
+        };
+        if !take {
+            return;
+        }
+        let bits = if j + len >= 64 { !0u64 << j } else { ((1u64 << len) - 1) << j };
+        if cls & L != 0 {
+            m.letter |= bits;
+        } else if cls & N != 0 {
+            m.digit |= bits;
+        }
+        m.high &= !bits;
+    }
+}
+
+/// The bytes of the chars that begin at the bits of `seed`: extends each seed over the
+/// continuation bytes in `cont` that follow it (a char has at most three).
+#[inline(always)]
+pub fn whole_chars(seed: u64, cont: u64) -> u64 {
+    let mut x = seed;
+    x |= prev(x) & cont;
+    x |= prev(x) & cont;
+    x | (prev(x) & cont)
 }
 
 /// How far (bit index, exclusive) the piece starts of a window at `p` may be trusted, given

@@ -15,19 +15,22 @@
 /// The block loop shared by the scanners (a macro rather than a generic function taking
 /// closures: with `piece_end` behind a closure the per-char fallback ran ~10% slower on the
 /// multilingual corpus). While 64 bytes remain: classify the window at the current piece start
-/// `i`, get its piece starts from `$starts(b, i, &masks, lim)` (the starts and a possibly lower
+/// `i` (non-ASCII chars as far as `$non_ascii` allows), get its piece starts from `$starts(b, i, &masks, lim)` (the starts and a possibly lower
 /// trust limit), emit every piece that ends before the limit, and continue at the last start
 /// found. Where a window gives nothing (a non-ASCII char right at `i`, or one piece longer than
 /// the window), the per-char path `$piece_end(b, i, &mut $blk)` takes over, for one piece or
 /// up to the window's last non-ASCII byte. Then the per-char path finishes the text.
 macro_rules! scan_windows {
-    ($b:expr, $f:expr, $lookahead:expr, $starts:expr, $piece_end:ident, $blk:ident) => {{
-        use $crate::pretok::masks::{classify, trusted};
+    ($b:expr, $f:expr, $lookahead:expr, $non_ascii:expr, $starts:expr, $piece_end:ident, $blk:ident) => {{
+        use $crate::pretok::masks::{add_non_ascii, classify, trusted};
         let b: &[u8] = $b;
         let n = b.len();
         let mut i = 0;
         while i + 64 <= n {
-            let m = classify(b, i);
+            let mut m = classify(b, i);
+            if m.high != 0 {
+                add_non_ascii(b, i, &mut m, $non_ascii);
+            }
             let lim = trusted(&m, $lookahead);
             let (st, lim) = if lim >= 2 { $starts(b, i, &m, lim) } else { (0, lim) };
             if lim < 2 {

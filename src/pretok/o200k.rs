@@ -36,7 +36,7 @@ use super::PieceSink;
 
 pub fn scan(text: &str, f: &mut impl PieceSink) {
     let mut blk = Blocks::new(Swar::Lower);
-    scan_windows!(text.as_bytes(), f, LOOKAHEAD, window_starts, piece_end, blk);
+    scan_windows!(text.as_bytes(), f, LOOKAHEAD, NonAscii::O200k, window_starts, piece_end, blk);
 }
 
 /// A start at `j` depends on bytes up to `j + 3` (the apostrophe and letters of `'re`, and the
@@ -67,7 +67,9 @@ fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
     let t = w & !m.crlf;
     let o = !(le | m.digit | w);
     let word = le & (!prev(le) | (up & prev(m.lower)));
-    let attach = word & (prev(t) | (prev(o) & !prev(prev(o)) & !prev(prev(m.space))));
+    // The first char of an O run not led by a space (its bytes: it may be `“`).
+    let first_o = whole_chars(o & !prev(o) & !prev(m.space), m.cont & o);
+    let attach = word & (prev(t) | prev(first_o));
     let mut st = (w & !prev(w))
         | (t & (prev(m.crlf) | (prev(w) & next(!w))))
         | (word & !attach)
@@ -79,7 +81,7 @@ fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
     // follows (`"//\r\n//'a"` is `"//\r\n//"`, `"'a"`), which `attach` did not see when the
     // tail ended with `/`.
     let ends = other_run_tails(b, p, m, o, true, &mut st);
-    st &= !(prev(ends & o) & le);
+    st &= !(prev(whole_chars(ends & o, m.cont & o)) & le);
     // Contractions after a word (not after a contraction: `"it's's"` is `"it's"`, `"'s"`).
     let mut cands = m.apos & prev(le);
     let mut last_end = usize::MAX;
