@@ -51,11 +51,24 @@ pub fn pack_in(buf: &[u8], s: usize, e: usize) -> u128 {
     match buf.get(s..s + 16) {
         Some(w) => {
             let w = u128::from_le_bytes(w.try_into().unwrap_or([0; 16]));
-            (w & ((1u128 << (8 * n)) - 1)) | ((n as u128) << 120)
+            // One table load instead of a 128-bit variable shift (a shift pair, a select and
+            // a subtract on x86-64), on the per-piece path of encoder and counter.
+            (w & KEEP[n & 15]) | ((n as u128) << 120)
         }
         None => pack(&buf[s..e]),
     }
 }
+
+/// `KEEP[n]` keeps the low `n` bytes of a `u128`.
+static KEEP: [u128; 16] = {
+    let mut t = [0u128; 16];
+    let mut n = 1;
+    while n < 16 {
+        t[n] = (1u128 << (8 * n)) - 1;
+        n += 1;
+    }
+    t
+};
 
 /// The bytes of a key made by [`pack`].
 #[inline]
