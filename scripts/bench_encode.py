@@ -23,7 +23,9 @@ How the thread count is enforced
     1. restricts itself to ``threads`` CPUs with ``os.sched_setaffinity`` before importing the
        tool, so a tool that sizes its pool from the visible cores sees only those;
     2. has ``RAYON_NUM_THREADS``, ``FASTOKENS_BPE_THREADS`` = threads and
-       ``TOKENIZERS_PARALLELISM`` = false/true (1 / more threads) in its environment;
+       ``TOKENIZERS_PARALLELISM`` = false/true (1 / more threads) in its environment, and
+       ``OPENBLAS_NUM_THREADS=1`` (no tool does linear algebra, but the OpenBLAS threads that
+       numpy starts took ~9% of the CPU samples during the first timed runs on 2 cores);
     3. passes the tool's own argument where it has one: hf_bpe ``num_threads=``, tiktoken
        ``num_threads=``, gigatoken ``parallel=False`` for 1 thread, wordchipper
        ``TokenizerOptions.set_parallel``.
@@ -433,7 +435,7 @@ def emit(obj: dict) -> None:
 
 def run_worker(spec: dict) -> list[dict]:
     threads = spec["threads"]
-    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), FASTOKENS_BPE_THREADS=str(threads),
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), FASTOKENS_BPE_THREADS=str(threads), OPENBLAS_NUM_THREADS="1",
                TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
                WORDCHIPPER_CACHE_DIR=str(Paths(Path(spec["cache"])).wordchipper_cache),
                PYTHONPATH=os.pathsep.join([str(ROOT), spec["peers"], os.environ.get("PYTHONPATH", "")]))
@@ -578,7 +580,7 @@ def report(results: list[dict], args, info: dict, vers: dict, load_before, load_
         for (c, v), r in sorted(sizes.items())) + ".")
     lines.append("")
     lines.append("Notes: threads enforced per subprocess by CPU affinity (first N usable CPUs), RAYON_NUM_THREADS / "
-                 "FASTOKENS_BPE_THREADS / TOKENIZERS_PARALLELISM, and each tool's own argument where it has one "
+                 "FASTOKENS_BPE_THREADS / TOKENIZERS_PARALLELISM (and OPENBLAS_NUM_THREADS=1 for every tool), and each tool's own argument where it has one "
                  "(hf_bpe `num_threads` (all three forms), tiktoken `num_threads`, gigatoken `parallel=False` at 1 thread, wordchipper "
                  "`set_parallel`); cpu/wall is the process CPU time over wall time of the timed runs; other CPUs = CPU time of all "
                  "other processes (from /proc/stat) over the same wall time. Before each tool the script waits "
