@@ -1596,14 +1596,37 @@ mod tests {
                 enc.encode_piece(c, &piece, &mut x);
                 enc.bpe_piece(&piece, &mut y);
                 assert_eq!(x, y);
-                assert!(a.used() + b.used() <= budget, "{} + {} > {budget}", a.used(), b.used());
-                assert!(a.charged + b.charged <= budget);
+                let shared = enc.shared.bytes.load(Ordering::Relaxed);
+                assert!(shared <= budget / 4);
+                assert!(a.used() + b.used() + shared <= budget, "{} + {} + {shared} > {budget}", a.used(), b.used());
+                assert!(a.charged + b.charged + shared <= budget);
             }
         }
         // clear_cache gives every slot's share back to the pool.
         enc.clear_cache();
         let pool = enc.slots[0].0.lock().unwrap().pool.clone().unwrap();
         assert_eq!(pool.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_word_one_slot_encoded_is_shared_with_the_others() {
+        let enc = Encoder::new(toy_ranks(), None, vec![], r"\S+|\s+", 1 << 20).unwrap();
+        let mut a = enc.cache(1);
+        let mut b = enc.cache(2);
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        enc.encode_piece(&mut a, b"abcdxyzabcd", &mut x);
+        assert!(enc.shared.bytes.load(Ordering::Relaxed) > 0);
+        // Slot b misses, but finds the ids in the shared cache: no BPE (so a wrong entry planted
+        // there would show), and b caches them too.
+        enc.shared.shards.iter().for_each(|s| {
+            for v in s.lock().unwrap().values_mut() {
+                v[0] = 7;
+            }
+        });
+        enc.encode_piece(&mut b, b"abcdxyzabcd", &mut y);
+        assert_eq!(y[0], 7);
+        assert_eq!(&y[1..], &x[1..]);
+        assert_eq!((b.misses, b.used() > 0), (1, true));
     }
 
     #[test]
