@@ -191,8 +191,10 @@ pub struct Encoder {
 /// (lookup) or is skipped (insert), so nothing blocks, and a child forked while a parent thread
 /// held a shard cannot deadlock. Memory: at most a quarter of `cache_bytes`, drawn from the
 /// same pool as the slots (key bytes + 4 per id + 64 per entry).
+type SharedShard = Mutex<FxHashMap<Box<[u8]>, Box<[u32]>>>;
+
 struct Shared {
-    shards: Vec<Mutex<FxHashMap<Box<[u8]>, Box<[u32]>>>>,
+    shards: Vec<SharedShard>,
     /// Bytes held here (also counted in `pool`).
     bytes: AtomicUsize,
     limit: usize,
@@ -213,7 +215,7 @@ impl Shared {
         }
     }
 
-    fn shard(&self, piece: &[u8]) -> &Mutex<FxHashMap<Box<[u8]>, Box<[u32]>>> {
+    fn shard(&self, piece: &[u8]) -> &SharedShard {
         use std::hash::{BuildHasher, Hasher};
         let mut h = rustc_hash::FxBuildHasher.build_hasher();
         h.write(piece);
