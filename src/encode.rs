@@ -33,8 +33,10 @@
 //!   before (66.6 at the base commit; 64 with the prefetch queue in), 439 after; a fresh encoder on the multilingual corpus
 //!   alone stayed under 43 MiB per slot and did not show it (422 vs 438, noise). The slow
 //!   2-thread runs that remain are *cold* runs: each thread's slot learns the corpus's words on
-//!   its own, so after one warm-up run the other slot still misses (min ~70 MB/s; a cache
-//!   shared between threads would fix that, not done). A slot keeps what it drew until
+//!   its own, so after one warm-up run the other slot still misses; now a word one slot had to
+//!   encode goes to a shared second-level cache too ([`Shared`], at most a quarter of the
+//!   budget), and batches give each stretch of units the same slot on every call
+//!   (`batch::run_units_static`). A slot keeps what it drew until
 //!   `clear_cache` or the encoder drops. A slot charges what it really holds — table capacities, arena capacity, long-map keys plus an allowance per
 //!   entry — and checks every growth against the pool *before* growing; if the growth does not
 //!   fit, the slot is wiped (allocations kept) and refilled, as gigatoken does after its
@@ -65,17 +67,32 @@
 //!   as a `PieceSink` method with `#[inline(always)]` instead of a closure, which the compiler
 //!   had left out of line (a call, 5 register saves/restores per piece): English 420 -> 446,
 //!   code 228 -> 246, multilingual 175 -> 189 MB per CPU second.
-//! * **Tried and dropped** (all within noise, gpt2 1t): queue of 32 vs 64; a struct whose
-//!   method the closure calls (the closure itself still was not inlined); reserving 3 ids per queued piece once per drain instead of per hit; prefetching
-//!   the mid table (16..=31 bytes) as well; huge pages for the output buffers (page faults of
-//!   the fresh output are ~6% of a run); a 3/4 instead of 1/2 table load factor (measured
-//!   again with the prefetching: no change).
+//! * **Later steps** (MB per CPU second, one thread, 20 MB; English / code / multilingual,
+//!   gpt2 unless said): the scanners' 64-byte window path (`pretok/`): 490 / 236 / 184 ->
+//!   630 / 316 / 182, o200k 442 / 282 -> 575 / 435; the queue keeps the slot computed for the
+//!   prefetch, so the lookup does not hash again (+1-5%); the mid table (16..=31 bytes) is
+//!   prefetched as well, both lines of its 48-byte entries (multilingual 195 -> 209, o200k
+//!   272 -> 305; on English, where such pieces are 0.1%, it had measured as noise);
+//!   `keys::pack_in` masks with a 16-entry table instead of a 128-bit variable shift (+5-10%:
+//!   English 709 -> 767).
+//! * **Tried and dropped** (within noise or worse, gpt2 1t): queue of 32 or 128 vs 64 (again
+//!   after the window scanners: 32 was 5-15% slower, 128 mixed); a double-buffered queue (one
+//!   half looked up while the other fills, for a longer prefetch distance: 5-10% slower); a
+//!   two-pass drain that prefetches the arena of >3-id results before copying them (~10%
+//!   slower; and with the arena reads replaced by constants nothing got faster, so they are not
+//!   the cost); copying arena ids in fixed blocks of 8 instead of `extend_from_slice`; the
+//!   short table's pointer and mask copied into the queue; a struct whose method the closure
+//!   calls (the closure itself still was not inlined); reserving 3 ids per queued piece once
+//!   per drain instead of per hit; huge pages for a single unit's output; reserving the
+//!   output's upper bound (`bytes + items` ids) to avoid a regrowth copy (20% slower on
+//!   English: above glibc's 32 MB mmap threshold every call gets fresh pages); a 3/4 instead
+//!   of 1/2 table load factor.
 //!
-//! Measured on the 2-vCPU dev machine (shared, so wall clock is noisy; CPU time quoted), GPT-2
-//! merges, warm cache, one thread: the cache + merge core alone runs at ~295 MB/s on English,
-//! ~150 MB/s on the multilingual corpus (`Encoder._time_core`). End to end, with the
-//! hand-written scanners of `pretok/`, ~180–320 MB/s on English per core (through a regex
-//! engine it was ~17 MB/s; tiktoken: 10–15 MB/s). A 44-character `encode` call costs ~0.3 µs with the scanners (tiktoken 1.7 µs).
+//! Where the time goes now (GPT-2, English, one thread, ~7 ns per piece): the window scanner
+//! ~2 ns, packing/hashing/prefetching/queueing a piece ~3 ns, the lookup and copy of its ids
+//! ~2 ns (measured by stubbing the lookup out). On the multilingual corpus the lookups dominate
+//! (~18 ns per piece: a warm cache of 35 MB is past L3). End to end see `README.md`; tiktoken
+//! runs at 10–20 MB/s per core. A 44-character `encode` call costs ~0.3 µs (tiktoken 1.7 µs).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
