@@ -180,6 +180,7 @@ WINDOW_CASES = [
     "1711-12 Contributes", "//\r\n//'aaaa", "'re\r\n       \n", "it's's don'tcha HTTP'S OK'd",
     "x.\n(a ;\n/b .\n/.\n", "  \t.  (a \t(a \n(a", "12345678 1234 123a",
     "\u201cThe \u201c(a x\u2014y .\n\u201cb ;\n/\u2019c caf\xe9's '\u017f", " \u0661\u0662\u0663\u0664 \xb2\xb2\xb2\xb2",
+    "147\n\r\r\n\r \x0c\x0b \x0b\x0c\x85\u2009\u2028\xa0\u3000\x85", "x;\n\r  \t\x85\n  y",
 ]
 
 

@@ -245,6 +245,14 @@ pub fn crlf_run_limit(m: &Masks, lim: u32) -> u32 {
     if m.ws >> 63 != 0 {
         lim = lim.min(run_start_below(m.ws, 64));
     }
+    // Same for a run that reaches a non-ASCII char the window did not take (it may be
+    // whitespace, `\x85` or `\u3000`, and continue the run).
+    if m.high != 0 {
+        let h = m.high.trailing_zeros();
+        if h > 0 && (m.ws >> (h - 1)) & 1 != 0 {
+            lim = lim.min(run_start_below(m.ws, h));
+        }
+    }
     lim
 }
 
