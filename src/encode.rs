@@ -207,7 +207,8 @@ pub struct Encoder {
 /// 16 shards of a mutex-protected map. Only ever `try_lock`ed: a busy shard reads as a miss
 /// (lookup) or is skipped (insert), so nothing blocks, and a child forked while a parent thread
 /// held a shard cannot deadlock. Memory: at most a quarter of `cache_bytes`, drawn from the
-/// same pool as the slots (key bytes + 4 per id + 64 per entry).
+/// same pool as the slots (key bytes + 4 per id + [`SHARED_ENTRY_COST`] per entry: the map's
+/// bucket and two small heap allocations).
 type SharedShard = Mutex<FxHashMap<Box<[u8]>, Box<[u32]>>>;
 
 struct Shared {
@@ -220,6 +221,9 @@ struct Shared {
 }
 
 const SHARED_SHARDS: usize = 16;
+/// Bytes charged per shared entry besides its key and ids: a hash-map bucket (~40 B with the
+/// load factor) and two heap allocations (>= 32 B each with malloc's overhead).
+const SHARED_ENTRY_COST: usize = 112;
 
 impl Shared {
     fn new(budget: usize, pool: Arc<AtomicUsize>) -> Self {
@@ -255,12 +259,14 @@ impl Shared {
     }
 
     fn put(&self, piece: &[u8], ids: &[u32]) {
-        let cost = piece.len() + 4 * ids.len() + 64;
+        let cost = piece.len() + 4 * ids.len() + SHARED_ENTRY_COST;
         if self.bytes.load(Ordering::Relaxed) + cost > self.limit {
             return;
         }
-        if self.pool.fetch_add(cost, Ordering::Relaxed) + cost > self.budget {
-            self.pool.fetch_sub(cost, Ordering::Relaxed);
+        // Reserve without ever passing the budget, even for a moment (a slot's `fits` could
+        // fail in between and wipe that slot).
+        let budget = self.budget;
+        if self.pool.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| (u + cost <= budget).then_some(u + cost)).is_err() {
             return;
         }
         let Ok(mut m) = self.shard(piece).try_lock() else {
@@ -278,7 +284,7 @@ impl Shared {
     fn clear(&self) {
         for s in &self.shards {
             if let Ok(mut m) = s.try_lock() {
-                let freed: usize = m.iter().map(|(k, v)| k.len() + 4 * v.len() + 64).sum();
+                let freed: usize = m.iter().map(|(k, v)| k.len() + 4 * v.len() + SHARED_ENTRY_COST).sum();
                 *m = FxHashMap::default();
                 self.bytes.fetch_sub(freed, Ordering::Relaxed);
                 self.pool.fetch_sub(freed, Ordering::Relaxed);

@@ -48,6 +48,11 @@ fn window_starts(b: &[u8], p: usize, m: &Masks) -> u64 {
     while c != 0 {
         let j = c.trailing_zeros() as usize;
         c &= c - 1;
+        if j + 3 > 64 {
+            // `contraction_len` reads two bytes on, which may be past the text's end in the
+            // last window; starts this far are never trusted anyway.
+            continue;
+        }
         let len = contraction_len(b, p + j);
         if len != 0 && j + len < 64 {
             st &= !(((1u64 << (len - 1)) - 1) << (j + 1));

@@ -241,6 +241,20 @@ mod tests {
     }
 
     #[test]
+    fn window_reads_stay_inside_the_text() {
+        // Texts ending right at a window's end with an apostrophe or a start of a contraction:
+        // the window path must not look past the end (`at` asserts it in debug builds).
+        for p in ["gpt2", "cl100k", "o200k"] {
+            for tail in ["'", "a'", "a'r", "'l", "a's", " '", "\r\n", " \n", "1234", "\u{e9}'"] {
+                for n in 60..140usize {
+                    let t = "a".repeat(n.saturating_sub(tail.len())) + tail;
+                    assert_eq!(split(p, &t).concat(), t);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn never_panics_on_odd_inputs() {
         for p in ["gpt2", "cl100k", "o200k"] {
             for t in ["", " ", "\n", "'", "\u{301}", "a", "\r\n \u{3000}", "😀\u{200d}😀", "'\u{17f}"] {
