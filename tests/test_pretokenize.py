@@ -8,6 +8,8 @@ case-insensitive contractions, overlapping letter classes, marks).
 import gzip
 from collections import Counter
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -343,3 +345,12 @@ def test_regex_module_is_the_version_the_tables_come_from():
         f"src/unicode_tables.rs was generated from regex {wanted}, but regex {regex_module.__version__} is "
         f"installed: `pip install regex=={wanted}` (the test extra pins it) or regenerate the tables with "
         "scripts/gen_unicode_tables.py")
+
+
+def test_fuzzer_script_finds_no_difference():
+    # A short run of scripts/fuzz_pretokenize.py (millions of cases when run for minutes).
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, str(root / "scripts" / "fuzz_pretokenize.py"), "--seconds", "2", "--seed", "3"],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " 0 failures" in proc.stdout
