@@ -196,15 +196,8 @@ def test_window_edge_cases(name, case):
 
 @pytest.mark.parametrize("name", NAMES)
 @SETTINGS
-@given(text=ascii_block_text)
-def test_long_mostly_ascii_text(name, text):
-    check(name, text)
-
-
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(text=block_text)
-def test_long_text_with_non_ascii(name, text):
+@given(text=st.one_of(ascii_block_text, block_text))
+def test_long_texts(name, text):
     check(name, text)
 
 

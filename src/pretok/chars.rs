@@ -82,21 +82,9 @@ pub fn class_or_end(b: &[u8], i: usize) -> (u8, usize) {
     }
 }
 
-/// Class bits of a code point decoded from a valid `&str`.
-#[inline(always)]
-pub fn class_of_char(cp: u32) -> u8 {
-    class_of_valid(cp)
-}
-
-/// The ASCII contraction letter a non-ASCII char folds to case-insensitively, or 0.
-#[inline(always)]
-pub fn fold_contraction(cp: u32) -> u8 {
-    fold_non_ascii_contraction_letter(cp)
-}
-
 /// [`class_of`] without bounds checks, for code points decoded from a valid `&str`.
 #[inline(always)]
-fn class_of_valid(cp: u32) -> u8 {
+pub fn class_of_valid(cp: u32) -> u8 {
     debug_assert!(cp < 0x110000);
     // SAFETY: a `&str` decodes to cp <= 0x10FFFF, so `cp >> 8` < 0x1100 = BLOCK_INDEX.len();
     // the generator only writes block numbers < BLOCKS.len() into BLOCK_INDEX.

@@ -46,20 +46,7 @@ const LOOKAHEAD: u32 = 3;
 /// * whitespace as in o200k (see [`crlf_run_limit`] for the shapes left to the per-char path).
 #[inline(always)]
 fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
-    let le = m.letter;
-    let w = m.ws;
-    let t = w & !m.crlf;
-    let o = !(le | m.digit | w);
-    let word = le & !prev(le);
-    // The first char of an O run not led by a space (its bytes: it may be `“`).
-    let first_o = whole_chars(o & !prev(o) & !prev(m.space), m.cont & o);
-    let attach = word & (prev(t) | prev(first_o));
-    let mut st = (w & !prev(w))
-        | (t & (prev(m.crlf) | (prev(w) & next(!w))))
-        | (word & !attach)
-        | (m.digit & !prev(m.digit))
-        | (o & !prev(o) & !prev(m.space))
-        | 1;
+    let (mut st, o) = prefix_word_starts(m, m.letter & !prev(m.letter));
     let lim = crlf_run_limit(m, lim);
     // The tail ends at a non-CR/LF char: an O there is preceded by CR/LF, so `attach` saw it.
     other_run_tails(b, p, m, o, false, &mut st);
@@ -71,7 +58,7 @@ fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
         if j + 3 >= 64 || st >> j & 1 == 0 {
             continue;
         }
-        let len = contraction_ci_ascii(b, p + j);
+        let len = contraction_ci(b, p + j);
         if len != 0 {
             st &= !(((1u64 << len) - 1) << (j + 1));
             st |= 1u64 << (j + len);

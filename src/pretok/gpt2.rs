@@ -48,11 +48,6 @@ fn window_starts(b: &[u8], p: usize, m: &Masks) -> u64 {
     while c != 0 {
         let j = c.trailing_zeros() as usize;
         c &= c - 1;
-        if j + 3 > 64 {
-            // `contraction_len` reads two bytes on, which may be past the text's end in the
-            // last window; starts this far are never trusted anyway.
-            continue;
-        }
         let len = contraction_len(b, p + j);
         if len != 0 && j + len < 64 {
             st &= !(((1u64 << (len - 1)) - 1) << (j + 1));
@@ -63,13 +58,14 @@ fn window_starts(b: &[u8], p: usize, m: &Masks) -> u64 {
 }
 
 /// Length of the case-sensitive contraction `'s 't 'm 'd 're 've 'll` at `i` (an apostrophe),
-/// or 0; the bytes up to `i + 2` must exist.
+/// or 0 (also when the text ends first).
 #[inline(always)]
 fn contraction_len(b: &[u8], i: usize) -> usize {
-    match at(b, i + 1) {
+    let after = |k: usize| b.get(i + k).copied().unwrap_or(0);
+    match after(1) {
         b's' | b't' | b'm' | b'd' => 2,
-        b'r' | b'v' => 3 * (at(b, i + 2) == b'e') as usize,
-        b'l' => 3 * (at(b, i + 2) == b'l') as usize,
+        b'r' | b'v' => 3 * (after(2) == b'e') as usize,
+        b'l' => 3 * (after(2) == b'l') as usize,
         _ => 0,
     }
 }
@@ -96,16 +92,10 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
         // ASCII punctuation (not a possible contraction start): ` ?[^\s\p{L}\p{N}]+`.
         return run_not(b, i + 1, L | N | WS);
     }
-    if c == b'\'' && i + 1 < n {
-        match at(b, i + 1) {
-            b's' | b't' | b'm' | b'd' => return i + 2,
-            c1 @ (b'r' | b'v' | b'l') if i + 2 < n => {
-                let want = if c1 == b'l' { b'l' } else { b'e' };
-                if at(b, i + 2) == want {
-                    return i + 3;
-                }
-            }
-            _ => {}
+    if c == b'\'' {
+        let len = contraction_len(b, i);
+        if len != 0 {
+            return i + len;
         }
     }
     let (cls, len) = class_at(b, i);

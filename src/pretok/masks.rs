@@ -8,10 +8,12 @@
 //! then only pop bits. The classification is SSE2 (x86-64 baseline, so no runtime dispatch);
 //! elsewhere a byte loop over the ASCII class table gives the same masks.
 //!
-//! Only ASCII is classified here: a window that contains a byte >= 0x80 is trusted only up to
-//! a few bytes before it, and the scanners fall back to their per-char path past it.
+//! The SIMD step classifies ASCII only; [`add_non_ascii`] then decodes the window's non-ASCII
+//! chars one by one, as far as the pattern allows, and the window is trusted only up to a few
+//! bytes before the first char it could not take (the scanners' per-char path goes on there).
 
 use super::chars::*;
+use crate::unicode_tables::fold_non_ascii_contraction_letter;
 
 /// Class masks of the 64 bytes at `p`: bit `j` describes byte `p + j`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,8 +32,6 @@ pub struct Masks {
     pub apos: u64,
     /// `\r` or `\n`
     pub crlf: u64,
-    /// `/`
-    pub slash: u64,
     /// bytes >= 0x80 (parts of non-ASCII chars)
     pub high: u64,
     /// bytes 0x80..=0xBF (UTF-8 continuation bytes)
@@ -63,7 +63,7 @@ unsafe fn classify_sse2(b: &[u8], p: usize) -> Masks {
     unsafe fn below(t: __m128i, len: i8) -> __m128i {
         _mm_cmplt_epi8(_mm_xor_si128(t, _mm_set1_epi8(-128)), _mm_set1_epi8(len ^ -128))
     }
-    let mut m = Masks { letter: 0, lower: 0, digit: 0, ws: 0, space: 0, apos: 0, crlf: 0, slash: 0, high: 0, cont: 0 };
+    let mut m = Masks { letter: 0, lower: 0, digit: 0, ws: 0, space: 0, apos: 0, crlf: 0, high: 0, cont: 0 };
     for k in 0..4 {
         let v = _mm_loadu_si128(b.as_ptr().add(p + 16 * k) as *const __m128i);
         let sh = 16 * k;
@@ -81,7 +81,6 @@ unsafe fn classify_sse2(b: &[u8], p: usize) -> Masks {
         m.ws |= mask(_mm_or_si128(space, ctl));
         m.apos |= mask(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\'' as i8)));
         m.crlf |= mask(crlf);
-        m.slash |= mask(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'/' as i8)));
         m.high |= mask(v);
         // 0x80..=0xBF are -128..=-65 as i8.
         m.cont |= mask(_mm_cmplt_epi8(v, _mm_set1_epi8(-64)));
@@ -92,7 +91,7 @@ unsafe fn classify_sse2(b: &[u8], p: usize) -> Masks {
 /// Portable [`classify`] (also the test oracle for the SSE2 version).
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 pub fn classify_table(b: &[u8], p: usize) -> Masks {
-    let mut m = Masks { letter: 0, lower: 0, digit: 0, ws: 0, space: 0, apos: 0, crlf: 0, slash: 0, high: 0, cont: 0 };
+    let mut m = Masks { letter: 0, lower: 0, digit: 0, ws: 0, space: 0, apos: 0, crlf: 0, high: 0, cont: 0 };
     for j in 0..64 {
         let c = b[p + j];
         let bit = 1u64 << j;
@@ -125,9 +124,6 @@ pub fn classify_table(b: &[u8], p: usize) -> Masks {
         if c == b'\n' || c == b'\r' {
             m.crlf |= bit;
         }
-        if c == b'/' {
-            m.slash |= bit;
-        }
     }
     m
 }
@@ -158,32 +154,24 @@ pub enum NonAscii {
     O200k,
 }
 
-/// Most non-ASCII chars a window classifies one by one (see [`add_non_ascii`]).
-pub const MAX_NON_ASCII: u32 = 64;
-
 /// Classifies the non-ASCII chars of a window one by one (decode + class table): letters and
 /// numbers set the `letter`/`digit` bits of all their bytes, "other" chars set nothing (as
 /// ASCII punctuation). Clears their bytes from `high`, up to the first char that `policy`
-/// cannot take (or past [`MAX_NON_ASCII`] chars), so [`trusted`] stops there.
+/// cannot take, so [`trusted`] stops there.
 ///
 /// Why: English has a curly quote or dash in one window of five; without this each of them
 /// cut a window short and sent a few pieces down the per-char path.
 #[inline(always)]
 pub fn add_non_ascii(b: &[u8], p: usize, m: &mut Masks, policy: NonAscii) {
     let mut leads = m.high & !m.cont;
-    let mut done = 0u32;
     while leads != 0 {
         let j = leads.trailing_zeros() as usize;
         leads &= leads - 1;
-        if done == MAX_NON_ASCII {
-            return;
-        }
-        done += 1;
         let (cp, len) = decode_non_ascii(b, p + j, at(b, p + j));
-        let cls = class_of_char(cp);
+        let cls = class_of_valid(cp);
         let take = match policy {
             NonAscii::Gpt2 => cls & WS == 0,
-            NonAscii::Cl100k => cls & (WS | N) == 0 && (cls & L == 0 || fold_contraction(cp) == 0),
+            NonAscii::Cl100k => cls & (WS | N) == 0 && (cls & L == 0 || fold_non_ascii_contraction_letter(cp) == 0),
             NonAscii::O200k => cls & (WS | N | L | M) == 0,
         };
         if !take {
@@ -218,8 +206,8 @@ pub fn trusted(m: &Masks, lookahead: u32) -> u32 {
     h.saturating_sub(lookahead + 1)
 }
 
-/// Index just past the highest bit below `k` that is clear in `m` (0 if none): the start of
-/// the run of `m` that contains bit `k - 1`... or `k` itself when bit `k - 1` is clear.
+/// Index just past the highest bit below `k` that is clear in `m` (0 if none): where the run
+/// of set bits that ends at bit `k - 1` starts (`k` itself if bit `k - 1` is clear).
 #[inline(always)]
 pub fn run_start_below(m: u64, k: u32) -> u32 {
     let below = !m & if k >= 64 { !0 } else { (1u64 << k) - 1 };
@@ -228,6 +216,32 @@ pub fn run_start_below(m: u64, k: u32) -> u32 {
     } else {
         64 - below.leading_zeros()
     }
+}
+
+/// The piece starts cl100k and o200k share (they differ in where a word begins, `word`, and in
+/// what an "other" run and a word may take after them), and the mask of "other" (O) bytes:
+/// * a whitespace run starts a piece; a non-CR/LF char right after CR/LF starts one (the
+///   `\s*[\r\n]` piece ends there); the last char before non-whitespace is given back
+///   (`\s+(?!\S)`) unless it is the run's first;
+/// * a word starts a piece unless its prefix joins it: a non-CR/LF whitespace char, or the
+///   first char of an O run that is not led by a space (not after another O, whose run is
+///   taken whole, nor after a space, which the O run takes along: `" (a"` is `" ("`, `"a"`);
+/// * a run of digits starts a piece; an O run starts one unless a space leads it.
+#[inline(always)]
+pub fn prefix_word_starts(m: &Masks, word: u64) -> (u64, u64) {
+    let w = m.ws;
+    let t = w & !m.crlf;
+    let o = !(m.letter | m.digit | w);
+    // (The prefix's bytes: it may be a multi-byte char such as `“`.)
+    let first_o = whole_chars(o & !prev(o) & !prev(m.space), m.cont & o);
+    let attach = word & (prev(t) | prev(first_o));
+    let st = (w & !prev(w))
+        | (t & (prev(m.crlf) | (prev(w) & next(!w))))
+        | (word & !attach)
+        | (m.digit & !prev(m.digit))
+        | (o & !prev(o) & !prev(m.space))
+        | 1;
+    (st, o)
 }
 
 /// Shared whitespace limits of cl100k and o200k, whose `\s*[\r\n]` alternative ends after
@@ -297,18 +311,6 @@ pub fn digit_chunks(digit: u64, st: &mut u64) {
             k += 3;
         }
         long &= if run_end >= 64 { 0 } else { !0u64 << run_end };
-    }
-}
-
-/// `'(?i:s|t|m|d|re|ve|ll)` at `i` (an apostrophe) for ASCII letters only, as a length (0 if
-/// none); bytes up to `i + 2` must exist.
-#[inline(always)]
-pub fn contraction_ci_ascii(b: &[u8], i: usize) -> usize {
-    match at(b, i + 1) | 0x20 {
-        b's' | b't' | b'm' | b'd' => 2,
-        b'r' | b'v' => 3 * (at(b, i + 2) | 0x20 == b'e') as usize,
-        b'l' => 3 * (at(b, i + 2) | 0x20 == b'l') as usize,
-        _ => 0,
     }
 }
 

@@ -63,19 +63,7 @@ const LOOKAHEAD: u32 = 3;
 fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
     let le = m.letter;
     let up = le & !m.lower;
-    let w = m.ws;
-    let t = w & !m.crlf;
-    let o = !(le | m.digit | w);
-    let word = le & (!prev(le) | (up & prev(m.lower)));
-    // The first char of an O run not led by a space (its bytes: it may be `“`).
-    let first_o = whole_chars(o & !prev(o) & !prev(m.space), m.cont & o);
-    let attach = word & (prev(t) | prev(first_o));
-    let mut st = (w & !prev(w))
-        | (t & (prev(m.crlf) | (prev(w) & next(!w))))
-        | (word & !attach)
-        | (m.digit & !prev(m.digit))
-        | (o & !prev(o) & !prev(m.space))
-        | 1;
+    let (mut st, o) = prefix_word_starts(m, le & (!prev(le) | (up & prev(m.lower))));
     let lim = crlf_run_limit(m, lim);
     // D's tail; an O char right after a tail starts a piece, so it is the prefix of a word that
     // follows (`"//\r\n//'a"` is `"//\r\n//"`, `"'a"`), which `attach` did not see when the
@@ -91,7 +79,7 @@ fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
         if j == last_end || j + 3 >= 64 {
             continue;
         }
-        let len = contraction_ci_ascii(b, p + j);
+        let len = contraction_ci(b, p + j);
         if len != 0 {
             st &= !(((1u64 << len) - 1) << j);
             st |= 1u64 << (j + len);
