@@ -14,11 +14,12 @@
 //!   window's trusted part early, and the per-char path takes over from there;
 //! * the **per-char path** (`piece_end`): one piece at a time, from the first char's class.
 //!
-//! Measured (one thread, thread CPU time, 8 MB of each corpus, `scripts/bench_pretokenize.py`),
-//! per-char path only -> with windows: English gpt2 1,063 -> 2,188 MB/s, cl100k ~900 -> 1,584,
-//! o200k ~820 -> 1,440; code gpt2 690 -> 2,353, o200k ~520 -> 1,397; multilingual gpt2 ~600 ->
-//! 989, cl100k -> 875, o200k ~640 -> 638 (o200k's windows leave non-ASCII letters, whose
-//! upper/lower classes overlap, to the per-char path). The per-piece serial dependency (load the
+//! Measured (`scripts/bench_pretokenize.py`, one thread, thread CPU time, 8 MB of each corpus,
+//! the build before the window path and this one in the same session), MB/s: English gpt2
+//! 1,002 -> 2,188, cl100k 927 -> 1,583, o200k 764 -> 1,430; code gpt2 735 -> 2,294, cl100k
+//! 630 -> 1,478, o200k 550 -> 1,366; multilingual gpt2 640 -> 973, cl100k 625 -> 848, o200k
+//! 591 -> 602 (o200k's windows leave non-ASCII letters, whose upper/lower classes overlap, to
+//! the per-char path). The per-piece serial dependency (load the
 //! byte, classify it, find the run's end, start over) was the cost of the per-char path; in a
 //! window the starts of ~12 English pieces come out of ~40 independent instructions.
 

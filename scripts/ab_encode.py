@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""A/B of two (or more) builds of hf_bpe on the encoder's hot path, one thread.
+
+Each argument is a directory holding an `hf_bpe/` package with its built `_core` (e.g. a
+`git worktree` after `scripts/dev_build.sh`, or a copy of `hf_bpe/` with another `_core.abi3.so`).
+For GPT-2 and o200k on the first 20 MB of each corpus (cut into 10 kB texts), each build runs in
+its own process: one warm-up `encode_batch_flat`, then 7 timed calls; the best MB per *thread CPU
+second* is kept (robust on a shared machine: other processes do not count, and the minimum
+drops the disturbed runs). Builds alternate for `--rounds` rounds and the best round is shown.
+Peers are not involved: for comparisons with them use `scripts/bench_encode.py`.
+
+Usage: python scripts/ab_encode.py DIR_A DIR_B [--rounds 3]
+"""
+import argparse
+import json
+import subprocess
+import sys
+
+CHILD = r"""
+import gzip, json, sys, time
+sys.path.insert(0, sys.argv[1])
+import hf_bpe
+data = sys.argv[2]
+res = {}
+for voc in ("gpt2", "o200k"):
+    if voc == "gpt2":
+        bpe = hf_bpe.BPE.load(f"{data}/gpt2")
+    else:
+        bpe = hf_bpe.BPE.from_tiktoken(f"{data}/tiktoken/o200k_base.tiktoken", pattern="o200k")
+    for corpus in ("english", "code", "multilingual"):
+        raw = gzip.open(f"{data}/corpus/{corpus}.txt.gz", "rb").read(20_000_000)
+        text = raw.decode("utf-8", "ignore")
+        docs = [text[i:i + 10_000] for i in range(0, len(text), 10_000)]
+        bpe.encode_batch_flat(docs, num_threads=1, disallowed_special=())
+        best = float("inf")
+        for _ in range(7):
+            t = time.thread_time()
+            bpe.encode_batch_flat(docs, num_threads=1, disallowed_special=())
+            best = min(best, time.thread_time() - t)
+        res[f"{voc} {corpus}"] = len(raw) / best / 1e6
+print(json.dumps(res))
+"""
+
+
+def main() -> None:
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dirs", nargs="+")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    args = ap.parse_args()
+    env = {"OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    results = {d: [] for d in args.dirs}
+    for _ in range(args.rounds):
+        for d in args.dirs:
+            out = subprocess.run([sys.executable, "-c", CHILD, d, args.data], capture_output=True, text=True, env=env)
+            if out.returncode != 0:
+                sys.exit(f"{d}: {out.stderr.strip().splitlines()[-1]}")
+            results[d].append(json.loads(out.stdout))
+    keys = list(results[args.dirs[0]][0])
+    print("MB per thread CPU second, best of 7 calls x", args.rounds, "rounds")
+    print("config".ljust(20), *[Path(d).name[-14:].rjust(14) for d in args.dirs])
+    for k in keys:
+        print(k.ljust(20), *[f"{max(r[k] for r in results[d]):14.0f}" for d in args.dirs])
+
+
+if __name__ == "__main__":
+    main()
