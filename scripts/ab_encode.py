@@ -3,8 +3,8 @@
 
 Each argument is a directory holding an `hf_bpe/` package with its built `_core` (e.g. a
 `git worktree` after `scripts/dev_build.sh`, or a copy of `hf_bpe/` with another `_core.abi3.so`).
-For GPT-2 and o200k on the first 20 MB of each corpus (cut into 10 kB texts), each build runs in
-its own process: one warm-up `encode_batch_flat`, then 7 timed calls; the best MB per *thread CPU
+For GPT-2 and o200k on the first 20 MB of each corpus (cut into 10 kB texts; a fresh encoder
+per corpus), each build runs in its own process: one warm-up `encode_batch_flat`, then 7 timed calls; the best MB per *thread CPU
 second* is kept (robust on a shared machine: other processes do not count, and the minimum
 drops the disturbed runs). Builds alternate for `--rounds` rounds and the best round is shown.
 Peers are not involved: for comparisons with them use `scripts/bench_encode.py`.
@@ -23,11 +23,12 @@ import hf_bpe
 data = sys.argv[2]
 res = {}
 for voc in ("gpt2", "o200k"):
-    if voc == "gpt2":
-        bpe = hf_bpe.BPE.load(f"{data}/gpt2")
-    else:
-        bpe = hf_bpe.BPE.from_tiktoken(f"{data}/tiktoken/o200k_base.tiktoken", pattern="o200k")
     for corpus in ("english", "code", "multilingual"):
+        # A fresh encoder per corpus: its cache then holds this corpus's words only.
+        if voc == "gpt2":
+            bpe = hf_bpe.BPE.load(f"{data}/gpt2")
+        else:
+            bpe = hf_bpe.BPE.from_tiktoken(f"{data}/tiktoken/o200k_base.tiktoken", pattern="o200k")
         raw = gzip.open(f"{data}/corpus/{corpus}.txt.gz", "rb").read(20_000_000)
         text = raw.decode("utf-8", "ignore")
         docs = [text[i:i + 10_000] for i in range(0, len(text), 10_000)]
