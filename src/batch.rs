@@ -164,6 +164,7 @@ pub fn encode_docs(
         let mut cache = enc.cache(hint);
         let bytes: usize = items[range.clone()].iter().map(|(_, it)| item_bytes(it)).sum();
         let mut ids = Vec::with_capacity(bytes / 3 + 16);
+        crate::encode::huge_pages(ids.spare_capacity_mut());
         let mut lens = Vec::with_capacity(range.len());
         for (di, it) in &items[range] {
             let k = ids.len();
