@@ -102,10 +102,12 @@ use std::sync::{Arc, Mutex};
 use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
 
-use crate::keys::{load15, mix128, pack, pack_in};
+use crate::keys::{load15, mix128, pack, pack_in, pack_in_unchecked};
 use crate::pretok::{Pattern, PieceSink};
 
 /// Pieces queued (and their cache slots prefetched) before they are looked up; a power of two.
+/// The queue holds up to twice this: a window's pieces (at most 63) are queued in one go and
+/// the queue is drained once it holds at least `QUEUE`.
 const QUEUE: usize = 64;
 
 /// The pieces of a text waiting for their cache lookup (see [`Encoder::encode_text`]).
@@ -114,18 +116,21 @@ struct PieceQueue<'a> {
     cache: &'a mut WordCache,
     b: &'a [u8],
     out: &'a mut Vec<u32>,
-    q: [Queued; QUEUE],
+    q: [Queued; 2 * QUEUE],
     n: usize,
 }
 
-impl PieceSink for &mut PieceQueue<'_> {
+impl PieceQueue<'_> {
+    /// Queues the piece `s..e`: a piece of 1..=15 bytes is packed (by `pack`, given its length)
+    /// and its short-table slot prefetched; one of 16..=31 bytes has its mid-table slot
+    /// prefetched. `n` < 2 x QUEUE.
     #[inline(always)]
-    fn piece(&mut self, s: usize, e: usize) {
+    fn push(&mut self, n: usize, s: usize, e: usize, pack: impl FnOnce(usize) -> u128) {
         let len = e - s;
         // One-byte pieces ("," "." "\n") go through the table too (their key is non-zero:
         // the length byte), so the drain loop has no hard-to-predict branch on the length.
         let (key, e) = if (1..16).contains(&len) {
-            let k = pack_in(self.b, s, e);
+            let k = pack(len);
             // The slot goes in place of `e` (which the key's length byte gives back).
             (k, self.cache.short.prefetch(&k))
         } else {
@@ -136,13 +141,56 @@ impl PieceSink for &mut PieceQueue<'_> {
             }
             (0, e)
         };
-        // `n` < QUEUE always (drained when it gets there); the mask drops the bound check.
-        self.q[self.n & (QUEUE - 1)] = Queued { key, s, e };
-        self.n += 1;
-        if self.n == QUEUE {
-            self.enc.drain(self.cache, self.b, &self.q, self.out);
+        // The mask drops the bound check.
+        self.q[n & (2 * QUEUE - 1)] = Queued { key, s, e };
+    }
+
+    #[inline(always)]
+    fn drain_if_full(&mut self) {
+        if self.n >= QUEUE {
+            self.enc.drain(self.cache, self.b, &self.q[..self.n], self.out);
             self.n = 0;
         }
+    }
+}
+
+impl PieceSink for &mut PieceQueue<'_> {
+    #[inline(always)]
+    fn piece(&mut self, s: usize, e: usize) {
+        let b = self.b;
+        self.push(self.n, s, e, |_| pack_in(b, s, e));
+        self.n += 1;
+        self.drain_if_full();
+    }
+
+    /// A window's pieces in one loop: the queue position stays in a register, the drain check
+    /// is made once per window, and when 16 bytes past the window are in the text (all but the
+    /// last window or so) the pieces are packed without a bounds check each.
+    #[inline(always)]
+    fn window(&mut self, base: usize, mut cur: usize, mut starts: u64) -> usize {
+        let b = self.b;
+        let mut n = self.n;
+        if base + 64 + 16 <= b.len() {
+            while starts != 0 {
+                let s = base + starts.trailing_zeros() as usize;
+                // SAFETY: cur < s <= base + 63, so cur + 16 <= base + 79 < b.len().
+                self.push(n, cur, s, |len| unsafe { pack_in_unchecked(b, cur, len) });
+                n += 1;
+                cur = s;
+                starts &= starts - 1;
+            }
+        } else {
+            while starts != 0 {
+                let s = base + starts.trailing_zeros() as usize;
+                self.push(n, cur, s, |_| pack_in(b, cur, s));
+                n += 1;
+                cur = s;
+                starts &= starts - 1;
+            }
+        }
+        self.n = n;
+        self.drain_if_full();
+        cur
     }
 }
 
@@ -1228,7 +1276,7 @@ impl Encoder {
     /// lookup stalled on one cache miss, one after the other.
     pub fn encode_text(&self, cache: &mut WordCache, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
         let b = text.as_bytes();
-        let mut pq = PieceQueue { enc: self, cache, b, out, q: [Queued::default(); QUEUE], n: 0 };
+        let mut pq = PieceQueue { enc: self, cache, b, out, q: [Queued::default(); 2 * QUEUE], n: 0 };
         let r = self.pattern.for_each_piece(text, &mut pq);
         let n = pq.n;
         self.drain(pq.cache, b, &pq.q[..n], pq.out);

@@ -59,6 +59,18 @@ pub fn pack_in(buf: &[u8], s: usize, e: usize) -> u128 {
     }
 }
 
+/// [`pack_in`] of `buf[s..s + n]` for a caller that knows `s + 16 <= buf.len()` (the encoder's
+/// window loop checks it once per 64-byte window), so without the bounds check.
+///
+/// # Safety
+/// `s + 16 <= buf.len()` and `n < 16`.
+#[inline(always)]
+pub unsafe fn pack_in_unchecked(buf: &[u8], s: usize, n: usize) -> u128 {
+    debug_assert!(s + 16 <= buf.len() && n < 16);
+    let w = (buf.as_ptr().add(s) as *const u128).read_unaligned();
+    (w & KEEP[n & 15]) | ((n as u128) << 120)
+}
+
 /// `KEEP[n]` keeps the low `n` bytes of a `u128`.
 static KEEP: [u128; 16] = {
     let mut t = [0u128; 16];
