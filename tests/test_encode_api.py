@@ -95,6 +95,18 @@ def test_batch_flat_and_single_agree(trained):
         assert bpe.encode_batch(texts, num_threads=n, allowed_special="all") == single
 
 
+def test_one_thread_output_survives_a_change_of_ids_per_byte(trained):
+    # One thread reserves room from the previous batch's ids-per-byte ratio: a batch of plain
+    # words (few ids per byte) then one of rare chars (about one id per byte) must regrow.
+    bpe, _ = trained
+    words = ["the cat sat on the mat " * 4000] * 3
+    dense = ["".join(chr(0x4E00 + (i * 7919 + k) % 20000) + "\u0301!" for i in range(30000)) for k in range(2)]
+    for texts in (words, dense, words, dense):
+        ids, offsets = bpe.encode_batch_flat(texts, num_threads=1)
+        assert sum(len(t.encode()) for t in texts) > 256 << 10  # the batch path, not one small text
+        assert [ids[offsets[k]:offsets[k + 1]].tolist() for k in range(len(texts))] == [bpe.encode_ordinary(t) for t in texts]
+
+
 def test_special_token_rules_like_tiktoken(trained):
     bpe, _ = trained
     eot = bpe.special_tokens["<|endoftext|>"]
