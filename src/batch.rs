@@ -163,19 +163,18 @@ pub fn encode_docs(
         }
     }
 
-    let pool_units = pool.is_some();
     let run_unit = |range: std::ops::Range<usize>, hint: usize| -> Result<UnitOut, String> {
         let mut cache = enc.cache(hint);
         let bytes: usize = items[range.clone()].iter().map(|(_, it)| item_bytes(it)).sum();
         // A piece of n bytes encodes to at most n ids (and a special, counted as 16 bytes, to
-        // one). One unit reserves what the last batch's ratio says (the upper bound at first,
-        // see `Encoder::output_estimate`), so the output is rarely regrown: a regrowth copied
-        // it into fresh 4 KiB pages (GPT-2 code, 9.5M ids from 20 MB, spent a fifth of its time
-        // in that copy and its page faults). Only pages written are touched, and they are
-        // advised to be huge ones. Work units of a pool (at most 1 MiB each, joined afterwards)
-        // reserve a third: those come back from malloc's heap. Past 256 MB of text, or where the
-        // system refuses the room, the output starts at a third and regrows.
-        let cap = if pool_units || bytes > UPPER_BOUND_MAX { bytes / 3 + 16 } else { enc.output_estimate(bytes) };
+        // one). A unit reserves what the last batch's ratio says (the upper bound at first, see
+        // `Encoder::output_estimate`), so its output is rarely regrown: a regrowth copied it
+        // into fresh 4 KiB pages (GPT-2 code on one thread, 9.5M ids from 20 MB, spent a fifth
+        // of its time in that copy and its page faults; with 2 threads and 1 MiB units the
+        // estimate gave code ~+5%, multilingual ~+10%). Only pages written are touched, and
+        // big outputs are advised to use huge ones. Past 256 MB of text, or where the system
+        // refuses the room, the output starts at a third and regrows.
+        let cap = if bytes > UPPER_BOUND_MAX { bytes / 3 + 16 } else { enc.output_estimate(bytes) };
         let mut ids = Vec::new();
         if ids.try_reserve_exact(cap).is_err() {
             ids.reserve_exact(bytes / 3 + 16);
@@ -223,12 +222,11 @@ pub fn encode_docs(
         }
     }
     let ids = if parts.len() == 1 {
-        let ids = parts.into_iter().next().unwrap().0;
-        enc.learn_output_ratio(total, ids.len());
-        ids
+        parts.into_iter().next().unwrap().0
     } else {
         join_parts(&parts, pool.as_deref())
     };
+    enc.learn_output_ratio(total, ids.len());
     Ok(Flat { ids, lens })
 }
 

@@ -240,7 +240,7 @@ pub struct Encoder {
     slots: Vec<Slot>,
     /// Words any slot had to encode, for the other slots (see [`Shared`]).
     shared: Shared,
-    /// Ids per 1024 input bytes of the last single-unit batch (see [`Self::output_estimate`]).
+    /// Ids per 1024 input bytes of the last batch (see [`Self::output_estimate`]).
     ids_per_kib: AtomicUsize,
 }
 
