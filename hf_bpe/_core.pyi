@@ -83,9 +83,18 @@ class Encoder:
     def pattern(self) -> str: ...
     def is_tiktoken(self) -> bool: ...
     def cache_bytes(self) -> int: ...
-    def cache_info(self) -> dict[str, int]: ...
-    def clear_cache(self) -> None: ...
+    def cache_info(self) -> dict[str, int]:
+        """hits, misses, bytes and budget of the word cache; kept_output_bytes of the output
+        buffers kept (process-wide) for reuse by later batches."""
+    def clear_cache(self) -> None:
+        """Empties the word cache and frees the output buffers kept for reuse."""
     def to_state(self) -> bytes:
         """Deterministic serialized tables (no cache)."""
     @staticmethod
     def from_state(state: bytes) -> Encoder: ...
+
+
+class IdBuffer:
+    """Owner of a big batch output behind its numpy array (the array's ``base``): when the array
+    and all its views are gone, the buffer is kept for the next batch (at most 2, up to 1 GiB
+    each; ``Encoder.clear_cache`` frees them)."""

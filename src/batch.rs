@@ -163,6 +163,7 @@ pub fn encode_docs(
         }
     }
 
+    let single = pool.is_none();
     let run_unit = |range: std::ops::Range<usize>, hint: usize| -> Result<UnitOut, String> {
         let mut cache = enc.cache(hint);
         let bytes: usize = items[range.clone()].iter().map(|(_, it)| item_bytes(it)).sum();
@@ -171,15 +172,16 @@ pub fn encode_docs(
         // `Encoder::output_estimate`), so its output is rarely regrown: a regrowth copied it
         // into fresh 4 KiB pages (GPT-2 code on one thread, 9.5M ids from 20 MB, spent a fifth
         // of its time in that copy and its page faults; with 2 threads and 1 MiB units the
-        // estimate gave code ~+5%, multilingual ~+10%). Only pages written are touched, and
-        // big outputs are advised to use huge ones. Past 256 MB of text, or where the system
-        // refuses the room, the output starts at a third and regrows.
+        // estimate gave code ~+5%, multilingual ~+10%). Only pages written are touched. Past
+        // 256 MB of text, or where the system refuses the room, the output starts at a third
+        // and regrows.
         let cap = if bytes > UPPER_BOUND_MAX { bytes / 3 + 16 } else { enc.output_estimate(bytes) };
-        let mut ids = Vec::new();
+        // One unit's buffer is the batch's output: a recycled one (see `outbuf`).
+        let ids = if single { crate::outbuf::POOL.take(cap) } else { None };
+        let mut ids = ids.unwrap_or_default();
         if ids.try_reserve_exact(cap).is_err() {
             ids.reserve_exact(bytes / 3 + 16);
         }
-        crate::encode::huge_pages(ids.spare_capacity_mut());
         let mut lens = Vec::with_capacity(range.len());
         for (di, it) in &items[range] {
             let k = ids.len();
@@ -281,16 +283,13 @@ fn run_units_static(
         .collect()
 }
 
-/// Concatenates the units' ids. With a pool the copies (and the page faults of the fresh
-/// output buffer, which cost as much as the copy) run in parallel, each unit into its own
-/// disjoint slice of the output. The output is advised to use huge pages: above glibc's mmap
-/// threshold (32 MB) every call gets fresh pages, and faulting them 4 KiB at a time was most of
-/// the cost of this join. Measured (2 threads, 20 MB, best of 7, wall): GPT-2 code 633 -> 727
-/// MB/s (38 MB of ids), multilingual 382 -> 450 (50 MB); smaller outputs unchanged.
+/// Concatenates the units' ids. With a pool the copies run in parallel, each unit into its own
+/// disjoint slice of the output. The output buffer is a recycled one where possible
+/// (`outbuf`): above glibc's mmap threshold (32 MB) every call got fresh pages, and faulting
+/// them 4 KiB at a time had been most of the cost of this join.
 fn join_parts(parts: &[UnitOut], pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
     let n: usize = parts.iter().map(|p| p.0.len()).sum();
-    let mut ids: Vec<u32> = Vec::with_capacity(n);
-    crate::encode::huge_pages(ids.spare_capacity_mut());
+    let mut ids = crate::outbuf::POOL.take(n).unwrap_or_else(|| Vec::with_capacity(n));
     {
         let spare = &mut ids.spare_capacity_mut()[..n];
         let mut slices = Vec::with_capacity(parts.len());
@@ -498,6 +497,8 @@ pub fn encode_file(
                 buf16.extend_from_slice(&(*id as u16).to_le_bytes());
             }
         }
+        // The next block reuses this block's buffer (see `outbuf`).
+        crate::outbuf::POOL.give(flat.ids);
         w.write_all(&buf16).map_err(|e| format!("{tmp_path}: write failed: {e}"))
     })?;
     let mut f = w.into_inner().map_err(|e| format!("{tmp_path}: write failed: {e}"))?;

@@ -9,6 +9,7 @@ pub mod batch;
 pub mod count;
 pub mod encode;
 pub mod keys;
+pub mod outbuf;
 pub mod pretok;
 pub mod reader;
 pub mod train;
@@ -17,6 +18,36 @@ pub mod unicode_tables;
 use count::{Counter, Utf8Errors, INTERRUPTED};
 use pretok::Pattern;
 use train::{TieBreak, TrainConfig};
+
+/// Owner of a batch's ids behind a numpy array (its `base`): when the array and all its views
+/// are gone, the buffer goes back to `outbuf::POOL` for the next batch.
+#[pyclass(module = "hf_bpe._core", frozen)]
+struct IdBuffer {
+    ids: Vec<u32>,
+}
+
+impl Drop for IdBuffer {
+    fn drop(&mut self) {
+        outbuf::POOL.give(std::mem::take(&mut self.ids));
+    }
+}
+
+/// `ids` as a numpy uint32 array. A buffer worth recycling stays owned by an [`IdBuffer`] (the
+/// array is a view of it), a small one is handed to numpy as is.
+fn ids_array(py: Python<'_>, ids: Vec<u32>) -> PyResult<Bound<'_, PyArray1<u32>>> {
+    if ids.capacity() * 4 < outbuf::MIN_BYTES || ids.capacity() * 4 > outbuf::MAX_BYTES {
+        return Ok(PyArray1::from_vec(py, ids));
+    }
+    let (ptr, len) = (ids.as_ptr(), ids.len());
+    let owner = Bound::new(py, IdBuffer { ids })?;
+    // SAFETY: `ptr..ptr + len` are initialized ids in a heap buffer that moving the Vec into
+    // `owner` did not move; `owner` never touches it again until it drops, and the array keeps
+    // `owner` alive (as its base) as long as the array or any view of it exists.
+    unsafe {
+        let view = numpy::ndarray::ArrayView1::from_shape_ptr(len, ptr);
+        Ok(PyArray1::borrow_from_array(&view, owner.into_any()))
+    }
+}
 
 fn value_error(e: String) -> PyErr {
     PyValueError::new_err(e)
@@ -226,6 +257,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_merges, m)?)?;
     m.add_class::<WordCounter>()?;
     m.add_class::<Encoder>()?;
+    m.add_class::<IdBuffer>()?;
     m.add_function(wrap_pyfunction!(_encoder_from_state, m)?)?;
     Ok(())
 }
@@ -427,7 +459,7 @@ impl Encoder {
         let disallowed = disallowed_of(disallowed_special)?;
         let t = text_of(text)?;
         let flat = flat_of(py, &self.inner, std::slice::from_ref(&t), &allowed, &disallowed, Some(0))?;
-        Ok(PyArray1::from_vec(py, flat.ids))
+        ids_array(py, flat.ids)
     }
 
     /// Ids of each text, on all cores (GIL released).
@@ -452,6 +484,7 @@ impl Encoder {
             PyList::new(py, s)
         });
         let lists: Vec<Bound<'py, PyList>> = lists.collect::<PyResult<_>>()?;
+        outbuf::POOL.give(flat.ids);
         PyList::new(py, lists)
     }
 
@@ -486,7 +519,7 @@ impl Encoder {
             acc += l as i64;
             offsets.push(acc);
         }
-        Ok((PyArray1::from_vec(py, flat.ids), PyArray1::from_vec(py, offsets)))
+        Ok((ids_array(py, flat.ids)?, PyArray1::from_vec(py, offsets)))
     }
 
     /// `(ids, [(start, end), ...])` with character offsets into `text`. A character belongs to
@@ -617,11 +650,15 @@ impl Encoder {
         d.set_item("misses", m)?;
         d.set_item("bytes", b)?;
         d.set_item("budget", self.inner.cache_bytes())?;
+        // Output buffers kept for reuse (process-wide, see `clear_cache`): bytes of capacity.
+        d.set_item("kept_output_bytes", outbuf::POOL.kept().iter().sum::<usize>() * 4)?;
         Ok(d)
     }
 
+    /// Empties the word cache, and frees the output buffers kept for reuse by later batches.
     fn clear_cache(&self) {
-        self.inner.clear_cache()
+        self.inner.clear_cache();
+        outbuf::POOL.clear();
     }
 
     /// Deterministic serialized tables (no cache): identical bytes in every process.

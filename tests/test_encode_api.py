@@ -107,6 +107,37 @@ def test_one_thread_output_survives_a_change_of_ids_per_byte(trained):
         assert [ids[offsets[k]:offsets[k + 1]].tolist() for k in range(len(texts))] == [bpe.encode_ordinary(t) for t in texts]
 
 
+def test_batch_output_buffers_are_recycled_only_once_released(trained):
+    # Big flat outputs are views of a buffer that goes back to a pool when the array and all
+    # its views are gone, and the next batch reuses it; never while anything still sees it.
+    bpe, _ = trained
+    texts = [f"the cat {k} sat on the mat, and the dog {k} did not " * 3000 for k in range(6)]
+    want = [bpe.encode_ordinary(t) for t in texts]
+
+    def flat(n):
+        ids, offsets = bpe.encode_batch_flat(texts, num_threads=n)
+        assert [ids[offsets[k]:offsets[k + 1]].tolist() for k in range(len(texts))] == want
+        return ids
+
+    for n in (1, 2):
+        bpe._core.clear_cache()
+        assert bpe._core.cache_info()["kept_output_bytes"] == 0
+        a = flat(n)
+        assert type(a.base).__name__ == "IdBuffer" and a.nbytes >= 1 << 20
+        view = a[10:20]
+        snapshot = a.copy()
+        del a
+        b = flat(n)  # the buffer is still seen through `view`: not reused
+        assert not np.shares_memory(view, b)
+        b_addr = b.ctypes.data
+        del b
+        assert bpe._core.cache_info()["kept_output_bytes"] >= 1 << 20
+        c = flat(n)  # `b`'s buffer came back: reused, with the right ids in it
+        assert c.ctypes.data == b_addr
+        assert (view == snapshot[10:20]).all() and not np.shares_memory(view, c)
+        del view, c
+
+
 def test_special_token_rules_like_tiktoken(trained):
     bpe, _ = trained
     eot = bpe.special_tokens["<|endoftext|>"]
