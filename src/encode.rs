@@ -74,7 +74,12 @@
 //!   prefetched as well, both lines of its 48-byte entries (multilingual 195 -> 209, o200k
 //!   272 -> 305; on English, where such pieces are 0.1%, it had measured as noise);
 //!   `keys::pack_in` masks with a 16-entry table instead of a 128-bit variable shift (+5-10%:
-//!   English 709 -> 767).
+//!   English 709 -> 767); a window's pieces queued in one loop (`PieceSink::window`: queue
+//!   position in a register, one drain check per window, no bounds check per packed piece):
+//!   English 694 -> 753, code 349 -> 367, o200k English 603 -> 629, code 495 -> 527.
+//!   Outside this file: the batch output is sized from the last batch's ids per byte and
+//!   recycled (`batch.rs`, `outbuf.rs`), which took page faults and a regrowth copy out of
+//!   every call (GPT-2 code 355 -> 460 MB/s wall, multilingual 200 -> 245).
 //! * **Tried and dropped** (within noise or worse, gpt2 1t): queue of 32 or 128 vs 64 (again
 //!   after the window scanners: 32 was 5-15% slower, 128 mixed); a double-buffered queue (one
 //!   half looked up while the other fills, for a longer prefetch distance: 5-10% slower); a
@@ -85,8 +90,19 @@
 //!   calls (the closure itself still was not inlined); reserving 3 ids per queued piece once
 //!   per drain instead of per hit; huge pages for a single unit's output; reserving the
 //!   output's upper bound (`bytes + items` ids) to avoid a regrowth copy (20% slower on
-//!   English: above glibc's 32 MB mmap threshold every call gets fresh pages); a 3/4 instead
-//!   of 1/2 table load factor.
+//!   English: above glibc's 32 MB mmap threshold every call gets fresh pages; the learned
+//!   estimate and the recycled buffers do it right); a 3/4 instead of 1/2 table load factor.
+//!   Later (ab_encode, MB per CPU second): AVX-512 classification of the windows (one compare
+//!   per class into a mask register instead of four SSE2 compare/movemask pairs: no gain, the
+//!   classification is not the bottleneck); `prefetcht1` instead of `prefetcht0`; a real load
+//!   instead of the prefetch (English 655 -> 450: prefetches do get through); keeping the 16
+//!   newest pieces queued at a drain, so their prefetches have time to land (a ring, no copy:
+//!   2-4% slower everywhere); a tight drain loop writing each hit's 4 words with one 16-byte
+//!   copy into room reserved once per drain (English +2%, o200k -3 to -8%); the tables' address
+//!   and mask hoisted out of the window loop (the compiler spilled them anyway: noise); huge
+//!   pages for 2 MB tables too (noise). A warm table that fits L2 (1 MiB) instead of L3 runs
+//!   ~20% faster on the same text, so about a fifth of the time is still the L2 misses that the
+//!   prefetch does not fully hide.
 //!
 //! Where the time goes now (GPT-2, English, one thread, ~7 ns per piece): the window scanner
 //! ~2 ns, packing/hashing/prefetching/queueing a piece ~3 ns, the lookup and copy of its ids
