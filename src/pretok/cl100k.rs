@@ -49,7 +49,7 @@ fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
     let (mut st, o) = prefix_word_starts(m, m.letter & !prev(m.letter));
     let lim = crlf_run_limit(m, lim);
     // The tail ends at a non-CR/LF char: an O there is preceded by CR/LF, so `attach` saw it.
-    other_run_tails(b, p, m, o, false, &mut st);
+    other_run_tails(m, o, m.crlf, &mut st);
     // Contractions: apostrophes that start a piece (in order: one may start right after another).
     let mut cands = m.apos & st;
     while cands != 0 {

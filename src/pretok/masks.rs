@@ -270,29 +270,47 @@ pub fn crlf_run_limit(m: &Masks, lim: u32) -> u32 {
     lim
 }
 
-/// The tail of an "other" run (`[\r\n]*` in cl100k, `[\r\n/]*` in o200k): CR/LF right after
-/// an "other" char, and then more of `tail`, belong to that piece. Clears the starts inside each
-/// such tail, sets one right after it, and returns the tails' end positions (bits).
+/// The tail of an "other" run (`[\r\n]*` in cl100k, `[\r\n/]*` in o200k; `tail` holds the
+/// bytes it may contain): CR/LF right after an "other" char, and then more of `tail`, belong to
+/// that piece. Clears the starts inside each such tail, sets one right after it, and returns
+/// the tails' end positions (bits).
+///
+/// With bits, no byte loop (code ends most lines with `;` `{` `)` and a newline, so most
+/// windows there have one or two tails): adding the seeds to `tail` carries each seed through
+/// the rest of its run of tail bytes, so the sum has a bit just past every seeded run (the
+/// carry out of bit 63 is dropped: a tail reaching the window's end has no end in it), and the
+/// tail bits the carry cleared, with the seeds themselves, are the bytes inside the tails.
 #[inline(always)]
-pub fn other_run_tails(b: &[u8], p: usize, m: &Masks, other: u64, slash: bool, st: &mut u64) -> u64 {
-    let mut ends = 0u64;
-    let mut seeds = m.crlf & prev(other);
-    while seeds != 0 {
-        let s = seeds.trailing_zeros() as usize;
-        let mut e = p + s; // p + 64 <= b.len(); past the window nothing is trusted anyway
-        while e < p + 64 && (matches!(at(b, e), b'\r' | b'\n') || (slash && at(b, e) == b'/')) {
-            e += 1;
-        }
-        let e = e - p;
-        let span = if e >= 64 { !0u64 << s } else { ((1u64 << e) - 1) & (!0u64 << s) };
-        *st &= !span;
-        seeds &= !span;
-        if e < 64 {
-            *st |= 1u64 << e;
-            ends |= 1u64 << e;
-        }
-    }
+pub fn other_run_tails(m: &Masks, other: u64, tail: u64, st: &mut u64) -> u64 {
+    let seeds = m.crlf & prev(other);
+    debug_assert!(seeds & !tail == 0);
+    let sum = tail.wrapping_add(seeds);
+    let inside = ((sum ^ tail) & tail) | seeds;
+    let ends = sum & !tail;
+    *st = (*st & !inside) | ends;
     ends
+}
+
+/// Bit `j` set iff byte `p + j` is `c` (`p + 64 <= b.len()`).
+#[inline(always)]
+pub fn byte_mask(b: &[u8], p: usize, c: u8) -> u64 {
+    assert!(p + 64 <= b.len());
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of the x86-64 baseline; the 64 bytes at `p` are in bounds.
+    unsafe {
+        use std::arch::x86_64::*;
+        let mut m = 0u64;
+        for k in 0..4 {
+            let v = _mm_loadu_si128(b.as_ptr().add(p + 16 * k) as *const __m128i);
+            let eq = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8))) as u32 & 0xffff;
+            m |= (eq as u64) << (16 * k);
+        }
+        m
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        (0..64).filter(|&j| b[p + j] == c).fold(0u64, |m, j| m | 1u64 << j)
+    }
 }
 
 /// Numbers in pieces of up to three digits from the start of their run (`\p{N}{1,3}`): adds a
@@ -323,6 +341,10 @@ mod tests {
         let bytes: Vec<u8> = (0..=255u8).chain((0..=255u8).rev()).chain(b"a'Z{ /\r\n`@[".iter().copied()).collect();
         for p in 0..bytes.len() - 64 {
             assert_eq!(classify(&bytes, p), classify_table(&bytes, p), "p={p}");
+            for c in [b'/', 0, 0xff, b'a'] {
+                let want = (0..64).filter(|&j| bytes[p + j] == c).fold(0u64, |m, j| m | 1u64 << j);
+                assert_eq!(byte_mask(&bytes, p, c), want, "p={p} c={c}");
+            }
         }
     }
 }

@@ -68,7 +68,8 @@ fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
     // D's tail; an O char right after a tail starts a piece, so it is the prefix of a word that
     // follows (`"//\r\n//'a"` is `"//\r\n//"`, `"'a"`), which `attach` did not see when the
     // tail ended with `/`.
-    let ends = other_run_tails(b, p, m, o, true, &mut st);
+    let tail = if m.crlf & prev(o) != 0 { m.crlf | byte_mask(b, p, b'/') } else { m.crlf };
+    let ends = other_run_tails(m, o, tail, &mut st);
     st &= !(prev(whole_chars(ends & o, m.cont & o)) & le);
     // Contractions after a word (not after a contraction: `"it's's"` is `"it's"`, `"'s"`).
     let mut cands = m.apos & prev(le);
