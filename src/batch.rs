@@ -300,9 +300,11 @@ fn join_parts(parts: &[UnitOut], pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
             rest = tail;
         }
         let copy = |(dst, src): (&mut [std::mem::MaybeUninit<u32>], &UnitOut)| {
-            for (d, s) in dst.iter_mut().zip(&src.0) {
-                d.write(*s);
-            }
+            assert_eq!(dst.len(), src.0.len());
+            // SAFETY: `dst` and `src.0` have the same length and are distinct allocations;
+            // `MaybeUninit<u32>` has the layout of `u32`. (A memcpy: the element loop this
+            // replaces was ~5% of a 2-thread batch of English.)
+            unsafe { std::ptr::copy_nonoverlapping(src.0.as_ptr(), dst.as_mut_ptr().cast::<u32>(), dst.len()) };
         };
         match pool {
             Some(pool) => pool.install(|| slices.into_par_iter().zip(parts.par_iter()).for_each(copy)),
