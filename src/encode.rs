@@ -63,7 +63,7 @@
 //!   reasons never pinned down; this one follows the counter's recipe (`count.rs`: packed keys,
 //!   a 64-piece queue, entries with the ids inline so a hit is the one prefetched line). Then one-byte pieces through the table too
 //!   (no length branch in the lookup loop; 386 -> 407), the lookup loop `#[inline(never)]`
-//!   (-> 420), huge pages for the tables (small, see [`huge_pages`]), and the per-piece step
+//!   (-> 420), huge pages for the tables (small, see [`Slots`]), and the per-piece step
 //!   as a `PieceSink` method with `#[inline(always)]` instead of a closure, which the compiler
 //!   had left out of line (a call, 5 register saves/restores per piece): English 420 -> 446,
 //!   code 228 -> 246, multilingual 175 -> 189 MB per CPU second.
@@ -454,7 +454,7 @@ impl TableKey for Key32 {
 /// hit costs one memory access and no pointer chase; long-key hashbrown lookups additionally
 /// memcmp a boxed key elsewhere in memory. The load factor stays at or below 1/2.
 struct Table<K: TableKey> {
-    entries: Vec<Entry<K>>,
+    entries: Slots<Entry<K>>,
     mask: usize,
     len: usize,
 }
@@ -470,11 +470,7 @@ impl<K: TableKey> Table<K> {
     /// `cap` is rounded up to a power of two; a capacity of 1 is a disabled (always empty) table.
     fn with_capacity_pow2(cap: usize) -> Self {
         let cap = cap.next_power_of_two().max(1);
-        let mut entries = Vec::with_capacity(cap);
-        // Advise before the first write, so the first faults already map huge pages.
-        huge_pages(entries.spare_capacity_mut());
-        entries.resize(cap, Entry::default());
-        Table { entries, mask: cap - 1, len: 0 }
+        Table { entries: Slots::zeroed(cap), mask: cap - 1, len: 0 }
     }
 
     #[inline(always)]
@@ -560,7 +556,7 @@ impl<K: TableKey> Table<K> {
     fn grow(&mut self, first: usize) {
         let cap = if self.entries.len() <= 1 { first } else { self.entries.len() * 2 };
         let mut bigger = Table::with_capacity_pow2(cap);
-        for e in &self.entries {
+        for e in self.entries.iter() {
             if !e.key.is_empty() {
                 bigger.insert(e.key, e.val);
             }
@@ -574,39 +570,97 @@ impl<K: TableKey> Table<K> {
     }
 }
 
-/// Asks Linux for transparent huge pages under a big table (this machine's THP mode is
-/// `madvise`, so nothing happens without asking). A warm short table is 16–32 MB: with 4 KiB
-/// pages nearly every lookup also missed the TLB, and the page walk is something a software
-/// prefetch has to wait for; with 2 MiB pages the whole table fits the second-level TLB.
-/// Measured: small, English 402 -> 408, multilingual 170 -> 178 MB/s per CPU-second (gpt2,
-/// one thread; near the noise). Before, `vec![Entry::default(); n]` wrote the pages before
-/// the advice, so it had no effect at all (AnonHugePages stayed 0).
-pub(crate) fn huge_pages<T>(v: &[T]) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let bytes = std::mem::size_of_val(v);
-        if bytes < 2 * HUGE {
-            return;
-        }
-        extern "C" {
-            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
-        }
-        const MADV_HUGEPAGE: i32 = 14;
-        // Page-aligned range inside the allocation (madvise needs an aligned start).
-        let start = (v.as_ptr() as usize + 4095) & !4095;
-        let end = (v.as_ptr() as usize + bytes) & !4095;
-        if end > start {
-            // SAFETY: the range lies inside a live allocation; MADV_HUGEPAGE only changes how
-            // the kernel backs it (contents are kept), and a failure is harmless (ignored).
-            unsafe {
-                madvise(start as *mut std::ffi::c_void, end - start, MADV_HUGEPAGE);
+/// The entries of a [`Table`]: `len` default (all-zero) values. Big ones (>= 4 MiB) are their
+/// own anonymous mapping, 2 MiB aligned and advised to use huge pages before anything touches
+/// them (this machine's THP mode is `madvise`: nothing happens without asking); smaller ones
+/// (and any the system will not map) are a boxed slice. A warm short table is 8–32 MB: with
+/// 4 KiB pages a lookup may also miss the TLB, and the page walk is something a prefetch has to
+/// wait for; with 2 MiB pages the whole table fits the second-level TLB.
+///
+/// Why not a `Vec` with the advice (as before): malloc serves sizes below its mmap threshold
+/// (which rises up to 32 MB as big blocks are freed) from memory it already had, whose pages
+/// are faulted in 4 KiB at a time, so the advice was often void (`AnonHugePages` 0 for a
+/// 16 MiB table). Measured with huge pages guaranteed: ab_encode GPT-2 English 714 -> 753,
+/// code 537 -> 551, the rest within noise; o200k code after English (one encoder) 475 -> 489.
+/// The kernel's zero pages also make a new table free until it is written.
+struct Slots<T> {
+    ptr: *mut T,
+    len: usize,
+    /// The mapping (start, length) when mapped, else the slice is a `Box<[T]>`.
+    map: Option<(usize, usize)>,
+}
+
+// SAFETY: `Slots` owns its memory exclusively, like a `Box<[T]>`.
+unsafe impl<T: Send> Send for Slots<T> {}
+unsafe impl<T: Sync> Sync for Slots<T> {}
+
+impl<T: Copy + Default> Slots<T> {
+    /// `T::default()` must be all-zero bytes (true of the table entries: zero keys, zero ids).
+    fn zeroed(len: usize) -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            const HUGE: usize = 2 << 20;
+            let bytes = len * std::mem::size_of::<T>();
+            if bytes >= 2 * HUGE {
+                extern "C" {
+                    fn mmap(addr: *mut std::ffi::c_void, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> *mut std::ffi::c_void;
+                    fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+                }
+                const PROT_READ_WRITE: i32 = 0x1 | 0x2;
+                const MAP_PRIVATE_ANONYMOUS: i32 = 0x02 | 0x20;
+                const MADV_HUGEPAGE: i32 = 14;
+                let map_len = bytes + HUGE;
+                // SAFETY: a fresh private anonymous mapping (zero-filled), checked for failure;
+                // the aligned range lies inside it; madvise only changes how it is backed.
+                unsafe {
+                    let p = mmap(std::ptr::null_mut(), map_len, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0);
+                    if p as isize != -1 {
+                        let start = (p as usize + HUGE - 1) & !(HUGE - 1);
+                        madvise(start as *mut std::ffi::c_void, bytes, MADV_HUGEPAGE);
+                        return Slots { ptr: start as *mut T, len, map: Some((p as usize, map_len)) };
+                    }
+                }
             }
         }
+        let b: Box<[T]> = vec![T::default(); len].into_boxed_slice();
+        Slots { ptr: Box::into_raw(b) as *mut T, len, map: None }
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = v;
 }
+
+impl<T> std::ops::Deref for Slots<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` holds `len` initialized values (zero bytes are a valid `T`, see `zeroed`).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T> std::ops::DerefMut for Slots<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`, and `&mut self` is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T> Drop for Slots<T> {
+    fn drop(&mut self) {
+        match self.map {
+            #[cfg(target_os = "linux")]
+            Some((start, len)) => {
+                extern "C" {
+                    fn munmap(addr: *mut std::ffi::c_void, len: usize) -> i32;
+                }
+                // SAFETY: the mapping made in `zeroed`, unmapped once.
+                unsafe { munmap(start as *mut std::ffi::c_void, len) };
+            }
+            #[cfg(not(target_os = "linux"))]
+            Some(_) => unreachable!(),
+            // SAFETY: made by `Box::into_raw` of a `Box<[T]>` of `len` values in `zeroed`.
+            None => drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.len)) }),
+        }
+    }
+}
+
 
 /// Per-slot word cache.
 ///
@@ -1577,6 +1631,24 @@ impl<'a> StateReader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn table_slots_are_zeroed_writable_and_freed() {
+        for len in [0usize, 1, 1000, (8 << 20) / 32] {
+            let mut s: Slots<Entry<u128>> = Slots::zeroed(len);
+            assert_eq!(s.len(), len);
+            assert!(s.iter().all(|e| e.key == 0 && e.val == [0; 4]));
+            if len > 0 {
+                s[len - 1] = Entry { key: 7, val: [1, 2, 3, 4] };
+                assert_eq!(s[len - 1].val, [1, 2, 3, 4]);
+            }
+            // A big one is its own 2 MiB-aligned mapping.
+            assert_eq!(s.map.is_some(), cfg!(target_os = "linux") && len * 32 >= 4 << 20);
+            if s.map.is_some() {
+                assert_eq!(s.as_ptr() as usize % (2 << 20), 0);
+            }
+        }
+    }
 
     /// A toy tiktoken-style vocab: all bytes, then a few merged tokens over 'a'..'d'.
     fn toy_ranks() -> Vec<(u32, Box<[u8]>)> {

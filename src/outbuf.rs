@@ -2,10 +2,10 @@
 //!
 //! A batch's ids go to numpy as one flat array. A fresh multi-MB buffer costs a page fault per
 //! 4 KiB touched (above glibc's 32 MB mmap threshold every call gets fresh pages): GPT-2 on 20
-//! MB of code writes 38 MB of ids, and faulting them was a fifth of the call. Transparent huge
-//! pages made the faults cheap but not predictable: with the kernel's `defrag=madvise` policy a
-//! fault in an advised range may compact memory synchronously, and the first calls of a fresh
-//! process ran at a third of the speed (code 450 -> 160 MB/s) until freed huge pages came back.
+//! MB of code writes 38 MB of ids, and faulting them was a fifth of the call. Advising huge
+//! pages made the faults cheap but not predictable: the first two timed calls of a fresh process
+//! ran at a third of the speed (code 450 -> 160 MB/s; the kernel counted no compaction stalls,
+//! so the cause was not pinned down) before settling.
 //!
 //! So a big output buffer is handed to numpy inside an owner object (`IdBuffer` in `lib.rs`)
 //! that gives it back here when the array (and every view of it) is gone, and the next batch
