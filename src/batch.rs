@@ -177,11 +177,8 @@ pub fn encode_docs(
         // and regrows.
         let cap = if bytes > UPPER_BOUND_MAX { bytes / 3 + 16 } else { enc.output_estimate(bytes) };
         // One unit's buffer is the batch's output: a recycled one (see `outbuf`).
-        let ids = if single { crate::outbuf::POOL.take(cap) } else { None };
-        let mut ids = ids.unwrap_or_default();
-        if ids.try_reserve_exact(cap).is_err() {
-            ids.reserve_exact(bytes / 3 + 16);
-        }
+        let ids = if single { crate::outbuf::POOL.take(cap) } else { crate::outbuf::with_capacity(cap) };
+        let mut ids = ids.unwrap_or_else(|| Vec::with_capacity(bytes / 3 + 16));
         let mut lens = Vec::with_capacity(range.len());
         for (di, it) in &items[range] {
             let k = ids.len();

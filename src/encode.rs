@@ -161,6 +161,22 @@ impl PieceQueue<'_> {
         self.q[n & (2 * QUEUE - 1)] = Queued { key, s, e };
     }
 
+    /// Queues the pieces of a window (see [`PieceSink::window`]), packing each with
+    /// `pack(start, len)`; returns the last start.
+    #[inline(always)]
+    fn push_window(&mut self, base: usize, mut cur: usize, mut starts: u64, pack: impl Fn(usize, usize) -> u128) -> usize {
+        let mut n = self.n;
+        while starts != 0 {
+            let s = base + starts.trailing_zeros() as usize;
+            self.push(n, cur, s, |len| pack(cur, len));
+            n += 1;
+            cur = s;
+            starts &= starts - 1;
+        }
+        self.n = n;
+        cur
+    }
+
     #[inline(always)]
     fn drain_if_full(&mut self) {
         if self.n >= QUEUE {
@@ -183,32 +199,19 @@ impl PieceSink for &mut PieceQueue<'_> {
     /// is made once per window, and when 16 bytes past the window are in the text (all but the
     /// last window or so) the pieces are packed without a bounds check each.
     #[inline(always)]
-    fn window(&mut self, base: usize, mut cur: usize, mut starts: u64) -> usize {
+    fn window(&mut self, base: usize, cur: usize, starts: u64) -> usize {
         let b = self.b;
-        let mut n = self.n;
-        if base + 64 + 16 <= b.len() {
-            while starts != 0 {
-                let s = base + starts.trailing_zeros() as usize;
-                // SAFETY: cur < s <= base + 63, so cur + 16 <= base + 79 < b.len().
-                self.push(n, cur, s, |len| unsafe { pack_in_unchecked(b, cur, len) });
-                n += 1;
-                cur = s;
-                starts &= starts - 1;
-            }
+        let cur = if base + 64 + 16 <= b.len() {
+            // SAFETY: every piece starts at c < base + 64, so c + 16 <= base + 79 < b.len().
+            self.push_window(base, cur, starts, |c, len| unsafe { pack_in_unchecked(b, c, len) })
         } else {
-            while starts != 0 {
-                let s = base + starts.trailing_zeros() as usize;
-                self.push(n, cur, s, |_| pack_in(b, cur, s));
-                n += 1;
-                cur = s;
-                starts &= starts - 1;
-            }
-        }
-        self.n = n;
+            self.push_window(base, cur, starts, |c, len| pack_in(b, c, c + len))
+        };
         self.drain_if_full();
         cur
     }
 }
+
 
 /// A queued piece: its byte range and, for 1..=15 bytes, its packed short-table key (else 0);
 /// with a key, `e` holds the key's table slot instead of the end (see [`Encoder::drain`]).
@@ -470,7 +473,8 @@ impl<K: TableKey> Table<K> {
     /// `cap` is rounded up to a power of two; a capacity of 1 is a disabled (always empty) table.
     fn with_capacity_pow2(cap: usize) -> Self {
         let cap = cap.next_power_of_two().max(1);
-        Table { entries: Slots::zeroed(cap), mask: cap - 1, len: 0 }
+        // SAFETY: an all-zero `Entry` is the empty entry (zero key, zero ids; no padding).
+        Table { entries: unsafe { Slots::zeroed(cap) }, mask: cap - 1, len: 0 }
     }
 
     #[inline(always)]
@@ -595,8 +599,12 @@ unsafe impl<T: Send> Send for Slots<T> {}
 unsafe impl<T: Sync> Sync for Slots<T> {}
 
 impl<T: Copy + Default> Slots<T> {
-    /// `T::default()` must be all-zero bytes (true of the table entries: zero keys, zero ids).
-    fn zeroed(len: usize) -> Self {
+    /// `len` values of `T::default()`.
+    ///
+    /// # Safety
+    /// All-zero bytes must be a valid `T` equal to `T::default()` (true of the table entries:
+    /// zero keys, zero ids, no padding), because a mapped slice is the kernel's zero pages.
+    unsafe fn zeroed(len: usize) -> Self {
         #[cfg(target_os = "linux")]
         {
             const HUGE: usize = 2 << 20;
@@ -1635,7 +1643,8 @@ mod tests {
     #[test]
     fn table_slots_are_zeroed_writable_and_freed() {
         for len in [0usize, 1, 1000, (8 << 20) / 32] {
-            let mut s: Slots<Entry<u128>> = Slots::zeroed(len);
+            // SAFETY: an all-zero `Entry<u128>` is its default.
+            let mut s: Slots<Entry<u128>> = unsafe { Slots::zeroed(len) };
             assert_eq!(s.len(), len);
             assert!(s.iter().all(|e| e.key == 0 && e.val == [0; 4]));
             if len > 0 {

@@ -35,7 +35,7 @@ impl Drop for IdBuffer {
 /// `ids` as a numpy uint32 array. A buffer worth recycling stays owned by an [`IdBuffer`] (the
 /// array is a view of it), a small one is handed to numpy as is.
 fn ids_array(py: Python<'_>, ids: Vec<u32>) -> PyResult<Bound<'_, PyArray1<u32>>> {
-    if ids.capacity() * 4 < outbuf::MIN_BYTES || ids.capacity() * 4 > outbuf::MAX_BYTES {
+    if !outbuf::keepable(ids.capacity()) {
         return Ok(PyArray1::from_vec(py, ids));
     }
     let (ptr, len) = (ids.as_ptr(), ids.len());

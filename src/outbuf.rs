@@ -23,6 +23,19 @@ pub const MAX_BYTES: usize = 1 << 30;
 /// Smaller buffers are not worth recycling (malloc's heap serves them without fresh pages).
 pub const MIN_BYTES: usize = 1 << 20;
 
+/// Whether a buffer of `capacity` ids is worth keeping (between [`MIN_BYTES`] and [`MAX_BYTES`]).
+pub fn keepable(capacity: usize) -> bool {
+    (MIN_BYTES..=MAX_BYTES).contains(&capacity.saturating_mul(4))
+}
+
+/// An empty buffer with room for `n` ids, or `None` if the system refuses the room (instead of
+/// aborting the process, as `Vec::with_capacity` would).
+pub fn with_capacity(n: usize) -> Option<Vec<u32>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).ok()?;
+    Some(v)
+}
+
 /// The process's pool (see the module docs).
 pub static POOL: Pool = Pool::new();
 
@@ -37,7 +50,7 @@ impl Pool {
     /// An empty buffer with room for at least `n` ids: the smallest kept one that fits, else a
     /// new one (`None` if the system refuses the room).
     pub fn take(&self, n: usize) -> Option<Vec<u32>> {
-        if n * 4 >= MIN_BYTES {
+        if keepable(n) {
             if let Ok(mut pool) = self.0.try_lock() {
                 let fit = (0..pool.len()).filter(|&k| pool[k].capacity() >= n).min_by_key(|&k| pool[k].capacity());
                 if let Some(k) = fit {
@@ -47,16 +60,13 @@ impl Pool {
                 }
             }
         }
-        let mut v = Vec::new();
-        v.try_reserve_exact(n).ok()?;
-        Some(v)
+        with_capacity(n)
     }
 
     /// Gives a buffer back: kept if it is worth it and the pool has room (a bigger buffer
     /// replaces the smallest kept one), else freed.
     pub fn give(&self, v: Vec<u32>) {
-        let bytes = v.capacity() * 4;
-        if !(MIN_BYTES..=MAX_BYTES).contains(&bytes) {
+        if !keepable(v.capacity()) {
             return;
         }
         if let Ok(mut pool) = self.0.try_lock() {
