@@ -254,6 +254,17 @@ class BPE:
         """Ids to text; bytes that are not valid UTF-8 are handled by ``errors`` (as ``bytes.decode``)."""
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
+    # ---- memory ---------------------------------------------------------------------------
+
+    def cache_info(self) -> dict[str, int]:
+        """Word cache ``hits``, ``misses``, ``bytes`` and ``budget``; ``kept_output_bytes`` of the
+        big output buffers kept (process-wide) for reuse by later batches."""
+        return self._encoder().cache_info()
+
+    def clear_cache(self) -> None:
+        """Empties the word cache and frees the output buffers kept for reuse."""
+        self._encoder().clear_cache()
+
 
 def _ids_arg(ids: Iterable[int]) -> list[int]:
     np = sys.modules.get("numpy")  # an ndarray can only exist if numpy is loaded
