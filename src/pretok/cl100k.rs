@@ -58,7 +58,7 @@ fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
         if j + 3 >= 64 || st >> j & 1 == 0 {
             continue;
         }
-        let len = contraction_ci(b, p + j);
+        let len = window_contraction_ci(b, p + j);
         if len != 0 {
             st &= !(((1u64 << len) - 1) << (j + 1));
             st |= 1u64 << (j + len);
