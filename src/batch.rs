@@ -5,8 +5,10 @@
 //!   bigger than 1.5 work units (a unit is at most [`SEGMENT_BYTES`]) are cut at safe places (`reader::segments`, valid for the built-in
 //!   patterns only), so one 100 MB line is spread over all cores like a batch of documents.
 //! * Consecutive items are grouped into *units* of roughly equal size (64 KiB–1 MiB, about 32
-//!   per thread); each unit borrows one cache slot once, encodes into its own `Vec<u32>`, and the vectors are joined in
-//!   order at the end. Flat output (ids + offsets) avoids one Python list per document, which
+//!   per thread); each unit borrows one cache slot once and encodes into its own `Vec<u32>`,
+//!   except the first thread's stretch of units, which goes straight into the batch's output;
+//!   the other vectors are copied in after it, in order, at the end (a copy that had been ~7%
+//!   of a 2-thread batch's CPU; in place, GPT-2 code on 2 threads ran ~3% faster). Flat output (ids + offsets) avoids one Python list per document, which
 //!   costs more than the encoding itself for short documents.
 //! * Files are streamed by [`crate::reader::read_corpus`], the same reader as training: blocks
 //!   cut at safe places (built-in patterns) or only after allowed special tokens (custom regex).
@@ -163,36 +165,40 @@ pub fn encode_docs(
         }
     }
 
-    let single = pool.is_none();
-    let run_unit = |range: std::ops::Range<usize>, hint: usize| -> Result<UnitOut, String> {
+    // Encodes the items of `range` with cache slot `hint`, appending to `ids`; returns the
+    // number of ids of each item.
+    let run_unit = |range: std::ops::Range<usize>, hint: usize, ids: &mut Vec<u32>| -> Result<Vec<u32>, String> {
         let mut cache = enc.cache(hint);
-        let bytes: usize = items[range.clone()].iter().map(|(_, it)| item_bytes(it)).sum();
-        // A piece of n bytes encodes to at most n ids (and a special, counted as 16 bytes, to
-        // one). A unit reserves what the last batch's ratio says (the upper bound at first, see
-        // `Encoder::output_estimate`), so its output is rarely regrown: a regrowth copied it
-        // into fresh 4 KiB pages (GPT-2 code on one thread, 9.5M ids from 20 MB, spent a fifth
-        // of its time in that copy and its page faults; with 2 threads and 1 MiB units the
-        // estimate gave code ~+5%, multilingual ~+10%). Only pages written are touched. Past
-        // 256 MB of text, or where the system refuses the room, the output starts at a third
-        // and regrows.
-        let cap = if bytes > UPPER_BOUND_MAX { bytes / 3 + 16 } else { enc.output_estimate(bytes) };
-        // One unit's buffer is the batch's output: a recycled one (see `outbuf`).
-        let ids = if single { crate::outbuf::POOL.take(cap) } else { crate::outbuf::with_capacity(cap) };
-        let mut ids = ids.unwrap_or_else(|| Vec::with_capacity(bytes / 3 + 16));
         let mut lens = Vec::with_capacity(range.len());
         for (di, it) in &items[range] {
             let k = ids.len();
             match *it {
-                Item::Text(s, e) => enc.encode_text(&mut cache, &docs[*di as usize][s..e], &mut ids)?,
+                Item::Text(s, e) => enc.encode_text(&mut cache, &docs[*di as usize][s..e], ids)?,
                 Item::Special(id, _, _) => ids.push(id),
             }
             lens.push((ids.len() - k) as u32);
         }
-        Ok((ids, lens))
+        Ok(lens)
     };
+    // Room for the ids of `bytes` of text. A piece of n bytes encodes to at most n ids (and a
+    // special, counted as 16 bytes, to one). A buffer reserves what the last batch's ratio says
+    // (the upper bound at first, see `Encoder::output_estimate`), so it is rarely regrown: a
+    // regrowth copied it into fresh 4 KiB pages (GPT-2 code on one thread, 9.5M ids from 20 MB,
+    // spent a fifth of its time in that copy and its page faults; with 2 threads and 1 MiB
+    // units the estimate gave code ~+5%, multilingual ~+10%). Only pages written are touched.
+    // Past 256 MB of text, or where the system refuses the room, it starts at a third and
+    // regrows.
+    let room = |bytes: usize| if bytes > UPPER_BOUND_MAX { bytes / 3 + 16 } else { enc.output_estimate(bytes) };
+    // The batch's output, a recycled buffer (see `outbuf`). The first units are encoded straight
+    // into it (all of them on one thread; with a pool, the first thread's stretch), so only the
+    // other units' ids are copied in at the end.
+    let mut out = crate::outbuf::POOL.take(room(total)).unwrap_or_else(|| Vec::with_capacity(total / 3 + 16));
 
-    let parts: Vec<UnitOut> = match &pool {
-        None => vec![run_unit(0..items.len(), 0)?],
+    let (in_place, parts): (usize, Vec<UnitOut>) = match &pool {
+        None => {
+            let lens = run_unit(0..items.len(), 0, &mut out)?;
+            (1, vec![(Vec::new(), lens)])
+        }
         Some(pool) => {
             let mut units = Vec::new();
             let mut start = 0;
@@ -208,7 +214,14 @@ pub fn encode_docs(
             if start < items.len() {
                 units.push(start..items.len());
             }
-            run_units_static(pool, &units, &run_unit)?
+            let unit_bytes = |r: &std::ops::Range<usize>| items[r.clone()].iter().map(|(_, it)| item_bytes(it)).sum::<usize>();
+            let own = |range: std::ops::Range<usize>, hint: usize| -> Result<UnitOut, String> {
+                let bytes = unit_bytes(&range);
+                let mut ids = crate::outbuf::with_capacity(room(bytes)).unwrap_or_else(|| Vec::with_capacity(bytes / 3 + 16));
+                let lens = run_unit(range, hint, &mut ids)?;
+                Ok((ids, lens))
+            };
+            run_units_static(pool, &units, &mut out, &|r, h, ids| run_unit(r, h, ids), &own)?
         }
     };
 
@@ -220,11 +233,7 @@ pub fn encode_docs(
             k += 1;
         }
     }
-    let ids = if parts.len() == 1 {
-        parts.into_iter().next().unwrap().0
-    } else {
-        join_parts(&parts, pool.as_deref())
-    };
+    let ids = join_parts(out, &parts[in_place..], pool.as_deref());
     enc.learn_output_ratio(total, ids.len());
     Ok(Flat { ids, lens })
 }
@@ -232,7 +241,10 @@ pub fn encode_docs(
 /// Runs the units on the pool, deterministically per cache slot: the units are cut into one
 /// stretch per thread, and the thread of stretch `g` encodes it front to back with slot
 /// `g + 1`; a thread that finishes early takes units from the *back* of the other stretches
-/// (still with its own slot), so the load stays balanced. Results come back in unit order.
+/// (still with its own slot), so the load stays balanced. The first thread appends its
+/// stretch's units straight to `out` (they are units `0..n` in order); every other unit gets
+/// its own buffer (`own`). Returns `n` and all units' results in unit order (those in `out`
+/// with an empty id vector).
 ///
 /// Why not `par_iter` over the units: rayon then decides which thread (so which slot) meets
 /// which texts, differently on every call, so a second call over the same texts still missed
@@ -242,8 +254,10 @@ pub fn encode_docs(
 fn run_units_static(
     pool: &rayon::ThreadPool,
     units: &[std::ops::Range<usize>],
-    run_unit: &(dyn Fn(std::ops::Range<usize>, usize) -> Result<UnitOut, String> + Sync),
-) -> Result<Vec<UnitOut>, String> {
+    out: &mut Vec<u32>,
+    append: &(dyn Fn(std::ops::Range<usize>, usize, &mut Vec<u32>) -> Result<Vec<u32>, String> + Sync),
+    own: &(dyn Fn(std::ops::Range<usize>, usize) -> Result<UnitOut, String> + Sync),
+) -> Result<(usize, Vec<UnitOut>), String> {
     let threads = pool.current_num_threads().clamp(1, units.len().max(1));
     // (front, back) of each stretch still to do.
     let stretches: Vec<Mutex<(usize, usize)>> =
@@ -262,33 +276,54 @@ fn run_units_static(
             q.1
         })
     };
+    let out_slot = Mutex::new((std::mem::take(out), 0usize));
     pool.install(|| {
         (0..threads).into_par_iter().for_each(|g| {
-            while let Some(k) = take(g, true) {
-                let _ = results[k].set(run_unit(units[k].clone(), g + 1));
+            if g == 0 {
+                // Only this thread touches `out` until the pool is done.
+                let mut guard = out_slot.lock().unwrap_or_else(|e| e.into_inner());
+                let (buf, n) = &mut *guard;
+                while let Some(k) = take(0, true) {
+                    debug_assert_eq!(k, *n);
+                    let r = append(units[k].clone(), 1, buf).map(|lens| (Vec::new(), lens));
+                    let failed = r.is_err();
+                    let _ = results[k].set(r);
+                    *n = k + 1;
+                    if failed {
+                        break;
+                    }
+                }
+            } else {
+                while let Some(k) = take(g, true) {
+                    let _ = results[k].set(own(units[k].clone(), g + 1));
+                }
             }
             for h in (1..threads).map(|d| (g + d) % threads) {
                 while let Some(k) = take(h, false) {
-                    let _ = results[k].set(run_unit(units[k].clone(), g + 1));
+                    let _ = results[k].set(own(units[k].clone(), g + 1));
                 }
             }
         })
     });
-    results
+    let (buf, n) = out_slot.into_inner().unwrap_or_else(|e| e.into_inner());
+    *out = buf;
+    let parts = results
         .into_iter()
         .map(|r| r.into_inner().unwrap_or_else(|| Err("internal error: a work unit was not run".into())))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((n, parts))
 }
 
-/// Concatenates the units' ids. With a pool the copies run in parallel, each unit into its own
-/// disjoint slice of the output. The output buffer is a recycled one where possible
-/// (`outbuf`): above glibc's mmap threshold (32 MB) every call got fresh pages, and faulting
-/// them 4 KiB at a time had been most of the cost of this join.
-fn join_parts(parts: &[UnitOut], pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
+/// Appends the units' ids to `out` (which already holds those of the units before them). With
+/// a pool the copies run in parallel, each unit into its own disjoint slice of the output.
+fn join_parts(mut out: Vec<u32>, parts: &[UnitOut], pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
     let n: usize = parts.iter().map(|p| p.0.len()).sum();
-    let mut ids = crate::outbuf::POOL.take(n).unwrap_or_else(|| Vec::with_capacity(n));
+    if n == 0 {
+        return out;
+    }
+    out.reserve(n);
     {
-        let spare = &mut ids.spare_capacity_mut()[..n];
+        let spare = &mut out.spare_capacity_mut()[..n];
         let mut slices = Vec::with_capacity(parts.len());
         let mut rest = spare;
         for (p, _) in parts {
@@ -308,9 +343,10 @@ fn join_parts(parts: &[UnitOut], pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
             None => slices.into_iter().zip(parts.iter()).for_each(copy),
         }
     }
-    // SAFETY: every one of the first n elements was written above (the slices tile them).
-    unsafe { ids.set_len(n) };
-    ids
+    let len = out.len();
+    // SAFETY: the n elements after `len` were written above (the slices tile them).
+    unsafe { out.set_len(len + n) };
+    out
 }
 
 /// One small text on the calling thread, without the item/unit bookkeeping (per-call overhead
