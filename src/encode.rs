@@ -168,12 +168,32 @@ impl PieceQueue<'_> {
 
     /// Queues the pieces of a window (see [`PieceSink::window`]), packing each with
     /// `pack(start, len)`; returns the last start.
+    ///
+    /// The short pieces' path is written out here with the table's address, mask and shift and
+    /// the queue's write position in locals (registers): through `self` the compiler reloaded
+    /// them for every piece, since the queue writes might alias them.
     #[inline(always)]
     fn push_window(&mut self, base: usize, mut cur: usize, mut starts: u64, pack: impl Fn(usize, usize) -> u128) -> usize {
         let mut n = self.n;
+        // A window has at most 63 pieces and the queue is drained once it holds QUEUE.
+        debug_assert!(n < QUEUE);
+        let short = &self.cache.short;
+        let (entries, mask, shift) = (short.entries.as_ptr(), short.mask, short.shift);
+        let q = self.q.as_mut_ptr();
         while starts != 0 {
             let s = base + starts.trailing_zeros() as usize;
-            self.push(n, cur, s, |len| pack(cur, len));
+            let len = s - cur;
+            if len.wrapping_sub(1) < 15 {
+                let key = pack(cur, len);
+                let slot = (key.mix() >> shift) as usize & mask;
+                // SAFETY: `slot` is masked to the table; `n < QUEUE + 63 < 2 * QUEUE`.
+                unsafe {
+                    prefetch(entries.add(slot));
+                    q.add(n).write(Queued { key, s: cur, e: slot });
+                }
+            } else {
+                self.push(n, cur, s, |len| pack(cur, len));
+            }
             n += 1;
             cur = s;
             starts &= starts - 1;
@@ -220,6 +240,18 @@ impl PieceSink for &mut PieceQueue<'_> {
 
 /// The key of a queued piece that is not short: never a table key (its length byte is 255).
 const NOT_SHORT: u128 = u128::MAX;
+
+/// Asks for the cache line at `p` (a hint: never faults, changes nothing).
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it does not fault or write.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
 
 /// A queued piece: its byte range and, for 1..=15 bytes, its packed short-table key (else
 /// [`NOT_SHORT`]);
