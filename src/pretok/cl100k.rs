@@ -23,6 +23,7 @@ use super::chars::*;
 use super::masks::*;
 use super::PieceSink;
 
+#[inline(always)]
 pub fn scan(text: &str, f: &mut impl PieceSink) {
     let mut blk = Blocks::new(Swar::Letter);
     scan_windows!(text.as_bytes(), f, LOOKAHEAD, NonAscii::Cl100k, window_starts, piece_end, blk);

@@ -21,6 +21,7 @@ use super::chars::*;
 use super::masks::*;
 use super::PieceSink;
 
+#[inline(always)]
 pub fn scan(text: &str, f: &mut impl PieceSink) {
     let mut blk = Blocks::new(Swar::Letter);
     scan_windows!(text.as_bytes(), f, LOOKAHEAD, NonAscii::Gpt2, |b: &[u8], p: usize, m: &Masks, lim: u32| (window_starts(b, p, m), lim), piece_end, blk);

@@ -5,7 +5,8 @@
 //! English (4–5 bytes per piece) costs ~13 cycles per piece however short the run tests are.
 //! The block paths instead classify 64 bytes at once into one `u64` per class (bit `j` =
 //! byte `p + j`), derive *all* piece starts of the window with a few shifts and ands, and
-//! then only pop bits. The classification is SSE2 (x86-64 baseline, so no runtime dispatch);
+//! then only pop bits. The classification is SSE2 intrinsics (x86-64 baseline; in the copies
+//! compiled for x86-64-v3, see `pretok::v3`, the same intrinsics get the 3-operand AVX forms);
 //! elsewhere a byte loop over the ASCII class table gives the same masks.
 //!
 //! The SIMD step classifies ASCII only; [`add_non_ascii`] then decodes the window's non-ASCII

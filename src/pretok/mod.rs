@@ -139,6 +139,41 @@ impl<F: FnMut(usize, usize)> PieceSink for F {
     }
 }
 
+/// The scanners (and, inlined into them, the sink's per-piece work: the encoder's packing,
+/// hashing and queueing) compiled a second time for x86-64-v3 (AVX2, BMI1/2, LZCNT, POPCNT),
+/// chosen at run time: the package is built for baseline x86-64, where every SSE2 operation
+/// overwrites one of its operands (so the window classification is full of register copies),
+/// a variable shift must go through `cl`, and `leading_zeros` is `bsr` plus a fix-up.
+#[cfg(target_arch = "x86_64")]
+mod v3 {
+    use super::{cl100k, gpt2, o200k, PieceSink};
+
+    /// Whether this CPU has the features below (`is_x86_feature_detected!` caches the answer).
+    #[inline]
+    pub fn available() -> bool {
+        std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("bmi1")
+            && std::is_x86_feature_detected!("bmi2")
+            && std::is_x86_feature_detected!("lzcnt")
+            && std::is_x86_feature_detected!("popcnt")
+    }
+
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    pub unsafe fn gpt2(text: &str, f: &mut impl PieceSink) {
+        gpt2::scan(text, f)
+    }
+
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    pub unsafe fn cl100k(text: &str, f: &mut impl PieceSink) {
+        cl100k::scan(text, f)
+    }
+
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    pub unsafe fn o200k(text: &str, f: &mut impl PieceSink) {
+        o200k::scan(text, f)
+    }
+}
+
 /// Which splitter to use. Built-in names map to hand-written scanners; anything else is a regex.
 pub enum Pattern {
     Gpt2,
@@ -190,14 +225,32 @@ impl Pattern {
         let re: &Regex = match self {
             Pattern::Custom { regex, .. } => regex,
             Pattern::Gpt2 => {
+                #[cfg(target_arch = "x86_64")]
+                if v3::available() {
+                    // SAFETY: the CPU has the features `v3` is compiled for (checked).
+                    unsafe { v3::gpt2(text, &mut f) };
+                    return Ok(());
+                }
                 gpt2::scan(text, &mut f);
                 return Ok(());
             }
             Pattern::Cl100k => {
+                #[cfg(target_arch = "x86_64")]
+                if v3::available() {
+                    // SAFETY: as above.
+                    unsafe { v3::cl100k(text, &mut f) };
+                    return Ok(());
+                }
                 cl100k::scan(text, &mut f);
                 return Ok(());
             }
             Pattern::O200k => {
+                #[cfg(target_arch = "x86_64")]
+                if v3::available() {
+                    // SAFETY: as above.
+                    unsafe { v3::o200k(text, &mut f) };
+                    return Ok(());
+                }
                 o200k::scan(text, &mut f);
                 return Ok(());
             }
@@ -260,6 +313,37 @@ mod tests {
                     assert_eq!(split(p, &t).concat(), t);
                 }
             }
+        }
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn v3_copies_split_like_the_baseline() {
+        if !v3::available() {
+            return;
+        }
+        // Runs of every class the scanners tell apart, at every offset of a window.
+        let parts = [
+            "a", "Zebra", " the", "  ", "\n", "\r\n", " \n ", "'s", "'LL", "'re", "12345", "\u{e9}t\u{e9}",
+            "\u{65e5}\u{672c}", " \u{201c}", "\u{2014}", "\u{301}", "\u{17f}", "\u{3000}", "\u{85}", ";\n//", "/",
+            "\u{1f600}\u{200d}\u{1f600}", "\t", "HTTPServer", "camelCase", "x'", ".,!?",
+        ];
+        let mut seed = 9u64;
+        for _ in 0..3000 {
+            let mut t = String::new();
+            for _ in 0..(seed % 60 + 1) {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                t.push_str(parts[(seed >> 33) as usize % parts.len()]);
+            }
+            fn run(t: &str, scan: impl Fn(&str, &mut dyn FnMut(usize, usize))) -> Vec<(usize, usize)> {
+                let mut v = Vec::new();
+                scan(t, &mut |s, e| v.push((s, e)));
+                v
+            }
+            // SAFETY (all v3 calls): `v3::available()` was checked above.
+            assert_eq!(run(&t, |t, f| gpt2::scan(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::gpt2(t, &mut &mut *f) }), "{t:?}");
+            assert_eq!(run(&t, |t, f| cl100k::scan(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::cl100k(t, &mut &mut *f) }), "{t:?}");
+            assert_eq!(run(&t, |t, f| o200k::scan(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::o200k(t, &mut &mut *f) }), "{t:?}");
         }
     }
 

@@ -34,6 +34,7 @@ use super::chars::*;
 use super::masks::*;
 use super::PieceSink;
 
+#[inline(always)]
 pub fn scan(text: &str, f: &mut impl PieceSink) {
     let mut blk = Blocks::new(Swar::Lower);
     scan_windows!(text.as_bytes(), f, LOOKAHEAD, NonAscii::O200k, window_starts, piece_end, blk);
