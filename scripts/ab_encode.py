@@ -9,7 +9,7 @@ second* is kept (robust on a shared machine: other processes do not count, and t
 drops the disturbed runs). Builds alternate for `--rounds` rounds and the best round is shown.
 Peers are not involved: for comparisons with them use `scripts/bench_encode.py`.
 
-Usage: python scripts/ab_encode.py DIR_A DIR_B [--rounds 3]
+Usage: python scripts/ab_encode.py DIR_A DIR_B [--rounds 3] [--only "o200k english,gpt2 code"]
 """
 import argparse
 import json
@@ -21,9 +21,12 @@ import gzip, json, sys, time
 sys.path.insert(0, sys.argv[1])
 import hf_bpe
 data = sys.argv[2]
+only = [c for c in sys.argv[3].split(",") if c]
 res = {}
 for voc in ("gpt2", "o200k"):
     for corpus in ("english", "code", "multilingual"):
+        if only and f"{voc} {corpus}" not in only:
+            continue
         # A fresh encoder per corpus: its cache then holds this corpus's words only.
         if voc == "gpt2":
             bpe = hf_bpe.BPE.load(f"{data}/gpt2")
@@ -49,13 +52,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", default="", help='comma-separated configs, e.g. "o200k english,gpt2 code" (default: all six)')
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     args = ap.parse_args()
     env = {"OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
     results = {d: [] for d in args.dirs}
     for _ in range(args.rounds):
         for d in args.dirs:
-            out = subprocess.run([sys.executable, "-c", CHILD, d, args.data], capture_output=True, text=True, env=env)
+            out = subprocess.run([sys.executable, "-c", CHILD, d, args.data, args.only], capture_output=True, text=True, env=env)
             if out.returncode != 0:
                 sys.exit(f"{d}: {out.stderr.strip().splitlines()[-1]}")
             results[d].append(json.loads(out.stdout))
