@@ -1472,8 +1472,10 @@ impl Encoder {
             let (entries, mask) = (cache.short.entries.as_ptr(), cache.short.mask);
             let cap = out.capacity();
             let arena = &cache.arena;
-            'fast: while i < q.len() {
-                let p = &q[i];
+            // (A slice iterator: the queue is walked by pointer, no index arithmetic.)
+            let mut it = q[i..].iter();
+            let broke = 'fast: loop {
+                let Some(p) = it.next() else { break false };
                 // Linear probing from the prefetched slot (a stale or non-slot `e` only
                 // makes a miss).
                 let mut j = p.e;
@@ -1484,7 +1486,7 @@ impl Encoder {
                         break en;
                     }
                     if en.key == 0 || p.key == NOT_SHORT {
-                        break 'fast;
+                        break 'fast true;
                     }
                     j += 1;
                 };
@@ -1498,8 +1500,8 @@ impl Encoder {
                 } else {
                     let (o, c) = (en.val[0] as usize, (n & !LONG_FLAG) as usize);
                     // Keep room for 4 ids per piece after this one.
-                    if len + ARENA_SLACK + 4 * (q.len() - i - 1) > cap {
-                        break;
+                    if len + ARENA_SLACK + 4 * it.len() > cap {
+                        break true;
                     }
                     // A short piece (< 16 bytes) has at most 15 ids: copied as one block of 16
                     // (a fixed-size copy, where a memcpy call of `c` ids cost ~20% of the time on
@@ -1515,8 +1517,9 @@ impl Encoder {
                     unsafe { std::ptr::copy_nonoverlapping(arena.as_ptr().add(o), dst.add(len), ARENA_SLACK) };
                     len += c;
                 }
-                i += 1;
-            }
+            };
+            // The piece that left the loop, if any, is the one before what the iterator has left.
+            i = q.len() - it.len() - broke as usize;
             // SAFETY: the first `len` ids are initialized.
             unsafe { out.set_len(len) };
             if i == q.len() {
