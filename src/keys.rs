@@ -72,7 +72,7 @@ pub unsafe fn pack_in_unchecked(buf: &[u8], s: usize, n: usize) -> u128 {
 }
 
 /// `KEEP[n]` keeps the low `n` bytes of a `u128`.
-static KEEP: [u128; 16] = {
+const KEEP: [u128; 16] = {
     let mut t = [0u128; 16];
     let mut n = 1;
     while n < 16 {
