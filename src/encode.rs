@@ -145,28 +145,25 @@ struct PieceQueue<'a> {
 }
 
 impl PieceQueue<'_> {
-    /// Queues the piece `s..e`: a piece of 1..=15 bytes is packed (by `pack`, given its length)
-    /// and its short-table slot prefetched; one of 16..=31 bytes has its mid-table slot
-    /// prefetched. `n` < 2 x QUEUE.
+    /// Queues the piece `s..e` (the per-char path; a window's pieces go through
+    /// [`Self::push_window`], which does the same): a piece of 1..=15 bytes is packed and its
+    /// short-table slot prefetched; one of 16..=31 bytes has its mid-table slot prefetched.
     #[inline(always)]
-    fn push(&mut self, n: usize, s: usize, e: usize, pack: impl FnOnce(usize) -> u128) {
+    fn push(&mut self, s: usize, e: usize) {
         let len = e - s;
         // One-byte pieces ("," "." "\n") go through the table too (their key is non-zero:
         // the length byte), so the drain loop has no hard-to-predict branch on the length.
         let (key, e) = if (1..16).contains(&len) {
-            let k = pack(len);
+            let k = pack_in(self.b, s, e);
             // The slot goes in place of `e` (which the key's length byte gives back).
             (k, self.cache.short.prefetch(&k))
         } else {
-            if len < 32 {
-                // 16..=31 bytes (2-4% of multilingual pieces: Cyrillic, Greek, Arabic words):
-                // their lookup in `mid` was a cache miss that cost a fifth of the time there.
-                self.cache.mid.prefetch(&pack32(&self.b[s..e]));
-            }
+            prefetch_mid(&self.cache.mid, self.b, s, e);
             (NOT_SHORT, e)
         };
-        // The mask drops the bound check.
-        self.q[n & (2 * QUEUE - 1)] = Queued { key, s, e };
+        // The mask drops the bound check (n < 2 x QUEUE anyway).
+        self.q[self.n & (2 * QUEUE - 1)] = Queued { key, s, e };
+        self.n += 1;
     }
 
     /// Queues the pieces of a window (see [`PieceSink::window`]), packing each with
@@ -225,9 +222,7 @@ impl PieceQueue<'_> {
 impl PieceSink for &mut PieceQueue<'_> {
     #[inline(always)]
     fn piece(&mut self, s: usize, e: usize) {
-        let b = self.b;
-        self.push(self.n, s, e, |_| pack_in(b, s, e));
-        self.n += 1;
+        self.push(s, e);
         self.drain_if_full();
     }
 
@@ -248,12 +243,12 @@ impl PieceSink for &mut PieceQueue<'_> {
     }
 }
 
-
 /// The key of a queued piece that is not short: never a table key (its length byte is 255).
 const NOT_SHORT: u128 = u128::MAX;
 
-/// The mid-table slot of the piece `b[s..e]` prefetched, if it has 16..=31 bytes (see
-/// [`PieceQueue::push`]).
+/// The mid-table slot of the piece `b[s..e]` prefetched, if it has 16..=31 bytes (2-4% of
+/// multilingual pieces: Cyrillic, Greek, Arabic words; their lookup in `mid` was a cache miss
+/// that cost a fifth of the time there).
 #[cold]
 #[inline(never)]
 fn prefetch_mid(mid: &Table<Key32>, b: &[u8], s: usize, e: usize) {
@@ -734,7 +729,6 @@ impl<T> Drop for Slots<T> {
         }
     }
 }
-
 
 /// Per-slot word cache.
 ///
@@ -1454,13 +1448,13 @@ impl Encoder {
 
     /// Looks the queued pieces up (see [`Self::encode_text`]), appending their ids in order.
     ///
-    /// The loop is written for the common case, a short piece found at its prefetched slot
-    /// with its ids inline: the table's address and mask, the output's pointer and length
-    /// stay in registers, the ids go out as one 16-byte copy (room for 4 ids per piece is
-    /// reserved up front; the 4th word is overwritten or left past the end), and hits are
-    /// counted as the pieces that did not take the slow path. Everything else (a probe past
-    /// the first slot, a miss, an arena result, a piece that is not short) leaves the loop
-    /// for one piece, then the registers are reloaded (the table may have grown).
+    /// The loop is written for the common case, a short piece found in the short table: the
+    /// table's address and mask, the output's pointer and length stay in registers, inline ids
+    /// go out as one 16-byte copy and arena ids as one 64-byte block (room for 4 ids per piece
+    /// is reserved up front; the words past a piece's ids are overwritten or left past the
+    /// end), and hits are counted as the pieces that did not take the slow path. A miss, a
+    /// piece that is not short, or an arena result with no room left leaves the loop for one
+    /// piece, then the registers are reloaded (the table may have grown).
     #[inline(never)]
     fn drain(&self, cache: &mut WordCache, b: &[u8], q: &[Queued], out: &mut Vec<u32>) {
         let mut slow = 0u64;
@@ -1908,22 +1902,28 @@ mod tests {
                 (0..n).map(|_| abc[(lcg(&mut seed) % abc.len() as u64) as usize] as char).collect()
             })
             .collect();
-        for round in 0..3 {
-            let text: String = (0..4000).map(|_| format!(" {}", words[(lcg(&mut seed) % 3000) as usize])).collect::<Vec<_>>().concat();
+        // `text` into a fresh output: queued lookups vs BPE of each piece.
+        let check = |text: &str, cache: &mut WordCache| {
             let mut got = Vec::new();
-            enc.encode_text(&mut cache, &text, &mut got).unwrap();
+            enc.encode_text(cache, text, &mut got).unwrap();
             let mut want = Vec::new();
-            enc.pattern.for_each_piece(&text, |s: usize, e: usize| enc.bpe_piece(&text.as_bytes()[s..e], &mut want)).unwrap();
-            assert_eq!(got, want, "round {round}");
-            // Short texts into fresh outputs: the room reserved for 4 ids per piece is exact.
+            enc.pattern.for_each_piece(text, |s: usize, e: usize| enc.bpe_piece(&text.as_bytes()[s..e], &mut want)).unwrap();
+            assert_eq!(got, want, "{text:?}");
+        };
+        let mut random_text = |n: usize| -> String { (0..n).map(|_| format!(" {}", words[(lcg(&mut seed) % 3000) as usize])).collect() };
+        for _ in 0..3 {
+            check(&random_text(4000), &mut cache);
+            // Short texts: the room reserved for 4 ids per piece is exact.
             for k in 0..200 {
-                let text: String = (0..1 + k % 70).map(|_| format!(" {}", words[(lcg(&mut seed) % 3000) as usize])).collect::<Vec<_>>().concat();
-                let mut got = Vec::new();
-                enc.encode_text(&mut cache, &text, &mut got).unwrap();
-                let mut want = Vec::new();
-                enc.pattern.for_each_piece(&text, |s: usize, e: usize| enc.bpe_piece(&text.as_bytes()[s..e], &mut want)).unwrap();
-                assert_eq!(got, want, "round {round}, text {k}");
+                check(&random_text(1 + k % 70), &mut cache);
             }
+        }
+        // An arena result (15 ids) that takes most of the room, then inline hits: the room
+        // check must keep 4 ids for every piece after it (debug builds assert the room).
+        for n in 1..16 {
+            let text = format!(" xyzxyzxyzxyzx{}", " abc".repeat(n));
+            check(&text, &mut cache);
+            check(&text, &mut cache);
         }
         assert!(cache.hits > 0 && cache.misses > 0);
     }

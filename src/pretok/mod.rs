@@ -322,7 +322,7 @@ mod tests {
         if !v3::available() {
             return;
         }
-        // Runs of every class the scanners tell apart, at every offset of a window.
+        // Random runs of the classes the scanners tell apart, so at many offsets of a window.
         let parts = [
             "a", "Zebra", " the", "  ", "\n", "\r\n", " \n ", "'s", "'LL", "'re", "12345", "\u{e9}t\u{e9}",
             "\u{65e5}\u{672c}", " \u{201c}", "\u{2014}", "\u{301}", "\u{17f}", "\u{3000}", "\u{85}", ";\n//", "/",
