@@ -139,6 +139,10 @@ use crate::pretok::{Pattern, PieceSink};
 /// The queue holds up to twice this: a window's pieces (at most 63) are queued in one go and
 /// the queue is drained once it holds at least `QUEUE`.
 const QUEUE: usize = 64;
+/// Bytes of a short-table entry: the queue holds a short piece's slot as its byte offset in the
+/// table (`push_window` makes it from the hash with a shift 5 less than the table's).
+const ENTRY_BYTES: usize = std::mem::size_of::<Entry<u128>>();
+const _: () = assert!(ENTRY_BYTES == 1 << 5);
 
 /// The pieces of a text waiting for their cache lookup (see [`Encoder::encode_text`]).
 struct PieceQueue<'a> {
@@ -161,8 +165,9 @@ impl PieceQueue<'_> {
         // the length byte), so the drain loop has no hard-to-predict branch on the length.
         let (key, e) = if (1..16).contains(&len) {
             let k = pack_in(self.b, s, e);
-            // The slot goes in place of `e` (which the key's length byte gives back).
-            (k, self.cache.short.prefetch(&k))
+            // The slot's byte offset goes in place of `e` (which the key's length byte gives
+            // back).
+            (k, self.cache.short.prefetch(&k) * ENTRY_BYTES)
         } else {
             prefetch_mid(&self.cache.mid, self.b, s, e);
             (NOT_SHORT, e)
@@ -183,7 +188,9 @@ impl PieceQueue<'_> {
         // A window has at most 63 pieces and the queue is drained once it holds QUEUE.
         debug_assert!(self.n < QUEUE);
         let (b, mid) = (self.b, &self.cache.mid);
-        let (entries, shift) = (self.cache.short.entries.as_ptr(), self.cache.short.shift);
+        // The slot's byte offset straight from the hash: its top bits, shifted 5 less and
+        // masked to a multiple of 32 (two instructions, where slot then offset took three).
+        let (entries, shift) = (self.cache.short.entries.as_ptr() as *const u8, self.cache.short.shift - 5);
         let q = self.q.as_mut_ptr();
         // SAFETY: n < QUEUE, in the queue.
         let mut qp = unsafe { q.add(self.n) };
@@ -192,10 +199,10 @@ impl PieceQueue<'_> {
             let len = s - cur;
             if len.wrapping_sub(1) < 15 {
                 let key = pack(cur, len);
-                // `Table::slot` without its mask: the top bits are below the capacity, except
-                // in the 1-slot table, where this may be 1 (the prefetch address is only a
-                // hint, and the drain masks the slot).
-                let slot = (key.mix() >> shift) as usize;
+                // `Table::slot` without its mask, as a byte offset: the top bits are below the
+                // capacity, except in the 1-slot table, where this may be one entry past it
+                // (the prefetch address is only a hint, and the drain masks the offset).
+                let slot = (key.mix() >> shift) as usize & !(ENTRY_BYTES - 1);
                 prefetch(entries.wrapping_add(slot));
                 // SAFETY: the queue holds fewer than QUEUE + 63 < 2 * QUEUE pieces.
                 unsafe { qp.write(Queued { key, s: cur, e: slot }) };
@@ -277,7 +284,8 @@ fn prefetch<T>(p: *const T) {
 
 /// A queued piece: its byte range and, for 1..=15 bytes, its packed short-table key (else
 /// [`NOT_SHORT`]);
-/// with a key, `e` holds the key's table slot instead of the end (see [`Encoder::drain`]).
+/// with a key, `e` holds the byte offset of the key's table slot (`slot * ENTRY_BYTES`) instead
+/// of the end (see [`Encoder::drain`]).
 #[derive(Clone, Copy, Default)]
 struct Queued {
     key: u128,
@@ -1490,26 +1498,26 @@ impl Encoder {
             out.reserve(4 * (q.len() - i));
             let mut len = out.len();
             let dst = out.as_mut_ptr();
-            let (entries, mask) = (cache.short.entries.as_ptr(), cache.short.mask);
+            let (entries, mask) = (cache.short.entries.as_ptr() as *const u8, cache.short.mask * ENTRY_BYTES);
             let cap = out.capacity();
             let arena = &cache.arena;
             // (A slice iterator: the queue is walked by pointer, no index arithmetic.)
             let mut it = q[i..].iter();
             let broke = 'fast: loop {
                 let Some(p) = it.next() else { break false };
-                // Linear probing from the prefetched slot (a stale or non-slot `e` only
-                // makes a miss).
+                // Linear probing from the prefetched slot, by byte offsets (a stale or
+                // non-slot `e` only makes a miss).
                 let mut j = p.e;
                 let en = loop {
                     // SAFETY: masked to the table.
-                    let en = unsafe { &*entries.add(j & mask) };
+                    let en = unsafe { &*(entries.add(j & mask) as *const Entry<u128>) };
                     if en.key == p.key {
                         break en;
                     }
                     if en.key == 0 || p.key == NOT_SHORT {
                         break 'fast true;
                     }
-                    j += 1;
+                    j += ENTRY_BYTES;
                 };
                 let n = en.val[3];
                 if n & LONG_FLAG == 0 {
@@ -1549,7 +1557,7 @@ impl Encoder {
             let p = &q[i];
             slow += 1;
             if p.key != NOT_SHORT {
-                if let Some(v) = cache.short.get_from(&p.key, p.e) {
+                if let Some(v) = cache.short.get_from(&p.key, p.e / ENTRY_BYTES) {
                     // (An arena result that did not fit the room.)
                     cache.emit(v, out);
                     slow -= 1;
