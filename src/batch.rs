@@ -126,9 +126,14 @@ pub fn encode_docs(
     if docs.len() == 1 && total < PARALLEL_MIN_BYTES && sep.is_none() {
         return encode_small(enc, docs[0], allowed, disallowed);
     }
-    // Check first: an error must not depend on thread timing.
-    for d in docs {
-        enc.check_disallowed(d, allowed, disallowed)?;
+    // Check first: an error must not depend on thread timing. Or, where the encoder allows it,
+    // during the scan (`Encoder::encode_text_checked`): every unit is then encoded, and the
+    // error is that of the first unit in order that found a special (the first in the text).
+    let fused = enc.can_fuse_check(allowed, disallowed);
+    if !fused {
+        for d in docs {
+            enc.check_disallowed(d, allowed, disallowed)?;
+        }
     }
     let pool = if total >= PARALLEL_MIN_BYTES { pool(num_threads) } else { None };
     // Work unit size. Small enough that the last units finish close together: with 1 MiB
@@ -173,6 +178,7 @@ pub fn encode_docs(
         for (di, it) in &items[range] {
             let k = ids.len();
             match *it {
+                Item::Text(s, e) if fused => enc.encode_text_checked(&mut cache, &docs[*di as usize][s..e], ids)?,
                 Item::Text(s, e) => enc.encode_text(&mut cache, &docs[*di as usize][s..e], ids)?,
                 Item::Special(id, _, _) => ids.push(id),
             }

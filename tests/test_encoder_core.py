@@ -277,6 +277,29 @@ def test_special_tokens_semantics(gpt2_enc):
     assert cl.encode_batch(batch, allowed_special="all") == ref.encode_batch(batch, allowed_special="all")
 
 
+@pytest.mark.parametrize("name", ["o200k", "cl100k"])
+def test_disallowed_specials_found_anywhere_in_a_big_batch(name):
+    # Batches look for specials while they scan (not in a separate pass): a special deep in a
+    # long document, right after non-ASCII text, or at the very end of the last one must still
+    # raise, on one thread and on several, and `<` / `<|` alone must not.
+    bpe, ref = ours(name), tt(name)
+    filler = "Some text, with <tags> and a<b; caf\u00e9 \u65e5\u672c <| not special |> " * 3000
+    docs = [filler[: 10_000 + 977 * k] for k in range(40)]
+    for threads in (1, 2):
+        assert bpe.encode_batch_flat(docs, num_threads=threads)[0].tolist() == [i for d in ref.encode_ordinary_batch(docs) for i in d]
+        for where in (7, len(docs) - 1):
+            for text in (f"\u00e9{EOT}", f"x{EOT}", EOT, f"<|endofprompt|>" if name == "o200k" else f"<|fim_middle|>"):
+                for at in (0, 5_123, None):
+                    bad = list(docs)
+                    d = bad[where]
+                    bad[where] = d + text if at is None else d[:at] + text + d[at:]
+                    with pytest.raises(ValueError, match="disallowed special token"):
+                        bpe.encode_batch_flat(bad, num_threads=threads)
+                    assert bpe.encode_batch_flat(bad, num_threads=threads, disallowed_special=())[0].tolist() == [
+                        i for d in ref.encode_ordinary_batch(bad) for i in d
+                    ]
+
+
 def test_special_tokens_with_hf(gpt2_enc, hf_tok):
     text = f"a{EOT}b {EOT}\n{EOT}{EOT} c"
     assert gpt2_enc.encode(text, allowed_special="all") == hf_tok.encode(text).ids

@@ -93,6 +93,30 @@ unsafe fn classify_sse2(b: &[u8], p: usize) -> Masks {
     m
 }
 
+/// Bit `j` set iff byte `p + j` is `x`, for the 64 bytes at `p` (`p + 64 <= b.len()`): the
+/// encoder's check for special tokens, on a window the scanner just classified.
+#[inline(always)]
+pub fn eq_mask(b: &[u8], p: usize, x: u8) -> u64 {
+    assert!(p + 64 <= b.len());
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of the x86-64 baseline; the 64 bytes at `p` are in bounds (asserted
+    // above) and `_mm_loadu_si128` has no alignment requirement.
+    unsafe {
+        use std::arch::x86_64::*;
+        let xs = _mm_set1_epi8(x as i8);
+        let mut m = 0u64;
+        for k in 0..4 {
+            let v = _mm_loadu_si128(b.as_ptr().add(p + 16 * k) as *const __m128i);
+            m |= ((_mm_movemask_epi8(_mm_cmpeq_epi8(v, xs)) as u32 & 0xffff) as u64) << (16 * k);
+        }
+        m
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        (0..64).filter(|&j| b[p + j] == x).fold(0u64, |m, j| m | 1u64 << j)
+    }
+}
+
 /// Portable [`classify`] (also the test oracle for the SSE2 version).
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 pub fn classify_table(b: &[u8], p: usize) -> Masks {
@@ -439,6 +463,10 @@ mod tests {
             assert_eq!(m, classify_table(&bytes, p), "p={p}");
             let slash = (0..64).filter(|&j| bytes[p + j] == b'/').fold(0u64, |m, j| m | 1u64 << j);
             assert_eq!(m.slash, slash, "p={p}");
+            for x in [b'<', 0, 0x80, 0xff, b'/'] {
+                let want = (0..64).filter(|&j| bytes[p + j] == x).fold(0u64, |m, j| m | 1u64 << j);
+                assert_eq!(eq_mask(&bytes, p, x), want, "p={p} x={x}");
+            }
         }
     }
 }

@@ -82,6 +82,7 @@ mod chars;
 mod cl100k;
 mod gpt2;
 mod masks;
+pub use masks::eq_mask;
 mod o200k;
 
 use fancy_regex::Regex;
