@@ -358,9 +358,14 @@ fn join_parts(mut out: Vec<u32>, parts: &[UnitOut], pool: Option<&rayon::ThreadP
 /// One small text on the calling thread, without the item/unit bookkeeping (per-call overhead
 /// matters for `datasets.map` without batching and for chat-sized inputs).
 fn encode_small(enc: &Encoder, text: &str, allowed: &SpecialSet, disallowed: &Option<SpecialSet>) -> Result<Flat, String> {
-    enc.check_disallowed(text, allowed, disallowed)?;
     let mut cache = enc.cache(0);
     let mut ids = Vec::with_capacity(text.len() / 3 + 4);
+    if enc.can_fuse_check(allowed, disallowed) {
+        enc.encode_text_checked(&mut cache, text, &mut ids)?;
+        let n = ids.len();
+        return Ok(Flat { ids, lens: vec![n] });
+    }
+    enc.check_disallowed(text, allowed, disallowed)?;
     if allowed.is_empty() {
         enc.encode_text(&mut cache, text, &mut ids)?;
     } else {
