@@ -115,14 +115,17 @@
 //!   ~20% faster on the same text, so about a fifth of the time is still the L2 misses that the
 //!   prefetch does not fully hide.
 //!
-//! Where the time goes now (GPT-2, English, one thread, ~4.7 ns per piece at ~930 MB per CPU
-//! second in ab_encode): the window scanner alone ~1.5 ns (`count_pieces`, ~2,900 MB/s with the
-//! x86-64-v3 copy); with the drain stubbed out, scanning, packing, hashing, prefetching and
-//! queueing ran at 1,300 MB/s (~3.3 ns, measured before the last push-loop changes); the rest
-//! is the drain. On the multilingual corpus the lookups dominate (~17 ns per piece: a warm cache
-//! of 35 MB is past L3, and the entry loads wait on memory). End to end see `README.md`;
-//! tiktoken runs at 10–20 MB/s per core. A 44-character `encode` call costs ~0.3 µs (tiktoken
-//! 1.7 µs).
+//! Where the time goes now (o200k, English, one thread, ~900-950 MB per CPU second, ~4.8 ns
+//! per piece): with the drain stubbed out, scanning, packing, hashing, prefetching and queueing
+//! ran at ~1,380 MB/s (~3.3 ns; without the prefetch 1,410), so the drain's lookups are about a
+//! third. With a cache that fits L2 (English cut to 0.5 MB and repeated) the same code runs at
+//! ~1,030 MB/s against ~840 for the whole 20 MB: a fifth of the time is the table's memory, the
+//! rest instructions. Making the o200k scanner alone 8% faster (`crlf_run_limit` without
+//! branches) changed nothing end to end, and cutting the per-piece push loop from 33 to 27
+//! instructions gained ~5%: the hot loops' instruction counts are what is left to work on. On
+//! the multilingual corpus the lookups dominate (~17 ns per piece: a warm cache of 35 MB is
+//! past L3, and the entry loads wait on memory). End to end see `README.md`; tiktoken runs at
+//! 10–20 MB/s per core. A 44-character `encode` call costs ~0.3 µs (tiktoken 1.7 µs).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
