@@ -271,6 +271,12 @@ impl PieceQueue<'_> {
         if self.found.is_some() {
             return;
         }
+        // Most lead bytes start no special (`<` in HTML, code): the byte after them rules
+        // them out without comparing the specials (every special has >= 2 bytes).
+        match self.b.get(pos + 1) {
+            Some(&c) if self.enc.special_second[c as usize] => {}
+            _ => return,
+        }
         let rest = &self.b[pos..];
         self.found = (0..self.enc.specials.len())
             .filter(|&k| rest.starts_with(self.enc.specials[k].0.as_bytes()))
@@ -386,6 +392,11 @@ struct Queued {
     e: usize,
 }
 
+/// At most this many special tokens for the check fused into the scan: each lead byte whose
+/// next byte fits is compared with every special (a vocabulary with hundreds of reserved
+/// specials uses the separate Aho-Corasick pass instead).
+const FUSED_CHECK_MAX_SPECIALS: usize = 8;
+
 /// Pieces longer than this (in bytes) use the O(n log n) heap merge.
 pub const LARGE_PIECE: usize = 128;
 /// Pieces longer than this (in bytes) are never cached.
@@ -419,9 +430,14 @@ pub struct Encoder {
     special_ac_all: Option<AhoCorasick>,
     /// The byte every special token starts with, when there is one and the specials allow the
     /// check fused into the scan (see [`Self::can_fuse_check`]): at least 0x10 (a packed key's
-    /// padding and length bytes are below), not whitespace, and no special holds a space or a
+    /// padding and length bytes are below), not whitespace, at most
+    /// [`FUSED_CHECK_MAX_SPECIALS`] specials of 2 bytes or more, none holding a space or a
     /// newline.
     special_lead: Option<u8>,
+    /// The bytes that follow the lead byte in some special (a quick rejection).
+    special_second: [bool; 256],
+    /// The longest special's length in bytes.
+    max_special_len: usize,
     pub pattern: Pattern,
     pattern_spec: String,
     cache_bytes: usize,
@@ -863,9 +879,10 @@ impl<T> Drop for Slots<T> {
 /// into `arena` and `n & 0x7fff_ffff` the count.
 ///
 /// Memory (`used()`): table capacities (entry size x slots) + arena capacity x 4 + long-map
-/// entries (key bytes + 48). Before anything grows, the growth is checked against `budget`;
-/// if it would not fit, the cache is wiped (allocations kept, so the total never passes the
-/// budget), and if it still would not fit, the piece is simply not cached.
+/// entries (key bytes + 48). Before anything grows, the growth is checked against `budget`.
+/// A table grows at 1/4 load if that fits, else it fills on to 1/2; a growth that must happen
+/// and does not fit wipes the cache (allocations kept, so the total never passes the budget),
+/// and if it still would not fit, the piece is simply not cached.
 pub struct WordCache {
     short: Table<u128>,
     mid: Table<Key32>,
@@ -1296,8 +1313,18 @@ impl Encoder {
         let special_lead = specials.first().and_then(|(s, _)| s.as_bytes().first().copied()).filter(|&x| {
             x >= 0x10
                 && !x.is_ascii_whitespace()
-                && specials.iter().all(|(s, _)| s.as_bytes().first() == Some(&x) && !s.bytes().any(|c| c == b' ' || c == b'\n'))
+                && specials.len() <= FUSED_CHECK_MAX_SPECIALS
+                && specials.iter().all(|(s, _)| {
+                    s.len() >= 2 && s.as_bytes()[0] == x && !s.bytes().any(|c| c == b' ' || c == b'\n')
+                })
         });
+        let max_special_len = specials.iter().map(|(s, _)| s.len()).max().unwrap_or(0);
+        let mut special_second = [false; 256];
+        for (s, _) in &specials {
+            if let Some(&c) = s.as_bytes().get(1) {
+                special_second[c as usize] = true;
+            }
+        }
         let n_slots = slot_count();
         let pool = Arc::new(AtomicUsize::new(0));
         Ok(Encoder {
@@ -1314,6 +1341,8 @@ impl Encoder {
             special_ac,
             special_ac_all,
             special_lead,
+            special_second,
+            max_special_len,
             pattern,
             pattern_spec: pattern_spec.to_string(),
             cache_bytes,
@@ -1754,16 +1783,13 @@ impl Encoder {
                     return Ok(());
                 }
                 let Some(ac) = &self.special_ac_all else { return Ok(()) };
-                ac.find_overlapping_iter(text)
-                    .map(|m| &self.specials[m.pattern().as_usize()].0)
-                    .find(|s| !allowed.contains(s))
-                    .cloned()
+                self.leftmost_special(ac, text, |s| !allowed.contains(s))
             }
             Some(SpecialSet::None) => None,
             Some(SpecialSet::All) => {
                 // Every special, even allowed ones (tiktoken would do the same).
                 let Some(ac) = &self.special_ac_all else { return Ok(()) };
-                ac.find_overlapping_iter(text).next().map(|m| self.specials[m.pattern().as_usize()].0.clone())
+                self.leftmost_special(ac, text, |_| true)
             }
             Some(SpecialSet::Some(list)) => {
                 // Literal search, like tiktoken's regex of the given strings (earliest wins).
@@ -1778,6 +1804,26 @@ impl Encoder {
             Some(s) => Err(disallowed_error(&s)),
             None => Ok(()),
         }
+    }
+
+    /// The special token (among those `keep` accepts) that starts first in `text`, the shorter
+    /// of two that start at the same byte; as [`Self::encode_text_checked`] reports it. The
+    /// overlapping search gives matches by their end, so one that starts earlier (`"<<x>>"`
+    /// around `"<x>"`) may come later: the search goes on until no match can start earlier.
+    fn leftmost_special(&self, ac: &AhoCorasick, text: &str, keep: impl Fn(&str) -> bool) -> Option<String> {
+        let mut best: Option<(usize, usize, usize)> = None; // (start, len, index)
+        for m in ac.find_overlapping_iter(text) {
+            if let Some((start, _, _)) = best {
+                if m.end() > start + self.max_special_len {
+                    break;
+                }
+            }
+            let k = m.pattern().as_usize();
+            if keep(&self.specials[k].0) && best.is_none_or(|(s, l, _)| (m.start(), m.len()) < (s, l)) {
+                best = Some((m.start(), m.len(), k));
+            }
+        }
+        best.map(|(_, _, k)| self.specials[k].0.clone())
     }
 
     /// Splits a document at the allowed special tokens (leftmost-longest among allowed ones).
@@ -2122,7 +2168,9 @@ mod tests {
     #[test]
     fn the_check_fused_into_the_scan_finds_what_the_separate_check_finds() {
         // ("<y>": in GPT-2's split its `<` is a piece of its own, the last byte of a piece.)
-        let specials = vec![("<|x|>".to_string(), 1000), ("<|endoftext|>".to_string(), 1001), ("<y>".to_string(), 1002)];
+        // ("<<x>>" around "<x>": both checks name the one that starts first.)
+        let specials: Vec<(String, u32)> =
+            ["<|x|>", "<|endoftext|>", "<y>", "<<x>>", "<x>"].iter().enumerate().map(|(k, s)| (s.to_string(), 1000 + k as u32)).collect();
         // Parts that put specials (whole, cut short, or glued to other pieces) in windows, at
         // their edges, in the per-char path (after non-ASCII letters, in long pieces) and at
         // the text's end.
@@ -2130,7 +2178,7 @@ mod tests {
             "a", " the", "Zebra", "  ", "\n", "\r\n", "12345", "\u{e9}t\u{e9}", "\u{65e5}\u{672c}", " \u{201c}",
             "\u{1f600}", "<", "<|", "<|x", "<|x|", "<|x|>", "<|endoftext|>", "x<|x|>y", "\u{e9}<|x|>", "<<|x|>",
             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", ";;;;;;;;;;;;;;;;;;;;;;;;", "<|endoftext", "|>",
-            "<y>", "x<y>", "<y", "\u{e9}<y>", "\u{65e5}<y", ">",
+            "<y>", "x<y>", "<y", "\u{e9}<y>", "\u{65e5}<y", ">", "<<x>>", "<x>", "<<x>", "a<<x>>b",
         ];
         let mut seed = 11u64;
         for spec in ["gpt2", "cl100k", "o200k"] {
@@ -2165,7 +2213,12 @@ mod tests {
             assert!(found > 500 && clean > 500, "{spec}: {found} with specials, {clean} without");
         }
         // Specials that do not share a lead byte, or hold a space: the separate check.
-        let odd = [vec![("<|x|>".to_string(), 1000), ("[y]".to_string(), 1001)], vec![("<|x y|>".to_string(), 1000)]];
+        let nested = Encoder::new(toy_ranks(), None, specials, "gpt2", 1 << 20).unwrap();
+        let e = nested.check_disallowed("a<<x>>", &SpecialSet::Some(vec!["<q>".into()]), &None).unwrap_err();
+        assert!(e.contains("\"<<x>>\""), "{e}");
+        // Or more than FUSED_CHECK_MAX_SPECIALS of them.
+        let many: Vec<(String, u32)> = (0..9).map(|k| (format!("<|r{k}|>"), 1000 + k)).collect();
+        let odd = [vec![("<|x|>".to_string(), 1000), ("[y]".to_string(), 1001)], vec![("<|x y|>".to_string(), 1000)], many];
         for sp in odd {
             let enc = Encoder::new(toy_ranks(), None, sp, "gpt2", 1 << 20).unwrap();
             assert!(!enc.can_fuse_check(&SpecialSet::None, &None));
