@@ -362,13 +362,11 @@ fn encode_small(enc: &Encoder, text: &str, allowed: &SpecialSet, disallowed: &Op
     let mut ids = Vec::with_capacity(text.len() / 3 + 4);
     if enc.can_fuse_check(allowed, disallowed) {
         enc.encode_text_checked(&mut cache, text, &mut ids)?;
-        let n = ids.len();
-        return Ok(Flat { ids, lens: vec![n] });
-    }
-    enc.check_disallowed(text, allowed, disallowed)?;
-    if allowed.is_empty() {
+    } else if allowed.is_empty() {
+        enc.check_disallowed(text, allowed, disallowed)?;
         enc.encode_text(&mut cache, text, &mut ids)?;
     } else {
+        enc.check_disallowed(text, allowed, disallowed)?;
         let mut items = Vec::new();
         enc.split_specials(text, allowed, 0, &mut items);
         for it in items {

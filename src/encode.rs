@@ -167,6 +167,8 @@ impl PieceQueue<'_> {
     /// Queues the piece `s..e` (the per-char path; a window's pieces go through
     /// [`Self::push_window`], which does the same): a piece of 1..=15 bytes is packed and its
     /// short-table slot prefetched; one of 16..=31 bytes has its mid-table slot prefetched.
+    /// With the disallowed check on, the piece is checked here too (a window's pieces are
+    /// checked together, in `window`).
     #[inline(always)]
     fn push(&mut self, s: usize, e: usize) {
         let len = e - s;
@@ -174,10 +176,19 @@ impl PieceQueue<'_> {
         // the length byte), so the drain loop has no hard-to-predict branch on the length.
         let (key, e) = if (1..16).contains(&len) {
             let k = pack_in(self.b, s, e);
+            // The disallowed check on the packed key (bytes past the length are 0 and the
+            // length byte is at most 15, neither of which is a lead byte, see
+            // `Encoder::special_lead`).
+            if self.check && has_byte(k, self.lead) {
+                self.verify_range(s, e);
+            }
             // The slot's byte offset goes in place of `e` (which the key's length byte gives
             // back).
             (k, self.cache.short.prefetch(&k) * ENTRY_BYTES)
         } else {
+            if self.check {
+                self.verify_range(s, e);
+            }
             prefetch_mid(&self.cache.mid, self.b, s, e);
             (NOT_SHORT, e)
         };
@@ -232,22 +243,7 @@ impl PieceQueue<'_> {
         cur
     }
 
-    /// The disallowed check for a piece of the per-char path: does it hold the lead byte?
-    /// Short pieces by their packed key (bytes past the length are 0 and the length byte is at
-    /// most 15, neither of which is a lead byte, see `Encoder::special_lead`).
-    #[inline(always)]
-    fn check_piece(&mut self, s: usize, e: usize) {
-        let hit = if (1..16).contains(&(e - s)) {
-            has_byte(pack_in(self.b, s, e), self.lead)
-        } else {
-            memchr::memchr(self.lead, &self.b[s..e]).is_some()
-        };
-        if hit {
-            self.verify_range(s, e);
-        }
-    }
-
-    #[cold]
+    /// The disallowed check over `s..e`: each lead byte there verified.
     #[inline(never)]
     fn verify_range(&mut self, s: usize, e: usize) {
         for j in memchr::memchr_iter(self.lead, &self.b[s..e]) {
@@ -295,9 +291,7 @@ impl PieceQueue<'_> {
 impl PieceSink for &mut PieceQueue<'_> {
     #[inline(always)]
     fn piece(&mut self, s: usize, e: usize) {
-        if self.check {
-            self.check_piece(s, e);
-        }
+        // (With the disallowed check, when on.)
         self.push(s, e);
         self.drain_if_full();
     }
@@ -1019,39 +1013,42 @@ impl WordCache {
         self.fits(want)
     }
 
+    /// Makes sure the table `pick` selects has a free slot: it grows at 1/4 load when the budget
+    /// has room for that, else it fills up to 1/2 before the slot is wiped (so a tight budget
+    /// holds as many words as before). False if the word cannot be cached.
+    fn make_room<K: TableKey>(&mut self, pick: fn(&mut WordCache) -> &mut Table<K>) -> bool {
+        if !pick(self).sparse_full() {
+            return true;
+        }
+        let first = self.first_cap();
+        let d = pick(self).bytes().max(first * std::mem::size_of::<Entry<K>>());
+        if self.fits(self.used() + d) {
+            pick(self).grow(first);
+        } else if pick(self).full() {
+            if !self.room_for(d) {
+                return false;
+            }
+            // (A wipe empties the table, unless it was already empty.)
+            if pick(self).full() {
+                pick(self).grow(first);
+            }
+        }
+        true
+    }
+
     fn put(&mut self, piece: &[u8], ids: &[u32]) {
         let len = piece.len();
         if self.budget < 4096 || len > MAX_CACHED_LEN || ids.len() > (u32::MAX >> 2) as usize {
             return;
         }
-        // Make sure the target table has a free slot (growing it if the budget allows).
-        // A table grows at 1/4 load when the budget has room for it, else it fills up to 1/2
-        // before the slot is wiped (so a tight budget holds as many words as before).
-        let first = self.first_cap();
-        if len < 16 && self.short.sparse_full() {
-            let d = self.short.bytes().max(first * 32);
-            if self.fits(self.used() + d) {
-                self.short.grow(first);
-            } else if self.short.full() {
-                if !self.room_for(d) {
-                    return;
-                }
-                if self.short.full() {
-                    self.short.grow(first);
-                }
-            }
-        } else if (16..32).contains(&len) && self.mid.sparse_full() {
-            let d = self.mid.bytes().max(first * 48);
-            if self.fits(self.used() + d) {
-                self.mid.grow(first);
-            } else if self.mid.full() {
-                if !self.room_for(d) {
-                    return;
-                }
-                if self.mid.full() {
-                    self.mid.grow(first);
-                }
-            }
+        // Make sure the target table has a free slot.
+        let room = match len {
+            ..16 => self.make_room(|c| &mut c.short),
+            16..32 => self.make_room(|c| &mut c.mid),
+            _ => true,
+        };
+        if !room {
+            return;
         }
         let in_arena = ids.len() > 3 || len >= 32;
         if in_arena {
