@@ -9,7 +9,12 @@ second* is kept (robust on a shared machine: other processes do not count, and t
 drops the disturbed runs). Builds alternate for `--rounds` rounds and the best round is shown.
 Peers are not involved: for comparisons with them use `scripts/bench_encode.py`.
 
-Usage: python scripts/ab_encode.py DIR_A DIR_B [--rounds 3] [--only "o200k english,gpt2 code"]
+With `--check` the calls keep the default `disallowed_special` (every special disallowed, as
+`bench_encode.py` calls it), so the search for special tokens is timed too (the corpora's
+`<|endoftext|>` separators are replaced by blank lines); without it they pass
+`disallowed_special=()`.
+
+Usage: python scripts/ab_encode.py DIR_A DIR_B [--rounds 3] [--only "o200k english,gpt2 code"] [--check]
 """
 import argparse
 import json
@@ -22,6 +27,7 @@ sys.path.insert(0, sys.argv[1])
 import hf_bpe
 data = sys.argv[2]
 only = [c for c in sys.argv[3].split(",") if c]
+kw = {} if sys.argv[4] == "check" else {"disallowed_special": ()}
 res = {}
 for voc in ("gpt2", "o200k"):
     for corpus in ("english", "code", "multilingual"):
@@ -31,15 +37,19 @@ for voc in ("gpt2", "o200k"):
         if voc == "gpt2":
             bpe = hf_bpe.BPE.load(f"{data}/gpt2")
         else:
-            bpe = hf_bpe.BPE.from_tiktoken(f"{data}/tiktoken/o200k_base.tiktoken", pattern="o200k")
+            bpe = hf_bpe.BPE.from_tiktoken(f"{data}/tiktoken/o200k_base.tiktoken", pattern="o200k",
+                                          special_tokens={"<|endoftext|>": 199999, "<|endofprompt|>": 200018})
         raw = gzip.open(f"{data}/corpus/{corpus}.txt.gz", "rb").read(20_000_000)
         text = raw.decode("utf-8", "ignore")
+        if not kw:
+            # (The corpora separate documents with <|endoftext|>: with the check on, drop it.)
+            text = text.replace("<|endoftext|>", "\n\n")
         docs = [text[i:i + 10_000] for i in range(0, len(text), 10_000)]
-        bpe.encode_batch_flat(docs, num_threads=1, disallowed_special=())
+        bpe.encode_batch_flat(docs, num_threads=1, **kw)
         best = float("inf")
         for _ in range(7):
             t = time.thread_time()
-            bpe.encode_batch_flat(docs, num_threads=1, disallowed_special=())
+            bpe.encode_batch_flat(docs, num_threads=1, **kw)
             best = min(best, time.thread_time() - t)
         res[f"{voc} {corpus}"] = len(raw) / best / 1e6
 print(json.dumps(res))
@@ -53,13 +63,14 @@ def main() -> None:
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default="", help='comma-separated configs, e.g. "o200k english,gpt2 code" (default: all six)')
+    ap.add_argument("--check", action="store_true", help="keep the default disallowed_special (time the special-token check)")
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     args = ap.parse_args()
     env = {"OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
     results = {d: [] for d in args.dirs}
     for _ in range(args.rounds):
         for d in args.dirs:
-            out = subprocess.run([sys.executable, "-c", CHILD, d, args.data, args.only], capture_output=True, text=True, env=env)
+            out = subprocess.run([sys.executable, "-c", CHILD, d, args.data, args.only, "check" if args.check else ""], capture_output=True, text=True, env=env)
             if out.returncode != 0:
                 sys.exit(f"{d}: {out.stderr.strip().splitlines()[-1]}")
             results[d].append(json.loads(out.stdout))
