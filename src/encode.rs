@@ -401,6 +401,31 @@ pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 const NO_PAIR: u64 = u64::MAX;
 const DEAD: u32 = u32::MAX;
 
+/// Merges as given to [`Encoder::new`]: pairs of token ids, or pairs of token bytes (resolved
+/// against the vocabulary, which is checked to hold both parts and their concatenation).
+pub enum Merges {
+    Ids(Vec<(u32, u32)>),
+    Bytes(Vec<(Box<[u8]>, Box<[u8]>)>),
+}
+
+/// `b` as Python writes a bytes literal (`b'ab\\xff'`), for error messages.
+pub fn py_bytes(b: &[u8]) -> String {
+    let mut s = String::from("b'");
+    for &c in b {
+        match c {
+            b'\\' => s.push_str("\\\\"),
+            b'\'' => s.push_str("\\'"),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            0x20..=0x7e => s.push(c as char),
+            _ => s.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    s.push('\'');
+    s
+}
+
 /// An immutable, shareable encoder: tables + pattern + special tokens + cache slots.
 pub struct Encoder {
     /// Decoder: bytes of token `id` are `dec_bytes[dec_off[id]..dec_off[id+1]]`, if `present[id]`.
@@ -1144,7 +1169,7 @@ impl Encoder {
     /// Builds an encoder. `merges = None` selects tiktoken (rank) semantics.
     pub fn new(
         mut vocab: Vec<(u32, Box<[u8]>)>,
-        merges: Option<Vec<(u32, u32)>>,
+        merges: Option<Merges>,
         mut specials: Vec<(String, u32)>,
         pattern_spec: &str,
         cache_bytes: usize,
@@ -1246,16 +1271,35 @@ impl Encoder {
             }
         }
         let mut byte_ids = [u32::MAX; 256];
-        for b in 0..=255u8 {
-            match by_bytes.get(&[b][..]) {
-                Some(&id) => byte_ids[b as usize] = id,
-                None => {
-                    return Err(format!(
-                        "vocab has no single-byte token for byte 0x{b:02x}; byte-level BPE needs all 256 bytes"
-                    ))
-                }
-            }
+        let missing: Vec<u8> = (0..=255u8).filter(|b| !by_bytes.contains_key(&[*b][..])).collect();
+        if let Some(b) = missing.first() {
+            return Err(format!(
+                "the vocabulary lacks {} of the 256 byte tokens (e.g. byte 0x{b:02x}); byte-level BPE needs all 256",
+                missing.len()
+            ));
         }
+        for b in 0..=255u8 {
+            byte_ids[b as usize] = by_bytes[&[b][..]];
+        }
+        let merges = match merges {
+            None => None,
+            Some(Merges::Ids(m)) => Some(m),
+            Some(Merges::Bytes(m)) => Some(
+                m.iter()
+                    .enumerate()
+                    .map(|(n, (a, b))| {
+                        let id = |t: &[u8]| {
+                            by_bytes.get(t).copied().ok_or_else(|| {
+                                format!("merge #{n} ({}, {}) uses {}, which is not in the vocabulary", py_bytes(a), py_bytes(b), py_bytes(t))
+                            })
+                        };
+                        let (x, y) = (id(a)?, id(b)?);
+                        id(&[&a[..], &b[..]].concat())?;
+                        Ok((x, y))
+                    })
+                    .collect::<Result<Vec<_>, String>>()?,
+            ),
+        };
 
         let mut pairs: FxHashMap<u64, u64> = FxHashMap::default();
         let direct = match &merges {
@@ -1389,6 +1433,16 @@ impl Encoder {
 
     pub fn is_tiktoken(&self) -> bool {
         self.direct.is_some()
+    }
+
+    /// The vocabulary as given (sorted by id).
+    pub fn vocab(&self) -> &[(u32, Box<[u8]>)] {
+        &self.vocab
+    }
+
+    /// The merges as id pairs in rank order (None in tiktoken mode).
+    pub fn merges(&self) -> Option<&[(u32, u32)]> {
+        self.merges.as_deref()
     }
 
     /// Drops every cached word (e.g. after changing nothing but wanting memory back).
@@ -1951,7 +2005,7 @@ impl Encoder {
         if r.p != b.len() {
             return Err("trailing bytes in Encoder state".into());
         }
-        Encoder::new(vocab, merges, specials, &pattern, cache_bytes)
+        Encoder::new(vocab, merges.map(Merges::Ids), specials, &pattern, cache_bytes)
     }
 }
 
@@ -2088,7 +2142,7 @@ mod tests {
             .iter()
             .map(|(a, b)| (id(a), id(b)))
             .collect();
-        let m = Encoder::new(ranks.clone(), Some(merges), vec![], "gpt2", 1 << 20).unwrap();
+        let m = Encoder::new(ranks.clone(), Some(Merges::Ids(merges)), vec![], "gpt2", 1 << 20).unwrap();
         let r = Encoder::new(ranks, None, vec![], "gpt2", 1 << 20).unwrap();
         let mut seed = 11;
         for _ in 0..300 {

@@ -53,8 +53,15 @@ fn value_error(e: String) -> PyErr {
     PyValueError::new_err(e)
 }
 
-fn threads(n: Option<usize>) -> usize {
-    n.filter(|&n| n > 0).unwrap_or(0) // 0 lets rayon pick (RAYON_NUM_THREADS or all cores)
+/// Most threads a call may ask for.
+const MAX_THREADS: usize = 1024;
+
+/// A `num_threads` argument: None or 0 for the default (RAYON_NUM_THREADS or all cores).
+fn threads(n: Option<usize>) -> PyResult<usize> {
+    match n {
+        Some(n) if n > MAX_THREADS => Err(value_error(format!("num_threads={n} is more than {MAX_THREADS} threads"))),
+        n => Ok(n.unwrap_or(0)),
+    }
 }
 
 /// Runs `f` without the GIL, giving it a progress callback that calls the Python `progress`
@@ -119,6 +126,12 @@ fn count_pieces(py: Python<'_>, pattern: &str, text: &str) -> PyResult<usize> {
     .map_err(value_error)
 }
 
+/// GPT-2's byte-level alphabet: `[b]` is the printable character that stands for byte `b`.
+#[pyfunction]
+fn byte_alphabet() -> Vec<String> {
+    train::byte_alphabet().iter().map(|c| c.to_string()).collect()
+}
+
 /// The regex source that a pattern name stands for.
 #[pyfunction]
 fn pattern_source(pattern: &str) -> PyResult<String> {
@@ -137,7 +150,7 @@ impl WordCounter {
     #[pyo3(signature = (pattern="gpt2", special_tokens=Vec::new(), num_threads=None))]
     fn new(pattern: &str, special_tokens: Vec<String>, num_threads: Option<usize>) -> PyResult<Self> {
         let p = Pattern::from_spec(pattern).map_err(value_error)?;
-        Ok(WordCounter { inner: Counter::new(p, special_tokens, threads(num_threads)).map_err(value_error)? })
+        Ok(WordCounter { inner: Counter::new(p, special_tokens, threads(num_threads)?).map_err(value_error)? })
     }
 
     /// Counts a batch of documents (each split on special tokens, then pre-tokenized).
@@ -253,6 +266,7 @@ fn train_merges<'py>(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_source, m)?)?;
+    m.add_function(wrap_pyfunction!(byte_alphabet, m)?)?;
     m.add_function(wrap_pyfunction!(count_pieces, m)?)?;
     m.add_function(wrap_pyfunction!(train_merges, m)?)?;
     m.add_class::<WordCounter>()?;
@@ -397,9 +411,10 @@ fn flat_of(
     disallowed: &Option<SpecialSet>,
     num_threads: Option<usize>,
 ) -> PyResult<batch::Flat> {
+    let n = threads(num_threads)?;
     py.allow_threads(|| {
         let refs: Vec<&str> = texts.iter().map(|s| s.as_ref()).collect();
-        no_panic(|| batch::encode_docs(enc, &refs, allowed, disallowed, None, threads(num_threads)))
+        no_panic(|| batch::encode_docs(enc, &refs, allowed, disallowed, None, n))
     })
     .map_err(value_error)
 }
@@ -411,12 +426,13 @@ impl Encoder {
     fn new(
         py: Python<'_>,
         vocab: std::collections::HashMap<u32, Vec<u8>>,
-        merges: Option<Vec<(u32, u32)>>,
+        merges: Option<Vec<(Vec<u8>, Vec<u8>)>>,
         special_tokens: std::collections::HashMap<String, u32>,
         pattern: &str,
         cache_bytes: usize,
     ) -> PyResult<Self> {
         let vocab: Vec<(u32, Box<[u8]>)> = vocab.into_iter().map(|(k, v)| (k, v.into_boxed_slice())).collect();
+        let merges = merges.map(|m| encode::Merges::Bytes(m.into_iter().map(|(a, b)| (a.into(), b.into())).collect()));
         let specials: Vec<(String, u32)> = special_tokens.into_iter().collect();
         let inner = py
             .allow_threads(|| encode::Encoder::new(vocab, merges, specials, pattern, cache_bytes))
@@ -575,7 +591,7 @@ impl Encoder {
             separator,
             text_field,
             errors,
-            num_threads: threads(num_threads),
+            num_threads: threads(num_threads)?,
         };
         let (pin, pout) = (path_in.to_string_lossy().into_owned(), path_out.to_string_lossy().into_owned());
         let enc = &self.inner;
@@ -640,6 +656,27 @@ impl Encoder {
     #[getter]
     fn cache_bytes(&self) -> usize {
         self.inner.cache_bytes()
+    }
+
+    /// Every id and its bytes (special tokens as their UTF-8 bytes).
+    #[getter]
+    fn vocab<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (id, b) in self.inner.vocab() {
+            d.set_item(id, PyBytes::new(py, b))?;
+        }
+        for (s, id) in self.inner.specials() {
+            d.set_item(id, PyBytes::new(py, s.as_bytes()))?;
+        }
+        Ok(d)
+    }
+
+    /// The merges as byte pairs in rank order; None for tiktoken ranks.
+    #[getter]
+    fn merges<'py>(&self, py: Python<'py>) -> Option<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+        let m = self.inner.merges()?;
+        let b = |id: u32| PyBytes::new(py, self.inner.token_bytes(id).unwrap_or_default());
+        Some(m.iter().map(|&(x, y)| (b(x), b(y))).collect())
     }
 
     /// `{"hits", "misses", "bytes"}` of the word caches (idle slots only).

@@ -72,25 +72,33 @@ pub struct TrainConfig {
 
 const NIL: u32 = u32::MAX;
 
-/// Rank of a single byte in HF's byte-level alphabet: the GPT-2 `bytes_to_unicode` characters
-/// sorted by code point. Printable bytes keep their own code point (33..=126, 161..=172,
-/// 174..=255) and come first in byte order; the other 68 bytes are mapped to U+0100.. in byte
-/// order, so they come after all of them.
-pub fn hf_byte_rank() -> [u32; 256] {
-    let mut rank = [0u32; 256];
-    let mut next = 0u32;
-    let printable = |b: usize| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
-    for b in 0..256 {
-        if printable(b) {
-            rank[b] = next;
-            next += 1;
-        }
+/// GPT-2's byte-level alphabet: the printable character that stands for each byte in
+/// `vocab.json`, `merges.txt` and `tokenizer.json`. Printable bytes (33..=126, 161..=172,
+/// 174..=255) stand for themselves; the other 68 take U+0100 onwards, in byte order.
+pub fn byte_alphabet() -> [char; 256] {
+    let printable = |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+    let mut out = ['\0'; 256];
+    let mut shifted = 0;
+    for b in 0..256u32 {
+        out[b as usize] = if printable(b) {
+            char::from_u32(b).unwrap()
+        } else {
+            shifted += 1;
+            char::from_u32(255 + shifted).unwrap()
+        };
     }
-    for b in 0..256 {
-        if !printable(b) {
-            rank[b] = next;
-            next += 1;
-        }
+    out
+}
+
+/// Rank of a single byte in HF's byte-level alphabet: [`byte_alphabet`]'s characters sorted by
+/// code point (the printable bytes first, in byte order, then the other 68).
+pub fn hf_byte_rank() -> [u32; 256] {
+    let chars = byte_alphabet();
+    let mut order: Vec<u8> = (0..=255).collect();
+    order.sort_by_key(|&b| chars[b as usize]);
+    let mut rank = [0u32; 256];
+    for (r, &b) in order.iter().enumerate() {
+        rank[b as usize] = r as u32;
     }
     rank
 }
