@@ -1,34 +1,26 @@
-//! Parallel, fork-safe driving of an [`Encoder`]: batches, huge single texts, offsets, files.
+//! Batches: many documents (or one huge one) encoded in parallel, in three steps.
 //!
-//! Performance notes:
-//! * Documents are first split at allowed special tokens into *items*; with a pool, text items
-//!   bigger than 1.5 work units (a unit is at most [`SEGMENT_BYTES`]) are cut at safe places (`reader::segments`, valid for the built-in
-//!   patterns only), so one 100 MB line is spread over all cores like a batch of documents.
-//! * Consecutive items are grouped into *units* of roughly equal size (64 KiB–1 MiB, about 32
-//!   per thread); each unit borrows one cache slot once and encodes into its own `Vec<u32>`,
-//!   except the first thread's stretch of units, which goes straight into the batch's output;
-//!   the other vectors are copied in after it, in order, at the end (a copy that had been ~7%
-//!   of a 2-thread batch's CPU; in place, GPT-2 code on 2 threads ran ~3% faster). Flat output (ids + offsets) avoids one Python list per document, which
-//!   costs more than the encoding itself for short documents.
-//! * Files are streamed by [`crate::reader::read_corpus`], the same reader as training: blocks
-//!   cut at safe places (built-in patterns) or only after allowed special tokens (custom regex).
-//! * All of it runs with the GIL released (the binding does that), on a rayon pool owned by this
-//!   module, not the global one.
-//! * **Fork safety.** A rayon pool does not survive `fork()` (its threads are gone in the child,
-//!   so the first `install` would hang forever). Pools are stored with the pid that built them;
-//!   a child sees a different pid, leaks the parent's pool object (dropping it would try to talk
-//!   to threads that do not exist) and builds a fresh one. The registry mutex is only ever
-//!   `try_lock`ed: if a parent thread held it at fork time, the child runs single-threaded
-//!   instead of deadlocking.
+//! * **Plan.** Each document is split at its allowed special tokens into *items*; with a pool,
+//!   text items longer than 1.5 units are cut at safe places (`reader::segments`, built-in
+//!   patterns only), so one 100 MB line spreads over all cores like a batch of documents.
+//! * **Units.** Consecutive items are grouped into units of roughly equal size (64 KiB-1 MiB,
+//!   about 32 per thread) so the last ones finish close together.
+//! * **Run.** Each thread encodes one stretch of units front to back with its own cache slot
+//!   (the same slot on every call, so a warm slot sees the same texts again), stealing from
+//!   the back of other stretches when done ([`run_units_static`]). The first thread writes
+//!   straight into the batch's output; the other units' ids are copied in at the end.
+//!
+//! Output is flat (ids + per-document counts): one Python list per document costs more than
+//! the encoding for short documents. Everything here runs with the GIL released, on the
+//! fork-aware pools of `crate::pool`. Measurements: [log](../docs/performance.md#batches).
 
-use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use crate::encode::{Encoder, Item, SpecialSet};
-use crate::reader::{read_corpus, segments, Block, CutRule, Progress, ReadOptions, Utf8Errors};
+use crate::encode::Encoder;
+use crate::reader::segments;
+use crate::specials::{Item, SpecialSet};
 
 /// Largest work unit; text items longer than 1.5 units are cut at safe places.
 pub const SEGMENT_BYTES: usize = 1 << 20;
@@ -36,60 +28,6 @@ pub const SEGMENT_BYTES: usize = 1 << 20;
 const UNITS_PER_THREAD: usize = 32;
 /// Batches smaller than this run on the calling thread (thread hand-off costs more).
 pub const PARALLEL_MIN_BYTES: usize = 256 << 10;
-
-// ---------------------------------------------------------------------------------------------
-// Thread pools (fork-aware)
-// ---------------------------------------------------------------------------------------------
-
-struct Pools {
-    pid: u32,
-    pools: Vec<(usize, Arc<rayon::ThreadPool>)>,
-}
-
-static POOLS: Mutex<Option<Pools>> = Mutex::new(None);
-
-pub fn default_threads() -> usize {
-    if let Ok(s) = std::env::var("RAYON_NUM_THREADS") {
-        if let Ok(n) = s.trim().parse::<usize>() {
-            if n > 0 {
-                return n;
-            }
-        }
-    }
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-}
-
-/// A pool of `n` threads (0 = default), or None to run on the calling thread.
-pub fn pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
-    let n = if n == 0 { default_threads() } else { n };
-    if n <= 1 {
-        return None;
-    }
-    let pid = std::process::id();
-    let mut guard = POOLS.try_lock().ok()?;
-    if guard.as_ref().is_some_and(|p| p.pid != pid) {
-        // Forked child: the parent's threads do not exist here. Never drop those pools.
-        if let Some(old) = guard.take() {
-            std::mem::forget(old);
-        }
-    }
-    let pools = guard.get_or_insert_with(|| Pools { pid, pools: Vec::new() });
-    if let Some((_, p)) = pools.pools.iter().find(|(k, _)| *k == n) {
-        return Some(p.clone());
-    }
-    let p = rayon::ThreadPoolBuilder::new()
-        .num_threads(n)
-        .thread_name(|i| format!("hf_bpe-encode-{i}"))
-        .build()
-        .ok()?;
-    let p = Arc::new(p);
-    pools.pools.push((n, p.clone()));
-    Some(p)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Batches
-// ---------------------------------------------------------------------------------------------
 
 /// One work unit's output: its ids and the number of ids of each of its items.
 type UnitOut = (Vec<u32>, Vec<u32>);
@@ -107,6 +45,15 @@ fn item_bytes(it: &Item) -> usize {
         Item::Text(s, e) => e - s,
         Item::Special(..) => 16,
     }
+}
+
+/// A pool for `n` threads (0 = default), or None to run on the calling thread.
+fn threads_pool(n: usize) -> Option<crate::pool::Pool> {
+    let n = if n == 0 { crate::pool::default_threads() } else { n };
+    if n <= 1 {
+        return None;
+    }
+    crate::pool::get(n)
 }
 
 /// Largest text (bytes) whose single-unit output reserves its upper bound (see `encode_docs`).
@@ -135,7 +82,7 @@ pub fn encode_docs(
             enc.check_disallowed(d, allowed, disallowed)?;
         }
     }
-    let pool = if total >= PARALLEL_MIN_BYTES { pool(num_threads) } else { None };
+    let pool = if total >= PARALLEL_MIN_BYTES { threads_pool(num_threads) } else { None };
     // Work unit size. Small enough that the last units finish close together: with 1 MiB
     // units (total / (8 x threads), at most 1 MiB) and English documents of ~350 KB, the two
     // threads' CPU time differed by 25% (perf) and 2 threads ran at 1.6x one; text items are
@@ -431,126 +378,4 @@ pub fn encode_with_offsets(
         })
         .collect();
     Ok((ids, offsets))
-}
-
-// ---------------------------------------------------------------------------------------------
-// Files
-// ---------------------------------------------------------------------------------------------
-
-/// Options of [`encode_file`].
-pub struct FileOptions<'a> {
-    pub allowed: SpecialSet,
-    pub disallowed: Option<SpecialSet>,
-    /// Special token appended after each JSON-lines document.
-    pub separator: Option<u32>,
-    pub text_field: &'a str,
-    /// What to do with bytes that are not valid UTF-8.
-    pub errors: Utf8Errors,
-    pub num_threads: usize,
-}
-
-const NPY_HEADER: usize = 128;
-
-fn npy_header(dtype: &str, n: u64) -> Vec<u8> {
-    let mut h = Vec::with_capacity(NPY_HEADER);
-    h.extend_from_slice(b"\x93NUMPY\x01\x00");
-    let dict = format!("{{'descr': '{dtype}', 'fortran_order': False, 'shape': ({n},), }}");
-    let len = NPY_HEADER - 10;
-    h.extend_from_slice(&(len as u16).to_le_bytes());
-    h.extend_from_slice(dict.as_bytes());
-    while h.len() < NPY_HEADER - 1 {
-        h.push(b' ');
-    }
-    h.push(b'\n');
-    h
-}
-
-struct TempFile {
-    path: String,
-    done: bool,
-}
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-/// Streams a text / `.gz` / `.jsonl` file into a `.npy` of token ids (uint16 if every id fits,
-/// else uint32), written to a temporary file and renamed into place at the end. Returns
-/// `(tokens, text_bytes)`. `progress` receives the number of file bytes read.
-pub fn encode_file(
-    enc: &Encoder,
-    path_in: &str,
-    path_out: &str,
-    opt: &FileOptions,
-    progress: Progress,
-) -> Result<(u64, u64), String> {
-    // Fail on a missing input before creating anything.
-    File::open(path_in).map_err(|e| format!("{path_in}: cannot open: {e}"))?;
-    let wide = enc.n_vocab() > 1 << 16;
-
-    let tmp_path = format!("{path_out}.tmp{}", std::process::id());
-    let mut tmp = TempFile { path: tmp_path.clone(), done: false };
-    let out = File::create(&tmp_path).map_err(|e| format!("{tmp_path}: cannot create: {e}"))?;
-    let mut w = BufWriter::with_capacity(1 << 20, out);
-    w.write_all(&[0u8; NPY_HEADER]).map_err(|e| format!("{tmp_path}: {e}"))?;
-
-    // Built-in patterns: never cut inside any special token (the disallowed check must see it
-    // whole). Custom patterns: cut only after specials that are encoded as specials (the
-    // allowed ones); others are ordinary text a regex may match across.
-    let builtin = enc.pattern.is_builtin();
-    let specials: Vec<String> = enc
-        .specials()
-        .iter()
-        .map(|(s, _)| s.clone())
-        .filter(|s| builtin || opt.allowed.contains(s))
-        .collect();
-    let ropt = ReadOptions {
-        errors: opt.errors,
-        text_field: opt.text_field,
-        cut: if builtin { CutRule::Safe } else { CutRule::AfterSpecial },
-        specials: &specials,
-    };
-    let mut n_tokens: u64 = 0;
-    let mut n_bytes: u64 = 0;
-    let mut buf16: Vec<u8> = Vec::new();
-    read_corpus(path_in, &ropt, progress, |block| {
-        let flat = match block {
-            Block::Docs(docs) => {
-                let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
-                n_bytes += refs.iter().map(|s| s.len() as u64).sum::<u64>();
-                encode_docs(enc, &refs, &opt.allowed, &opt.disallowed, opt.separator, opt.num_threads)?
-            }
-            Block::Text(text) => {
-                n_bytes += text.len() as u64;
-                encode_docs(enc, &[text], &opt.allowed, &opt.disallowed, None, opt.num_threads)?
-            }
-        };
-        n_tokens += flat.ids.len() as u64;
-        buf16.clear();
-        if wide {
-            buf16.reserve(flat.ids.len() * 4);
-            for id in &flat.ids {
-                buf16.extend_from_slice(&id.to_le_bytes());
-            }
-        } else {
-            buf16.reserve(flat.ids.len() * 2);
-            for id in &flat.ids {
-                buf16.extend_from_slice(&(*id as u16).to_le_bytes());
-            }
-        }
-        // The next block reuses this block's buffer (see `outbuf`).
-        crate::outbuf::POOL.give(flat.ids);
-        w.write_all(&buf16).map_err(|e| format!("{tmp_path}: write failed: {e}"))
-    })?;
-    let mut f = w.into_inner().map_err(|e| format!("{tmp_path}: write failed: {e}"))?;
-    f.seek(SeekFrom::Start(0)).map_err(|e| format!("{tmp_path}: {e}"))?;
-    f.write_all(&npy_header(if wide { "<u4" } else { "<u2" }, n_tokens)).map_err(|e| format!("{tmp_path}: {e}"))?;
-    f.sync_all().map_err(|e| format!("{tmp_path}: {e}"))?;
-    drop(f);
-    std::fs::rename(&tmp_path, path_out).map_err(|e| format!("cannot rename {tmp_path} to {path_out}: {e}"))?;
-    tmp.done = true;
-    Ok((n_tokens, n_bytes))
 }

@@ -4,46 +4,38 @@
 //! document is split on the special tokens first, then cut into pre-tokens by the [`Pattern`];
 //! every distinct pre-token is counted once with a 64-bit count.
 //!
-//! Performance notes:
-//! * Work is split into segments of about [`SEGMENT_BYTES`] at *safe cuts* (see
-//!   [`crate::reader::safe_cut`]): places where every built-in pattern is known to end a piece,
-//!   so cutting there changes nothing. A custom regex may match across anything but a special
-//!   token, so its documents are only cut after special tokens (exact, but a document without
-//!   special tokens is one unit of work). Segments are counted on all threads of the pool.
-//! * Each pool thread owns one shard of counts (a mutex that is never contended, indexed by
-//!   `rayon::current_thread_index`), so there is no merging of maps until training starts.
-//! * Pre-tokens of at most 15 bytes (almost all of them in natural text) are packed into a
-//!   `u128` key ([`crate::keys::pack`]) and counted in an open-addressing `CountTable`: one
-//!   multiply-hash, no allocation, no pointer chasing. Longer ones go to a map keyed by boxed
-//!   bytes.
-//! * Files are streamed by [`crate::reader::read_corpus`] (blocks read on a separate thread, at
-//!   most two in flight), so memory is bounded by a few blocks plus the distinct words, whatever
-//!   the corpus size (with a custom pattern: plus the text up to the next special token).
+//! * **Work units.** Documents are cut into segments of about [`SEGMENT_BYTES`] at *safe cuts*
+//!   (`crate::reader::safe_cut`: places where every built-in pattern ends a piece). A custom
+//!   regex may match across anything but a special token, so its documents are cut only after
+//!   special tokens. Segments are counted on the threads of a fork-aware pool (`crate::pool`).
+//! * **No merging until training.** Each pool thread owns one shard of counts (indexed by
+//!   `rayon::current_thread_index`), merged once by [`Counter::words`].
+//! * **Packed keys, prefetched.** Pieces of at most 15 bytes are packed into a `u128` and
+//!   counted in an open-addressing [`CountTable`]; the update trails the scanner by a queue of
+//!   64 keys whose slots were prefetched. Why, and what was tried:
+//!   [log](../docs/performance.md#counting).
+//! * **Bounded memory.** Files are streamed by `crate::reader` (at most a few blocks in flight),
+//!   so memory is the distinct words plus a few blocks, whatever the corpus size (with a custom
+//!   pattern: plus the text up to the next special token).
 
 use std::sync::Mutex;
 
-use aho_corasick::{AhoCorasick, MatchKind};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::keys::{mix128, pack_in, unpack};
 use crate::pretok::Pattern;
-use crate::reader::{read_corpus, segments, Block, CutRule, ReadOptions, SpecialCuts};
+use crate::reader::{read_corpus, segments, Block, CutRule, ReadOptions};
+use crate::specials::{SpecialSet, Specials};
 pub use crate::reader::{Progress, Utf8Errors, INTERRUPTED};
 
 /// Target size of one unit of parallel work.
 pub const SEGMENT_BYTES: usize = 1 << 20;
 
 /// Counts of short pre-tokens: an open-addressing table (linear probing, load <= 3/4) keyed by
-/// [`pack`]ed bytes, the key 0 marking an empty slot (a non-empty piece never packs to 0).
-///
-/// Why not `FxHashMap<u128, u64>`: this update runs once per pre-token (~4.5 bytes of text),
-/// so at the scanner's ~1 GB/s it must cost a few ns. hashbrown probes a control-byte group
-/// and then the bucket, two memory accesses on separate cache lines; here a slot holds the key
-/// and the count in 32 bytes (two slots per cache line) and the first probe almost always
-/// decides. The hot words of natural text (Zipf: a few thousand words are most of the pieces)
-/// keep their slots in cache, so the common case is a hit in L1/L2 with no branch misses
-/// beyond the key compare.
+/// [`pack`](crate::keys::pack)ed bytes, the key 0 marking an empty slot (a non-empty piece never
+/// packs to 0). A slot holds the key and the count in 32 bytes and the first probe almost
+/// always decides: one memory access per update, where hashbrown makes two.
 struct CountTable {
     slots: Vec<Slot>,
     mask: usize,
@@ -82,10 +74,7 @@ impl CountTable {
                 s.key = key;
                 s.count = n;
                 self.len += 1;
-                // Load up to 3/4 (not 1/2): a shard of a big corpus holds ~10^5-10^6 words, and
-                // half the table's bytes keeps more of it in cache; linear probing still needs
-                // under two probes a hit at that load. (Measured: ~2% on 191 MB, within noise
-                // but never worse.)
+                // Load up to 3/4: more of a big shard stays in cache (see the log).
                 if self.len * 4 > self.slots.len() * 3 {
                     self.grow();
                 }
@@ -132,29 +121,11 @@ impl Default for CountTable {
 /// How many pre-tokens a shard's table update trails behind the scanner (see [`Shard`]).
 const BATCH: usize = 64;
 
-/// One thread's counts.
-///
-/// Performance: with one shard per thread over a large corpus the short-key table holds
-/// hundreds of thousands of words (tens of MiB), so an update of a word that is not among the
-/// hottest few thousand is a cache miss, and profiles showed ~2/3 of the counting time stalled
-/// on that one load. Misses of consecutive pieces are independent, but the scanner's work
-/// between two pieces is too long for the CPU to overlap them by itself. So short keys are
-/// only packed, their slots prefetched, and the keys queued; every [`BATCH`] pieces a tight
-/// loop applies the queue, where the independent probes overlap (their lines are on the way
-/// or there already). The queue is drained at the end of every unit of work, so it is empty
-/// whenever counts are read.
-///
-/// Measured on 191 MB of English, one thread (CPU time): the old `FxHashMap<u128, u64>` with a
-/// memcpy pack ~145 MB/s; this table ~225; + branch-free `pack_in` ~270; + prefetching ~370-400.
-/// Tried and dropped: a delay ring applying the key from 16 pieces back (same speed as the
-/// queue), buffering spans and counting them in a separate loop with prefetch 16 ahead
-/// (~25% slower: twice the packing, and the scanner's callback was no cheaper), huge pages
-/// for the table via `madvise` (no measurable change).
-///
-/// Shards sit next to each other in the counter's `Vec`, and `queued` is written for every
-/// piece: aligned to 128 bytes (two cache lines, the unit of the adjacent-line prefetcher) so
-/// that one thread's writes never bounce a line that another thread's shard uses. (Without
-/// it, two threads ran no faster than one.)
+/// One thread's counts. Short keys are packed, their slots prefetched and the keys queued;
+/// every [`BATCH`] pieces a tight loop applies the queue, where the independent probes overlap
+/// (an update of a word outside the hottest few thousand is a cache miss). The queue is drained
+/// at the end of every unit of work, so it is empty whenever counts are read. Aligned to 128
+/// bytes so that one thread's writes never bounce a line another thread's shard uses.
 #[repr(align(128))]
 struct Shard {
     short: CountTable,
@@ -216,11 +187,8 @@ impl Shard {
 /// Distinct pre-tokens and their counts, built incrementally.
 pub struct Counter {
     pattern: Pattern,
-    specials: Vec<String>,
-    special_ac: Option<AhoCorasick>,
-    /// Custom patterns only: where documents may be cut (after special tokens).
-    special_cuts: Option<SpecialCuts>,
-    pool: rayon::ThreadPool,
+    specials: std::sync::Arc<Specials>,
+    pool: Option<crate::pool::Pool>,
     shards: Vec<Mutex<Shard>>,
     /// Bytes of text counted so far (after decoding).
     pub bytes: u64,
@@ -229,32 +197,14 @@ pub struct Counter {
 }
 
 impl Counter {
+    /// A counter on `num_threads` threads of the shared pools (0 = the default).
     pub fn new(pattern: Pattern, specials: Vec<String>, num_threads: usize) -> Result<Self, String> {
-        let special_ac = if specials.is_empty() {
-            None
-        } else {
-            if let Some(s) = specials.iter().find(|s| s.is_empty()) {
-                return Err(format!("special token {s:?} is empty"));
-            }
-            Some(
-                AhoCorasick::builder()
-                    .match_kind(MatchKind::LeftmostLongest)
-                    .build(&specials)
-                    .map_err(|e| e.to_string())?,
-            )
-        };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(num_threads)
-            .thread_name(|i| format!("hf_bpe-count-{i}"))
-            .build()
-            .map_err(|e| e.to_string())?;
-        let n = pool.current_num_threads();
-        let special_cuts = if pattern.is_builtin() { None } else { Some(SpecialCuts::new(&specials)?) };
+        let specials = std::sync::Arc::new(Specials::from_texts(&specials)?);
+        let pool = crate::pool::get(crate::pool::check_threads(num_threads)?);
+        let n = pool.as_ref().map_or(1, |p| p.current_num_threads());
         Ok(Counter {
             pattern,
             specials,
-            special_ac,
-            special_cuts,
             pool,
             shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
             bytes: 0,
@@ -266,27 +216,17 @@ impl Counter {
         &self.pattern
     }
 
-    pub fn specials(&self) -> &[String] {
-        &self.specials
+    /// The pool the counter (and the training after it) runs on.
+    pub fn pool(&self) -> Option<&rayon::ThreadPool> {
+        self.pool.as_deref()
     }
 
     /// Counts one piece of a document: special tokens split it, the pattern cuts the rest.
     fn count_text(&self, shard: &mut Shard, text: &str) -> Result<(), String> {
-        let mut count = |t: &str| {
+        self.specials.for_each_text(text, |t| {
             let b = t.as_bytes();
             self.pattern.for_each_piece(t, |s, e| shard.add(b, s, e))
-        };
-        match &self.special_ac {
-            None => count(text),
-            Some(ac) => {
-                let mut last = 0;
-                for m in ac.find_iter(text) {
-                    count(&text[last..m.start()])?;
-                    last = m.end();
-                }
-                count(&text[last..])
-            }
-        }
+        })
     }
 
     /// Counts a batch of documents on all threads. Big documents are cut at safe places.
@@ -299,10 +239,12 @@ impl Counter {
         let mut work: Vec<Vec<&str>> = Vec::new();
         let mut cur: Vec<&str> = Vec::new();
         let mut cur_len = 0;
+        let after_special = if self.pattern.is_builtin() { None } else { self.specials.automaton(&SpecialSet::All) };
         for &d in docs {
-            let segs = match &self.special_cuts {
-                None => segments(d, SEGMENT_BYTES),
-                Some(sc) => sc.segments(d),
+            let segs = match (&after_special, self.pattern.is_builtin()) {
+                (_, true) => segments(d, SEGMENT_BYTES),
+                (Some(a), false) => a.segments(d),
+                (None, false) => vec![d],
             };
             for seg in segs {
                 cur_len += seg.len();
@@ -318,15 +260,17 @@ impl Counter {
             work.push(cur);
         }
         let this = &*self;
-        this.pool.install(|| {
-            work.par_iter().try_for_each(|group| {
-                let i = rayon::current_thread_index().unwrap_or(0) % this.shards.len();
-                let mut shard = this.shards[i].lock().unwrap_or_else(|e| e.into_inner());
-                let r = group.iter().try_for_each(|t| this.count_text(&mut shard, t));
-                shard.flush();
-                r
-            })
-        })
+        let count_group = |group: &Vec<&str>| {
+            let i = rayon::current_thread_index().unwrap_or(0) % this.shards.len();
+            let mut shard = this.shards[i].lock().unwrap_or_else(|e| e.into_inner());
+            let r = group.iter().try_for_each(|t| this.count_text(&mut shard, t));
+            shard.flush();
+            r
+        };
+        match this.pool() {
+            Some(p) => p.install(|| work.par_iter().try_for_each(count_group)),
+            None => work.iter().try_for_each(count_group),
+        }
     }
 
     /// Streams one file (plain text, `.gz`, `.jsonl`/`.jsonl.gz` with a `text` field) into the
@@ -338,14 +282,16 @@ impl Counter {
             text_field,
             cut: if self.pattern.is_builtin() { CutRule::Safe } else { CutRule::AfterSpecial },
             specials: &specials,
+            allowed: &SpecialSet::All,
         };
-        read_corpus(path, &opt, progress, |block| match block {
+        let r = read_corpus(path, &opt, progress, |block| match block {
             Block::Text(t) => self.count_docs(&[t]),
             Block::Docs(docs) => {
                 let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
                 self.add_texts(&refs)
             }
-        })?;
+        });
+        r?;
         if !crate::reader::is_jsonl(path) {
             self.documents += 1; // the whole file is one document
         }
@@ -388,8 +334,8 @@ impl Counter {
     }
 
     pub fn words(&self) -> Vec<(Box<[u8]>, u64)> {
-        // On the counter's own pool (threads the user asked for), not rayon's global one.
-        self.pool.install(|| self.words_here())
+        // On the counter's pool (the threads the user asked for), never rayon's global one.
+        crate::pool::install(self.pool(), || self.words_here())
     }
 
     fn words_here(&self) -> Vec<(Box<[u8]>, u64)> {
@@ -398,7 +344,12 @@ impl Counter {
         for s in shards.iter() {
             short.extend(s.short.iter().map(|(k, v)| (k.swap_bytes(), v)));
         }
-        short.par_sort_unstable_by_key(|e| e.0);
+        let parallel = crate::pool::in_pool();
+        if parallel {
+            short.par_sort_unstable_by_key(|e| e.0);
+        } else {
+            short.sort_unstable_by_key(|e| e.0);
+        }
         if shards.len() > 1 {
             short.dedup_by(|next, kept| {
                 if next.0 == kept.0 {
@@ -418,8 +369,9 @@ impl Counter {
         let mut long: Vec<(&[u8], u64)> = long.into_iter().collect();
         long.sort_unstable_by(|a, b| a.0.cmp(b.0));
 
+        let unpack_one = |(k, v): (u128, u64)| (unpack(k.swap_bytes()).into_boxed_slice(), v);
         let short: Vec<(Box<[u8]>, u64)> =
-            short.into_par_iter().map(|(k, v)| (unpack(k.swap_bytes()).into_boxed_slice(), v)).collect();
+            if parallel { short.into_par_iter().map(unpack_one).collect() } else { short.into_iter().map(unpack_one).collect() };
         if long.is_empty() {
             return short;
         }

@@ -10,9 +10,9 @@
 //!   - text with a built-in pattern ([`CutRule::Safe`]): at [`last_safe_cut`], a place where every
 //!     built-in pattern ends a piece and no special token straddles;
 //!   - text with a custom regex ([`CutRule::AfterSpecial`]): a regex may match across anything
-//!     except a special token, so only right after a special token (see [`SpecialCuts`]). The
-//!     carry then holds all text up to the next special token: a file without special tokens is
-//!     held whole in memory.
+//!     except a special token, so only right after an allowed special token (found by the one
+//!     matcher, `crate::specials`). The carry then holds all text up to the next special token:
+//!     a file without special tokens is held whole in memory.
 //! * Text is decoded under a [`Utf8Errors`] policy; errors name the file and the byte offset
 //!   (text) or the line (JSON lines).
 //! * `progress` receives the number of file bytes read (compressed bytes for gzip) after each
@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 
-use aho_corasick::{AhoCorasick, Input, MatchKind};
+use crate::specials::{SpecialSet, Specials};
 
 /// Size of one read from a file. Up to four blocks are alive at once (two queued, one being
 /// read, one being counted plus its carry-over), so this sets the reader's memory. 2 MiB keeps
@@ -75,9 +75,10 @@ pub struct ReadOptions<'a> {
     /// Field of a JSON-lines record that holds the document.
     pub text_field: &'a str,
     pub cut: CutRule,
-    /// Special tokens: never cut inside one ([`CutRule::Safe`]); cut after one
+    /// Special tokens: never cut inside one ([`CutRule::Safe`]); cut after an allowed one
     /// ([`CutRule::AfterSpecial`]).
-    pub specials: &'a [String],
+    pub specials: &'a Specials,
+    pub allowed: &'a SpecialSet,
 }
 
 /// What the reader hands to its sink.
@@ -108,10 +109,9 @@ pub fn read_corpus(
         f.read(&mut head).unwrap_or(0) == 2 && head == [0x1f, 0x8b]
     };
     let jsonl = is_jsonl(path);
-    let specials = match opt.cut {
-        CutRule::AfterSpecial if !jsonl => Some(SpecialCuts::new(opt.specials)?),
-        _ => None,
-    };
+    // Custom patterns: cut only after an allowed special (none allowed: never cut).
+    let after_special = matches!(opt.cut, CutRule::AfterSpecial) && !jsonl;
+    let cuts = if after_special { opt.specials.automaton(opt.allowed) } else { None };
 
     let read_bytes = Arc::new(AtomicU64::new(0));
     let raw = CountingReader { inner: file, n: read_bytes.clone() };
@@ -164,10 +164,10 @@ pub fn read_corpus(
             Some(carry.len())
         } else if jsonl {
             memchr::memrchr(b'\n', &carry).map(|p| p + 1)
-        } else if let Some(sc) = &specials {
-            sc.last_cut(&carry)
+        } else if after_special {
+            cuts.as_ref().and_then(|a| a.last_cut(&carry))
         } else {
-            last_safe_cut(&carry, opt.specials)
+            last_safe_cut(&carry, Some(opt.specials))
         };
         let Some(cut) = cut else { continue };
         let chunk = &carry[..cut];
@@ -258,63 +258,6 @@ impl Read for CountingReader {
 // Cut rules
 // ---------------------------------------------------------------------------------------------
 
-/// Cuts after special tokens, for custom patterns (a regex may match across anything else).
-///
-/// Special tokens are found leftmost-longest, as the counter and the encoder split them. In a
-/// buffer that is only a prefix of the text, a match is trusted only if it starts at least
-/// `max_len` bytes before the end: a longer special (or an earlier-starting one) that runs past
-/// the end of the buffer could otherwise win once more text arrives.
-pub struct SpecialCuts {
-    ac: Option<AhoCorasick>,
-    max_len: usize,
-}
-
-impl SpecialCuts {
-    pub fn new(specials: &[String]) -> Result<Self, String> {
-        let pats: Vec<&String> = specials.iter().filter(|s| !s.is_empty()).collect();
-        if pats.is_empty() {
-            return Ok(SpecialCuts { ac: None, max_len: 0 });
-        }
-        let ac = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(&pats)
-            .map_err(|e| e.to_string())?;
-        Ok(SpecialCuts { ac: Some(ac), max_len: pats.iter().map(|s| s.len()).max().unwrap_or(0) })
-    }
-
-    /// The end of the last special token of `b` that more text after `b` cannot change
-    /// (None if there is none, or if it ends `b`, which would leave nothing to cut off).
-    pub fn last_cut(&self, b: &[u8]) -> Option<usize> {
-        let ac = self.ac.as_ref()?;
-        let limit = b.len().checked_sub(self.max_len)?;
-        // Matches are searched from the start of the buffer: leftmost-longest is defined by a
-        // forward scan, so a backward search could land inside a different match.
-        let mut last = None;
-        for m in ac.find_iter(Input::new(b)) {
-            if m.start() > limit {
-                break;
-            }
-            last = Some(m.end());
-        }
-        last.filter(|&p| p < b.len())
-    }
-
-    /// Cuts a complete document after each special token (for parallel work on custom patterns).
-    pub fn segments<'t>(&self, text: &'t str) -> Vec<&'t str> {
-        let Some(ac) = &self.ac else { return vec![text] };
-        let mut out = Vec::new();
-        let mut start = 0;
-        for m in ac.find_iter(text) {
-            out.push(&text[start..m.end()]);
-            start = m.end();
-        }
-        if start < text.len() || out.is_empty() {
-            out.push(&text[start..]);
-        }
-        out
-    }
-}
-
 #[inline]
 fn is_ascii_graphic(b: u8) -> bool {
     (0x21..=0x7e).contains(&b)
@@ -330,22 +273,18 @@ fn is_ascii_graphic(b: u8) -> bool {
 ///   starts the next letter piece in every pattern.
 ///
 /// A special token must not straddle the cut either.
-pub fn safe_cut(b: &[u8], p: usize, specials: &[String]) -> bool {
+pub fn safe_cut(b: &[u8], p: usize, specials: Option<&Specials>) -> bool {
     if p < 2 || p + 1 >= b.len() {
         return false;
     }
     // Not before '/': o200k's ` ?[^\s\p{L}\p{N}]+[\r\n/]*` makes ";\n//" one piece.
     let ok = (b[p - 1] == b'\n' && is_ascii_graphic(b[p - 2]) && is_ascii_graphic(b[p]) && b[p] != b'/')
         || (b[p] == b' ' && b[p - 1].is_ascii_alphabetic() && b[p + 1].is_ascii_alphabetic());
-    ok && !specials.iter().any(|s| straddles(b, p, s.as_bytes()))
-}
-
-fn straddles(b: &[u8], p: usize, s: &[u8]) -> bool {
-    (1..s.len()).any(|k| p >= k && p - k + s.len() <= b.len() && &b[p - k..p - k + s.len()] == s)
+    ok && !specials.is_some_and(|s| s.straddles(b, p))
 }
 
 /// The last safe cut in `b` (see [`safe_cut`]).
-pub fn last_safe_cut(b: &[u8], specials: &[String]) -> Option<usize> {
+pub fn last_safe_cut(b: &[u8], specials: Option<&Specials>) -> Option<usize> {
     let mut end = b.len();
     while let Some(i) = memchr::memrchr(b'\n', &b[..end]) {
         if safe_cut(b, i + 1, specials) {
@@ -372,12 +311,12 @@ pub fn segments(text: &str, size: usize) -> Vec<&str> {
     while b.len() - start > size + size / 2 {
         let target = start + size;
         // Look back from the target first, then forward.
-        let cut = last_safe_cut(&b[..target], &[]).filter(|&p| p > start).or_else(|| {
+        let cut = last_safe_cut(&b[..target], None).filter(|&p| p > start).or_else(|| {
             let mut from = target;
             while let Some(i) = memchr::memchr2(b'\n', b' ', &b[from..]) {
                 let i = from + i;
                 let p = if b[i] == b'\n' { i + 1 } else { i };
-                if safe_cut(b, p, &[]) {
+                if safe_cut(b, p, None) {
                     return Some(p);
                 }
                 from = i + 1;
@@ -414,7 +353,7 @@ mod tests {
             let p = Pattern::from_spec(spec).unwrap();
             let whole = pieces(&p, text);
             for cut in 0..=text.len() {
-                if safe_cut(text.as_bytes(), cut, &[]) {
+                if safe_cut(text.as_bytes(), cut, None) {
                     let mut parts = pieces(&p, &text[..cut]);
                     parts.extend(pieces(&p, &text[cut..]));
                     assert_eq!(parts, whole, "{spec} cut at {cut}");
@@ -429,20 +368,5 @@ mod tests {
         let segs = segments(&text, 100);
         assert!(segs.len() > 10);
         assert_eq!(segs.concat(), text);
-    }
-
-    #[test]
-    fn special_cuts_wait_for_longer_specials() {
-        let sc = SpecialCuts::new(&["<s>".to_string(), "<s>>>".to_string()]).unwrap();
-        // "<s>" near the end might still grow into "<s>>>".
-        assert_eq!(sc.last_cut(b"ab<s>c"), None);
-        assert_eq!(sc.last_cut(b"ab<s>cdefg"), Some(5));
-        assert_eq!(sc.last_cut(b"ab<s>>>cdefgh"), Some(7));
-        // A special at the very end leaves nothing to cut off.
-        assert_eq!(sc.last_cut(b"abcdefgh<s>>>"), None);
-        assert_eq!(sc.segments("a<s>b<s>>>c"), ["a<s>", "b<s>>>", "c"]);
-        assert_eq!(sc.segments("abc"), ["abc"]);
-        let none = SpecialCuts::new(&[]).unwrap();
-        assert_eq!(none.last_cut(b"ab<s>cdefg"), None);
     }
 }

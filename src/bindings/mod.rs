@@ -1,0 +1,129 @@
+//! The Python bindings (`hf_bpe._core`): argument parsing, GIL release and conversions only;
+//! every algorithm lives in its own module of the crate. Long calls release the GIL, run under
+//! [`no_panic`] (a Rust panic becomes a ValueError naming it as an internal error), and report
+//! progress through [`with_progress`], which also stops the work on Ctrl-C.
+
+mod encoder;
+mod training;
+
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString};
+
+use crate::pretok::Pattern;
+use crate::reader::INTERRUPTED;
+
+pub(crate) fn value_error(e: String) -> PyErr {
+    PyValueError::new_err(e)
+}
+
+/// A `num_threads` argument: None or 0 for the default (RAYON_NUM_THREADS or all cores); an
+/// absurd count is refused at once.
+pub(crate) fn threads(n: Option<usize>) -> PyResult<usize> {
+    crate::pool::check_threads(n.unwrap_or(0)).map_err(value_error)
+}
+
+/// Runs `f` without the GIL, giving it a progress callback that calls the Python `progress`
+/// (if any) with the GIL held and stops the work on a Python exception (e.g. Ctrl-C).
+pub(crate) fn with_progress<T: Send>(
+    py: Python<'_>,
+    progress: Option<PyObject>,
+    f: impl FnOnce(&mut dyn FnMut(u64) -> bool) -> Result<T, String> + Send,
+) -> PyResult<T> {
+    let mut failure: Option<PyErr> = None;
+    let out = py.allow_threads(|| {
+        let mut cb = |done: u64| -> bool {
+            Python::with_gil(|py| {
+                let r = py.check_signals().and_then(|_| match &progress {
+                    Some(p) => p.call1(py, (done,)).map(|_| ()),
+                    None => Ok(()),
+                });
+                match r {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failure = Some(e);
+                        false
+                    }
+                }
+            })
+        };
+        no_panic(|| f(&mut cb))
+    });
+    match (out, failure) {
+        (_, Some(e)) => Err(e),
+        (Ok(v), None) => Ok(v),
+        (Err(e), None) if e == INTERRUPTED => Err(PyKeyboardInterrupt::new_err("interrupted")),
+        (Err(e), None) => Err(value_error(e)),
+    }
+}
+
+/// Turns a Rust panic (a bug) into a ValueError instead of letting it reach Python as
+/// PanicException. Every long call (counting, training, encoding) runs under it.
+pub(crate) fn no_panic<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(format!("internal error in hf_bpe (please report): {msg}"))
+        }
+    }
+}
+
+/// Splits `text` into pre-tokens with a built-in pattern name or a regex.
+#[pyfunction]
+fn pretokenize<'py>(py: Python<'py>, pattern: &str, text: &str) -> PyResult<Bound<'py, PyList>> {
+    let p = Pattern::from_spec(pattern).map_err(value_error)?;
+    // Split without the GIL into byte ranges, then build the Python strings straight from
+    // slices of `text` (no intermediate Rust `String` per piece).
+    let ranges = py
+        .allow_threads(|| {
+            let mut out: Vec<(usize, usize)> = Vec::new();
+            p.for_each_piece(text, |s, e| out.push((s, e)))?;
+            Ok(out)
+        })
+        .map_err(value_error)?;
+    PyList::new(py, ranges.iter().map(|&(s, e)| PyString::new(py, &text[s..e])))
+}
+
+/// Number of pre-tokens of `text`, without building Python strings (for benchmarks).
+#[pyfunction]
+fn count_pieces(py: Python<'_>, pattern: &str, text: &str) -> PyResult<usize> {
+    let p = Pattern::from_spec(pattern).map_err(value_error)?;
+    py.allow_threads(|| {
+        let mut n = 0usize;
+        p.for_each_piece(text, |_, _| n += 1)?;
+        Ok(n)
+    })
+    .map_err(value_error)
+}
+
+/// GPT-2's byte-level alphabet: `[b]` is the printable character that stands for byte `b`.
+#[pyfunction]
+fn byte_alphabet() -> Vec<String> {
+    crate::train::byte_alphabet().iter().map(|c| c.to_string()).collect()
+}
+
+/// The regex source that a pattern name stands for.
+#[pyfunction]
+fn pattern_source(pattern: &str) -> PyResult<String> {
+    Ok(Pattern::from_spec(pattern).map_err(value_error)?.regex_source().to_string())
+}
+
+/// Fills the extension module.
+pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_source, m)?)?;
+    m.add_function(wrap_pyfunction!(byte_alphabet, m)?)?;
+    m.add_function(wrap_pyfunction!(count_pieces, m)?)?;
+    m.add_function(wrap_pyfunction!(training::train_merges, m)?)?;
+    m.add_class::<training::WordCounter>()?;
+    m.add_class::<encoder::Encoder>()?;
+    m.add_class::<encoder::IdBuffer>()?;
+    m.add_function(wrap_pyfunction!(encoder::_encoder_from_state, m)?)?;
+    Ok(())
+}
+

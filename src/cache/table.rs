@@ -1,0 +1,202 @@
+//! The word cache's open-addressing tables: packed keys (a `u128` for pieces of 1..=15 bytes, a
+//! [`Key32`] for 16..=31) mapped to four `u32`s (up to three ids inline, or an arena reference).
+//!
+//! Invariants: the all-zero key is the empty slot (a cached piece's key has a non-zero length
+//! byte); the capacity is a power of two; `len` stays at most half the capacity, so a probe
+//! always ends at an empty slot. A 1-slot table is the disabled sentinel (it never holds a key).
+
+use super::pages::Slots;
+use crate::keys::{load15, mix128};
+
+/// Packed key of a piece of 16..=31 bytes: the bytes, zero padded, length in the last byte.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct Key32([u64; 4]);
+
+#[inline(always)]
+pub fn pack32(b: &[u8]) -> Key32 {
+    debug_assert!(b.len() >= 16 && b.len() < 32);
+    let w0 = u64::from_le_bytes(b[..8].try_into().unwrap());
+    let w1 = u64::from_le_bytes(b[8..16].try_into().unwrap());
+    let (w2, w3) = load15(&b[16..]);
+    Key32([w0, w1, w2, w3 | ((b.len() as u64) << 56)])
+}
+
+/// Keys of the open-addressing tables. The all-zero key marks an empty slot (a cached piece
+/// has length >= 2, so its packed key always has a non-zero length byte).
+pub trait TableKey: Copy + Default + PartialEq {
+    fn mix(&self) -> u64;
+    fn is_empty(&self) -> bool;
+}
+
+impl TableKey for u128 {
+    #[inline(always)]
+    fn mix(&self) -> u64 {
+        mix128(*self)
+    }
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        *self == 0
+    }
+}
+
+impl TableKey for Key32 {
+    #[inline(always)]
+    fn mix(&self) -> u64 {
+        let [a, b, c, d] = self.0;
+        let x = (a ^ b.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (x ^ c.rotate_left(41) ^ d.rotate_left(7)).wrapping_mul(0xBF58_476D_1CE4_E5B9)
+    }
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.0[3] == 0
+    }
+}
+
+/// Open-addressing table (linear probing) from packed piece keys to inline results: a probe is
+/// a multiply, a shift and (almost always) one entry holding both the key and the ids, so a hit
+/// is one memory access and no pointer chase (hashbrown would add a control-byte group and, for
+/// boxed keys, a compare elsewhere in memory). It grows at 1/4 load while the cache budget
+/// allows, and never passes 1/2 (see [`super::WordCache::put`]).
+pub struct Table<K: TableKey> {
+    pub entries: Slots<Entry<K>>,
+    pub mask: usize,
+    /// 64 - log2(capacity) (63 for the 1-slot table, whose mask makes every slot 0).
+    pub shift: u32,
+    pub len: usize,
+}
+
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
+pub struct Entry<K: TableKey> {
+    pub key: K,
+    pub val: [u32; 4],
+}
+
+impl<K: TableKey> Table<K> {
+    /// `cap` is rounded up to a power of two; a capacity of 1 is a disabled (always empty) table.
+    pub fn with_capacity_pow2(cap: usize) -> Self {
+        let cap = cap.next_power_of_two().max(1);
+        // SAFETY: an all-zero `Entry` is the empty entry (zero key, zero ids; no padding).
+        let shift = 64 - cap.trailing_zeros().max(1);
+        Table { entries: unsafe { Slots::zeroed(cap) }, mask: cap - 1, shift, len: 0 }
+    }
+
+    /// The home slot: the top bits of the multiplicative hash (its best-mixed bits).
+    #[inline(always)]
+    pub fn slot(&self, key: &K) -> usize {
+        (key.mix() >> self.shift) as usize & self.mask
+    }
+
+    /// Asks for the cache line of `key`'s first probe (a hint: no effect on the contents), and
+    /// returns that slot.
+    #[inline(always)]
+    pub fn prefetch(&self, key: &K) -> usize {
+        let i = self.slot(key);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `i` is masked to the table; a prefetch never faults or writes anyway.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let p = self.entries.as_ptr().add(i) as *const i8;
+            _mm_prefetch::<_MM_HINT_T0>(p);
+            if std::mem::size_of::<Entry<K>>() > 32 {
+                // A 48-byte entry may straddle two cache lines.
+                _mm_prefetch::<_MM_HINT_T0>(p.add(std::mem::size_of::<Entry<K>>() - 1));
+            }
+        }
+        i
+    }
+
+    #[inline(always)]
+    pub fn get(&self, key: &K) -> Option<&[u32; 4]> {
+        self.get_from(key, self.slot(key))
+    }
+
+    /// [`Self::get`] with the slot already computed. A stale slot (the table grew or was wiped
+    /// since) is harmless: the probe from there finds the key or an empty entry, so at worst a
+    /// present key reads as missing and is encoded and inserted again (at its right slot).
+    #[inline(always)]
+    pub fn get_from(&self, key: &K, slot: usize) -> Option<&[u32; 4]> {
+        let mut i = slot & self.mask;
+        loop {
+            // SAFETY: i is masked by `mask` = entries.len() - 1 (a power of two minus one).
+            let e = unsafe { self.entries.get_unchecked(i) };
+            if e.key == *key {
+                return Some(&e.val);
+            }
+            if e.key.is_empty() {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    pub fn insert(&mut self, key: K, val: [u32; 4]) {
+        debug_assert!(!key.is_empty() && (self.len + 1) * 2 <= self.entries.len());
+        let mut i = self.slot(&key);
+        loop {
+            let e = &mut self.entries[i];
+            if e.key == key {
+                e.val = val;
+                return;
+            }
+            if e.key.is_empty() {
+                e.key = key;
+                e.val = val;
+                self.len += 1;
+                return;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// At 1/4 load: grow now if the budget allows it (fewer second probes, [log](../../docs/performance.md#word-cache)).
+    pub fn sparse_full(&self) -> bool {
+        (self.len + 1) * 4 > self.entries.len()
+    }
+
+    /// At 1/2 load: grow or wipe, whatever the budget (the hard limit).
+    pub fn full(&self) -> bool {
+        (self.len + 1) * 2 > self.entries.len()
+    }
+
+    pub fn bytes(&self) -> usize {
+        if self.entries.len() <= 1 {
+            return 0; // the disabled sentinel
+        }
+        self.entries.len() * std::mem::size_of::<Entry<K>>()
+    }
+
+    /// Doubles the table; the disabled 1-slot sentinel grows straight to `first` slots.
+    pub fn grow(&mut self, first: usize) {
+        let cap = if self.entries.len() <= 1 { first } else { self.entries.len() * 2 };
+        let mut bigger = Table::with_capacity_pow2(cap);
+        for e in self.entries.iter() {
+            if !e.key.is_empty() {
+                bigger.insert(e.key, e.val);
+            }
+        }
+        *self = bigger;
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.iter_mut().for_each(|e| *e = Entry::default());
+        self.len = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packing32_matches_a_plain_copy() {
+        for n in 16..32usize {
+            let b: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(91).wrapping_add(3)).collect();
+            let mut buf = [0u8; 32];
+            buf[..n].copy_from_slice(&b);
+            buf[31] = n as u8;
+            let w = |i: usize| u64::from_le_bytes(buf[8 * i..8 * i + 8].try_into().unwrap());
+            assert!(pack32(&b) == Key32([w(0), w(1), w(2), w(3)]), "n={n}");
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! Encoding text to token ids, exact to GPT-2/`tokenizers` (merges) or tiktoken (ranks).
+//!
+//! An [`Encoder`] is immutable and shared by every thread: the checked tables ([`vocab`]),
+//! the merge ([`merge`]), the decoder table (`crate::decode`), the special tokens
+//! (`crate::specials`), the pre-tokenizer (`crate::pretok`) and the word caches
+//! (`crate::cache`). A piece of text goes: scanner -> queue -> cache lookup -> on a miss, the
+//! shared second-level cache -> on a miss there, the merge; the hot loop is [`queue`].
+//!
+//! Design drivers, each measured ([log](../../docs/performance.md#encoder)):
+//! * **Cache first.** After warm-up nearly every piece is one lookup in a table entry that holds
+//!   the ids inline; BPE runs only on misses (about 1% of pieces on natural text).
+//! * **No shared mutable state on the hot path.** A worker borrows one cache slot per unit of
+//!   work, never per word; nothing blocks (`try_lock`), which also keeps a forked child safe.
+//! * **FxHash** everywhere: keys are integers or short byte strings from trusted tables.
+//! * **Bounded memory.** `cache_bytes` bounds all slots together; `0` disables caching.
+
+mod merge;
+mod queue;
+mod state;
+mod vocab;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::cache::{CacheGuard, Caches, WordCache, MAX_CACHED_LEN};
+use crate::decode::TokenBytes;
+use crate::pretok::Pattern;
+use crate::specials::{disallowed_error, Item, SpecialSet, Specials};
+
+pub use crate::cache::DEFAULT_CACHE_BYTES;
+pub use merge::LARGE_PIECE;
+pub use vocab::{py_bytes, Merges};
+
+/// An immutable, shareable encoder: tables, pattern, special tokens and cache slots.
+pub struct Encoder {
+    tables: vocab::Tables,
+    ranks: merge::Ranks,
+    tokens: TokenBytes,
+    specials: Specials,
+    pub pattern: Pattern,
+    pattern_spec: String,
+    caches: Caches,
+    /// Ids per 1024 input bytes of the last batch (see [`Self::output_estimate`]).
+    ids_per_kib: AtomicUsize,
+}
+
+impl Encoder {
+    /// Builds an encoder, checking every input (see `vocab.rs`). `merges = None` selects
+    /// tiktoken (rank) semantics.
+    pub fn new(
+        vocab: Vec<(u32, Box<[u8]>)>,
+        merges: Option<Merges>,
+        specials: Vec<(String, u32)>,
+        pattern_spec: &str,
+        cache_bytes: usize,
+    ) -> Result<Self, String> {
+        let pattern = Pattern::from_spec(pattern_spec)?;
+        let specials = Specials::new(specials)?;
+        let tables = vocab::Tables::new(vocab, merges, &specials)?;
+        let ranks = merge::Ranks::new(&tables.mergeable(&specials)?, &tables.vocab, tables.merges.as_deref())?;
+        let all = tables.vocab.iter().map(|(i, b)| (*i, &b[..])).chain(specials.list().iter().map(|(s, i)| (*i, s.as_bytes())));
+        let tokens = TokenBytes::new(all);
+        Ok(Encoder {
+            tables,
+            ranks,
+            tokens,
+            specials,
+            pattern,
+            pattern_spec: pattern_spec.to_string(),
+            caches: Caches::new(cache_bytes),
+            ids_per_kib: AtomicUsize::new(1024),
+        })
+    }
+
+    /// Room to reserve for the ids of `bytes` bytes of text: 1/8 more than the last batch's
+    /// ratio would need, never more than the upper bound (one id per byte, the first estimate).
+    /// Reserving the upper bound every time costs fresh pages on every call; a short estimate
+    /// costs one regrowth ([log](../../docs/performance.md#batches)).
+    pub fn output_estimate(&self, bytes: usize) -> usize {
+        let per_kib = self.ids_per_kib.load(Ordering::Relaxed);
+        (bytes / 1024 * per_kib / 8 * 9).min(bytes) + 64
+    }
+
+    /// Records the ids-per-byte ratio of a batch for [`Self::output_estimate`].
+    pub fn learn_output_ratio(&self, bytes: usize, ids: usize) {
+        if bytes >= 1 << 16 {
+            let per_kib = (ids as u128 * 1024 / bytes as u128).min(1024) as usize;
+            self.ids_per_kib.store(per_kib, Ordering::Relaxed);
+        }
+    }
+
+    pub fn n_vocab(&self) -> usize {
+        self.tokens.n_vocab()
+    }
+
+    pub fn cache_bytes(&self) -> usize {
+        self.caches.budget()
+    }
+
+    pub fn pattern_spec(&self) -> &str {
+        &self.pattern_spec
+    }
+
+    pub fn specials(&self) -> &Specials {
+        &self.specials
+    }
+
+    pub fn is_tiktoken(&self) -> bool {
+        self.ranks.is_tiktoken()
+    }
+
+    /// The vocabulary as given (sorted by id).
+    pub fn vocab(&self) -> &[(u32, Box<[u8]>)] {
+        &self.tables.vocab
+    }
+
+    /// The merges as id pairs in rank order (None in tiktoken mode).
+    pub fn merges(&self) -> Option<&[(u32, u32)]> {
+        self.tables.merges.as_deref()
+    }
+
+    /// Drops every cached word.
+    pub fn clear_cache(&self) {
+        self.caches.clear()
+    }
+
+    /// (hits, misses, approximate bytes used) summed over the slots that are not busy.
+    pub fn cache_stats(&self) -> (u64, u64, usize) {
+        self.caches.stats()
+    }
+
+    /// Borrows a cache slot, preferring `hint`; never blocks.
+    pub fn cache(&self, hint: usize) -> CacheGuard<'_> {
+        self.caches.borrow(hint)
+    }
+
+    /// BPE of one piece, appended to `out` (no cache).
+    pub fn bpe_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
+        self.ranks.bpe_piece(piece, out)
+    }
+
+    /// BPE of one piece through the cache.
+    #[inline(always)]
+    pub fn encode_piece(&self, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
+        let len = piece.len();
+        if len == 1 {
+            out.push(self.ranks.byte_ids[piece[0] as usize]);
+            return;
+        }
+        if len > MAX_CACHED_LEN {
+            self.ranks.bpe_piece(piece, out);
+            return;
+        }
+        if cache.get(piece, out) {
+            cache.hits += 1;
+            return;
+        }
+        self.encode_miss(cache, piece, out);
+    }
+
+    #[inline(never)]
+    fn encode_miss(&self, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
+        cache.misses += 1;
+        let start = out.len();
+        if self.caches.shared.get(piece, out) {
+            cache.put(piece, &out[start..]);
+            return;
+        }
+        self.ranks.bpe_piece(piece, out);
+        cache.put(piece, &out[start..]);
+        self.caches.shared.put(piece, &out[start..]);
+    }
+
+    /// Like [`Self::encode_text`] but also reports the byte range of every token.
+    pub fn encode_text_spans(
+        &self,
+        cache: &mut WordCache,
+        text: &str,
+        base: usize,
+        out: &mut Vec<u32>,
+        spans: &mut Vec<(usize, usize)>,
+    ) -> Result<(), String> {
+        let b = text.as_bytes();
+        self.pattern.for_each_piece(text, |s, e| {
+            let k = out.len();
+            self.encode_piece(cache, &b[s..e], out);
+            let mut p = base + s;
+            for &id in &out[k..] {
+                let l = self.tokens.len_of(id);
+                spans.push((p, p + l));
+                p += l;
+            }
+        })
+    }
+
+    /// Fails if `text` holds a special token that is neither allowed nor left out of the check
+    /// (`disallowed = None`: every special that is not allowed, tiktoken's default).
+    pub fn check_disallowed(&self, text: &str, allowed: &SpecialSet, disallowed: &Option<SpecialSet>) -> Result<(), String> {
+        match self.specials.first_disallowed(text, allowed, disallowed) {
+            Some(s) => Err(disallowed_error(&s)),
+            None => Ok(()),
+        }
+    }
+
+    /// Splits a document at the allowed special tokens (see `crate::specials` for the rule).
+    pub fn split_specials(&self, text: &str, allowed: &SpecialSet, base: usize, items: &mut Vec<Item>) {
+        self.specials.split(text, allowed, base, items)
+    }
+
+    #[inline]
+    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.tokens.get(id)
+    }
+
+    /// Concatenated bytes of `ids`; the error names the first unknown id.
+    pub fn decode_bytes<I: IntoIterator<Item = i64>>(&self, ids: I, out: &mut Vec<u8>) -> Result<(), String> {
+        self.tokens.decode(ids, out)
+    }
+}

@@ -1,0 +1,129 @@
+//! The vocabulary, checked once: every rule a byte-level BPE vocabulary must satisfy is here,
+//! with an error that names the token, id or merge at fault. Python does not repeat these.
+//!
+//! Invariants after [`Tables::new`]: ids are unique and dense enough to index tables; no token
+//! is empty; a special's id is either absent from the vocabulary or holds the special's bytes;
+//! the mergeable tokens (the vocabulary minus special ids) have distinct bytes and include all
+//! 256 single bytes; every merge names two mergeable tokens whose concatenation is one too.
+
+use rustc_hash::FxHashMap;
+
+use crate::specials::Specials;
+
+/// Merges as given to the encoder: pairs of token ids, or pairs of token bytes.
+pub enum Merges {
+    Ids(Vec<(u32, u32)>),
+    Bytes(Vec<(Box<[u8]>, Box<[u8]>)>),
+}
+
+/// The checked inputs of an encoder, kept for serialization and the Python getters.
+pub struct Tables {
+    /// Sorted by id.
+    pub vocab: Vec<(u32, Box<[u8]>)>,
+    /// Id pairs in rank order; None for tiktoken ranks.
+    pub merges: Option<Vec<(u32, u32)>>,
+}
+
+impl Tables {
+    /// Checks `vocab`, `merges` and their agreement with `specials`.
+    pub fn new(mut vocab: Vec<(u32, Box<[u8]>)>, merges: Option<Merges>, specials: &Specials) -> Result<Self, String> {
+        vocab.sort_by_key(|(id, _)| *id);
+        if let Some(w) = vocab.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(format!("vocab has id {} twice", w[0].0));
+        }
+        if let Some((id, _)) = vocab.iter().find(|(_, b)| b.is_empty()) {
+            return Err(format!("token {id} has empty bytes"));
+        }
+        let given = vocab.len() + specials.list().len();
+        let max_id = vocab.iter().map(|(i, _)| *i).chain(specials.list().iter().map(|(_, i)| *i)).max().unwrap_or(0);
+        if max_id == u32::MAX {
+            return Err(format!("token id {} is too large", u32::MAX));
+        }
+        // Ids index dense tables; refuse absurdly sparse ones instead of allocating gigabytes.
+        if max_id as usize >= (1 << 28) && max_id as usize >= 16 * given {
+            return Err(format!("token ids go up to {max_id}, far beyond the {given} tokens given; ids must be dense"));
+        }
+        for (s, id) in specials.list() {
+            if let Ok(i) = vocab.binary_search_by_key(id, |(v, _)| *v) {
+                if &*vocab[i].1 != s.as_bytes() {
+                    return Err(format!(
+                        "special token {s:?} has id {id}, which the vocab gives to different bytes {}",
+                        py_bytes(&vocab[i].1)
+                    ));
+                }
+            }
+        }
+        let t = Tables { vocab, merges: None };
+        let by_bytes = t.mergeable(specials)?;
+        let merges = match merges {
+            None => None,
+            Some(Merges::Ids(m)) => Some(m),
+            Some(Merges::Bytes(m)) => Some(resolve(&by_bytes, &m)?),
+        };
+        Ok(Tables { vocab: t.vocab, merges })
+    }
+
+    /// The mergeable tokens (the vocabulary minus special ids: tiktoken keeps specials out of
+    /// the ranks), bytes -> id; checked for repeated bytes and the 256 single bytes.
+    pub fn mergeable(&self, specials: &Specials) -> Result<FxHashMap<&[u8], u32>, String> {
+        let special_ids: rustc_hash::FxHashSet<u32> = specials.list().iter().map(|(_, id)| *id).collect();
+        let mut by_bytes: FxHashMap<&[u8], u32> = FxHashMap::default();
+        by_bytes.reserve(self.vocab.len());
+        for (id, b) in &self.vocab {
+            if special_ids.contains(id) {
+                continue;
+            }
+            if let Some(old) = by_bytes.insert(b, *id) {
+                return Err(format!("vocab gives the same bytes {} to ids {old} and {id}", py_bytes(b)));
+            }
+        }
+        let missing: Vec<u8> = (0..=255u8).filter(|b| !by_bytes.contains_key(&[*b][..])).collect();
+        if let Some(b) = missing.first() {
+            return Err(format!(
+                "the vocabulary lacks {} of the 256 byte tokens (e.g. byte 0x{b:02x}); byte-level BPE needs all 256",
+                missing.len()
+            ));
+        }
+        Ok(by_bytes)
+    }
+}
+
+/// Byte merges as id pairs; the error names the merge and the bytes that are not a token.
+fn resolve(by_bytes: &FxHashMap<&[u8], u32>, merges: &[(Box<[u8]>, Box<[u8]>)]) -> Result<Vec<(u32, u32)>, String> {
+    let mut cat = Vec::new();
+    merges
+        .iter()
+        .enumerate()
+        .map(|(n, (a, b))| {
+            let id = |t: &[u8]| {
+                by_bytes.get(t).copied().ok_or_else(|| {
+                    format!("merge #{n} ({}, {}) uses {}, which is not in the vocabulary", py_bytes(a), py_bytes(b), py_bytes(t))
+                })
+            };
+            let (x, y) = (id(a)?, id(b)?);
+            cat.clear();
+            cat.extend_from_slice(a);
+            cat.extend_from_slice(b);
+            id(&cat)?;
+            Ok((x, y))
+        })
+        .collect()
+}
+
+/// `b` as Python writes a bytes literal (`b'ab\xff'`), for error messages.
+pub fn py_bytes(b: &[u8]) -> String {
+    let mut s = String::from("b'");
+    for &c in b {
+        match c {
+            b'\\' => s.push_str("\\\\"),
+            b'\'' => s.push_str("\\'"),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            0x20..=0x7e => s.push(c as char),
+            _ => s.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    s.push('\'');
+    s
+}

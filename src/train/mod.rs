@@ -1,0 +1,310 @@
+//! The BPE merge loop: distinct words with their counts in, merges in training order out.
+//!
+//! Each step picks the most frequent adjacent pair (ties by [`TieBreak`]), records it, and
+//! replaces its occurrences (left to right, non-overlapping) by the merged token. The stages,
+//! one module each: [`words`] (the words, flat), [`pairs`] (pair counts and the pair -> words
+//! index), [`heap`] (the lazy max-heap), [`tokens`] (token strings and the byte alphabet).
+//! A merge touches only the words listed for its pair, and in them only the pairs next to each
+//! occurrence ([`words::Words::merge`] returns those deltas).
+//!
+//! HF parity (`TieBreak::Hf`): the tie rule is the smallest (rank(left), rank(right)) with the
+//! ByteLevel alphabet's order for single bytes and creation order after; merged strings are
+//! reused; the merged pair's own count is not decremented (only its neighbours', as HF's
+//! `Word::merge`); `max_token_length` filters only newly formed pairs, with
+//! `len(x) + len(y) < max_token_length`. Known differences, outside realistic data: HF counts
+//! in `i32` (we use `i64`), and when a reused string re-forms an old pair HF merges it only in
+//! the words of the heap entry it pops, we in all listed words.
+//!
+//! Measurements (time per stage, what was tried): [log](../../docs/performance.md#training).
+
+mod heap;
+mod pairs;
+mod tokens;
+mod words;
+
+use heap::{Entry, Heap};
+use pairs::Pairs;
+use tokens::Tokens;
+use words::{Delta, Words};
+
+pub use tokens::{byte_alphabet, hf_byte_rank};
+
+/// How to choose among pairs with the same count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TieBreak {
+    /// The pair whose (left bytes, right bytes) tuple is greatest in dictionary order.
+    Lexicographic,
+    /// Exactly what HF `tokenizers`' `BpeTrainer` picks (ByteLevel alphabet order).
+    Hf,
+}
+
+pub struct TrainConfig {
+    /// How many new token strings to create (vocab_size - 256 - specials).
+    pub max_new_tokens: usize,
+    pub tie_break: TieBreak,
+    /// Stop when the best pair's count is below this (and always below 1).
+    pub min_frequency: u64,
+    /// Never form a token longer than this many bytes.
+    pub max_token_length: Option<usize>,
+}
+
+/// What a merge may form, from the config: which pairs count, and when to stop.
+struct Rules {
+    hf: bool,
+    /// Lexicographic: a pair is eligible iff len(x) + len(y) <= max_len (ineligible pairs are
+    /// never counted). HF: a *newly formed* pair counts only if len(x) + len(y) < max_len; the
+    /// initial counts and all decrements are unfiltered (as `tokenizers`' word.rs).
+    max_len: u64,
+    min_count: i64,
+}
+
+impl Rules {
+    #[inline]
+    fn counts(&self, toks: &Tokens, d: &Delta) -> bool {
+        let l = toks.len[d.left as usize] as u64 + toks.len[d.right as usize] as u64;
+        if self.hf {
+            d.sign < 0 || l < self.max_len
+        } else {
+            l <= self.max_len
+        }
+    }
+}
+
+/// Whether pair entry `x` must come out of the heap before `y`: the higher count, then the
+/// tie rule.
+#[inline]
+fn better(x: &Entry, y: &Entry, toks: &Tokens, pairs: &Pairs, hf: bool) -> bool {
+    if x.count != y.count {
+        return x.count > y.count;
+    }
+    let (xa, xb) = (pairs.left[x.pair as usize], pairs.right[x.pair as usize]);
+    let (ya, yb) = (pairs.left[y.pair as usize], pairs.right[y.pair as usize]);
+    if hf {
+        let r = &toks.hf_rank;
+        (r[xa as usize], r[xb as usize]) < (r[ya as usize], r[yb as usize])
+    } else {
+        (toks.get(xa), toks.get(xb)) > (toks.get(ya), toks.get(yb))
+    }
+}
+
+/// The heap of every pair with a positive count (initial pairs are byte pairs of length 2).
+fn initial_heap(pairs: &Pairs, toks: &Tokens, rules: &Rules) -> Heap {
+    let mut heap = Heap { v: Vec::with_capacity(pairs.len() * 2) };
+    for p in 0..pairs.len() {
+        let c = pairs.count[p];
+        if c > 0 && (rules.hf || 2 <= rules.max_len) {
+            heap.v.push(Entry { count: c, pair: p as u32 });
+        }
+    }
+    heap.heapify(&|x, y| better(x, y, toks, pairs, rules.hf));
+    heap
+}
+
+/// The best pair whose entry is current; stale entries are pushed again with their count.
+fn pop_best(heap: &mut Heap, pairs: &Pairs, toks: &Tokens, hf: bool) -> Option<Entry> {
+    let order = |x: &Entry, y: &Entry| better(x, y, toks, pairs, hf);
+    while let Some(e) = heap.pop(&order) {
+        let cur = pairs.count[e.pair as usize];
+        if cur == e.count {
+            return Some(e);
+        }
+        if cur > 0 {
+            heap.push(Entry { count: cur, pair: e.pair }, &order);
+        }
+    }
+    None
+}
+
+/// Scratch of the merge loop, reused across merges.
+struct Scratch {
+    words: Vec<u32>,
+    deltas: Vec<Delta>,
+    touched: Vec<u32>,
+    merge_no: u32,
+}
+
+/// Merges `a b` into `c` in every listed word, applying each word's pair deltas.
+///
+/// The walk is bound by cache misses (the word record, then its symbols, a dependent load), so
+/// records 16 words ahead and symbols 8 ahead are prefetched.
+fn merge_in_words(words: &mut Words, pairs: &mut Pairs, toks: &Tokens, rules: &Rules, (a, b, c): (u32, u32, u32), s: &mut Scratch) {
+    for k in 0..s.words.len() {
+        if let Some(&w16) = s.words.get(k + 16) {
+            words.prefetch(w16, true);
+        }
+        if let Some(&w8) = s.words.get(k + 8) {
+            words.prefetch(w8, false);
+        }
+        let w = s.words[k];
+        s.deltas.clear();
+        if !words.merge(w as usize, a, b, c, &mut s.deltas) {
+            continue;
+        }
+        let wc = words.list[w as usize].count;
+        for d in &s.deltas {
+            if rules.counts(toks, d) {
+                pairs.apply(d.left, d.right, d.sign * wc, w, s.merge_no, &mut s.touched);
+            }
+        }
+    }
+}
+
+/// Pushes the pairs whose count rose in this merge (once each).
+fn push_touched(heap: &mut Heap, pairs: &Pairs, toks: &Tokens, hf: bool, touched: &mut Vec<u32>) {
+    for &id in touched.iter() {
+        let cnt = pairs.count[id as usize];
+        if cnt > 0 {
+            heap.push(Entry { count: cnt, pair: id }, &|x, y| better(x, y, toks, pairs, hf));
+        }
+    }
+    touched.clear();
+}
+
+/// Learns merges from distinct words with their counts. Returns the merges in training order,
+/// each as (left bytes, right bytes). `progress(done)` is called about every 1% with the number
+/// of new tokens made so far; when it returns `false`, training stops with the merges so far.
+/// The initial pair count runs on `pool` (on the calling thread without one).
+pub fn train(
+    words: Vec<(Box<[u8]>, u64)>,
+    cfg: &TrainConfig,
+    pool: Option<&rayon::ThreadPool>,
+    progress: &mut dyn FnMut(usize) -> bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    // HF_BPE_TRAIN_TIMING=1 prints the time of each stage to stderr (for profiling).
+    let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
+    let t0 = std::time::Instant::now();
+    let hf = cfg.tie_break == TieBreak::Hf;
+    let rules = Rules { hf, max_len: cfg.max_token_length.unwrap_or(usize::MAX) as u64, min_count: cfg.min_frequency.max(1).min(i64::MAX as u64) as i64 };
+    let mut merges = Vec::new();
+    if cfg.max_new_tokens == 0 || (!hf && rules.max_len < 2) {
+        return merges;
+    }
+    let mut words = Words::from_counts(words);
+    if words.len() > u32::MAX as usize - 1 {
+        return merges; // more distinct words than ids; cannot happen with real data
+    }
+    let mut pairs = Pairs::build(&words, pool);
+    let mut toks = Tokens::new();
+    let mut heap = initial_heap(&pairs, &toks, &rules);
+    if timing {
+        eprintln!("train: words and initial pairs {:?} ({} words, {} pairs)", t0.elapsed(), words.len(), pairs.len());
+    }
+    let mut s = Scratch { words: Vec::new(), deltas: Vec::new(), touched: Vec::new(), merge_no: 0 };
+    let mut new_tokens = 0usize;
+    let step = (cfg.max_new_tokens / 100).max(1);
+    while new_tokens < cfg.max_new_tokens {
+        let Some(top) = pop_best(&mut heap, &pairs, &toks, hf) else { break };
+        if top.count < rules.min_count {
+            break;
+        }
+        let p = top.pair as usize;
+        let (a, b) = (pairs.left[p], pairs.right[p]);
+        let (c, is_new) = toks.merge(a, b);
+        merges.push((toks.get(a).to_vec(), toks.get(b).to_vec()));
+        pairs.take_words(p, &mut s.words);
+        merge_in_words(&mut words, &mut pairs, &toks, &rules, (a, b, c), &mut s);
+        // The merged pair is gone from every word. HF's trainer never decrements it (only its
+        // neighbours), which only matters if the pair re-forms through a reused token.
+        if !hf {
+            pairs.count[p] = 0;
+        }
+        push_touched(&mut heap, &pairs, &toks, hf, &mut s.touched);
+        s.merge_no = s.merge_no.wrapping_add(1);
+        if s.merge_no == u32::MAX {
+            // Stamps would collide with "never" (only after 4 billion merges).
+            pairs.reset_stamps();
+            s.merge_no = 0;
+        }
+        if is_new {
+            new_tokens += 1;
+            if new_tokens % step == 0 && !progress(new_tokens) {
+                break;
+            }
+        }
+    }
+    if timing {
+        let (np, nodes) = pairs.sizes();
+        eprintln!("train: merge loop done at {:?} ({} merges, {} heap entries, {nodes} list nodes, {np} pairs)", t0.elapsed(), merges.len(), heap.v.len());
+    }
+    merges
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(words: &[(&[u8], u64)], n: usize, tb: TieBreak, minf: u64, maxlen: Option<usize>) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let ws: Vec<(Box<[u8]>, u64)> = words.iter().map(|(w, c)| (w.to_vec().into_boxed_slice(), *c)).collect();
+        let cfg = TrainConfig { max_new_tokens: n, tie_break: tb, min_frequency: minf, max_token_length: maxlen };
+        train(ws, &cfg, None, &mut |_| true)
+    }
+
+    fn m(list: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        list.iter().map(|(a, b)| (a.as_bytes().to_vec(), b.as_bytes().to_vec())).collect()
+    }
+
+    #[test]
+    fn worked_example() {
+        let words: &[(&[u8], u64)] = &[(b" the", 5), (b" then", 2), (b" cat", 3), (b" hat", 1)];
+        let got = run(words, 6, TieBreak::Lexicographic, 0, None);
+        assert_eq!(got, m(&[("t", "h"), ("th", "e"), (" ", "the"), ("a", "t"), ("c", "at"), (" ", "cat")]));
+    }
+
+    #[test]
+    fn hf_example_from_hf_tests() {
+        // HF's own unit test: min_frequency 2 gives re, are, is (ids (a,re) < (i,s)).
+        let words: &[(&[u8], u64)] = &[
+            (b"roses", 1), (b"are", 2), (b"red", 1), (b"voilets", 1), (b"blue", 1), (b"BERT", 1),
+            (b"is", 2), (b"big", 1), (b"and", 1), (b"so", 1), (b"GPT-2", 1),
+        ];
+        let got = run(words, 100, TieBreak::Hf, 2, None);
+        assert_eq!(got, m(&[("r", "e"), ("a", "re"), ("i", "s")]));
+        let got = run(words, 100, TieBreak::Lexicographic, 2, None);
+        assert_eq!(got, m(&[("r", "e"), ("i", "s"), ("a", "re")]));
+    }
+
+    #[test]
+    fn repeats() {
+        // A A A -> C A ; A A A A -> C C
+        let got = run(&[(b"aaa", 1)], 10, TieBreak::Lexicographic, 0, None);
+        assert_eq!(got, m(&[("a", "a"), ("aa", "a")]));
+        let got = run(&[(b"aaaa", 1)], 10, TieBreak::Lexicographic, 0, None);
+        assert_eq!(got, m(&[("a", "a"), ("aa", "aa")]));
+        let got = run(&[(b"abab", 3)], 10, TieBreak::Lexicographic, 0, None);
+        assert_eq!(got, m(&[("a", "b"), ("ab", "ab")]));
+        // aaaaa: (a,a)=4 -> aa aa a: (aa,aa)=1, (aa,a)=1 -> lexicographic picks (aa, aa)
+        let got = run(&[(b"aaaaa", 1)], 10, TieBreak::Lexicographic, 0, None);
+        assert_eq!(got, m(&[("a", "a"), ("aa", "aa"), ("aaaa", "a")]));
+    }
+
+    #[test]
+    fn edges_and_stops() {
+        assert!(run(&[], 10, TieBreak::Lexicographic, 0, None).is_empty());
+        assert!(run(&[(b"", 5), (b"x", 9)], 10, TieBreak::Hf, 0, None).is_empty());
+        assert!(run(&[(b"ab", 0)], 10, TieBreak::Hf, 0, None).is_empty());
+        assert!(run(&[(b"ab", 5)], 0, TieBreak::Hf, 0, None).is_empty());
+        assert!(run(&[(b"ab", 5)], 10, TieBreak::Hf, 6, None).is_empty());
+        assert_eq!(run(&[(b"ab", 5)], 10, TieBreak::Hf, 5, None).len(), 1);
+        let big = u64::MAX / 2;
+        let got = run(&[(b"abc", big), (b"bcd", big)], 10, TieBreak::Lexicographic, 0, None);
+        assert_eq!(got[0], (b"b".to_vec(), b"c".to_vec()));
+        // max_token_length (bytes, inclusive) in lexicographic mode
+        let got = run(&[(b"abcdef", 3)], 10, TieBreak::Lexicographic, 0, Some(2));
+        assert!(got.iter().all(|(a, b)| a.len() + b.len() <= 2));
+        assert_eq!(got.len(), 3);
+        assert!(run(&[(b"abcdef", 3)], 10, TieBreak::Lexicographic, 0, Some(1)).is_empty());
+    }
+
+    #[test]
+    fn progress_can_stop() {
+        let words: &[(&[u8], u64)] = &[(b"abcdefghijklmnop", 1)];
+        let ws: Vec<(Box<[u8]>, u64)> = words.iter().map(|(w, c)| (w.to_vec().into_boxed_slice(), *c)).collect();
+        let cfg = TrainConfig { max_new_tokens: 10, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None };
+        let mut calls = 0;
+        let got = train(ws, &cfg, None, &mut |_| {
+            calls += 1;
+            calls < 3
+        });
+        assert_eq!(got.len(), 3);
+    }
+}
