@@ -26,7 +26,7 @@ else:
         docs = f.read(1_000_000).split("\n<|endoftext|>\n")
     bpe = hf_bpe.train(docs, vocab_size=2000, progress=False)
 
-tok = bpe.to_transformers(model_max_length=1024)
+tok = hf_bpe.BPETokenizer.from_bpe(bpe, model_max_length=1024)
 tok.pad_token = tok.eos_token
 url = tok.push_to_hub(repo_id, commit_message="Add hf_bpe tokenizer")
 print("pushed:", url)

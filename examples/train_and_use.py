@@ -26,7 +26,7 @@ print(f"{len(ds)} paragraphs, {sum(map(len, docs)) / 1e6:.1f} M characters")
 
 # 2. Train (the Dataset is read through its "text" column) and save the tokenizer folder.
 bpe = hf_bpe.train(ds, vocab_size=4000, special_tokens=["<|endoftext|>"], progress=False)
-bpe.to_transformers(model_max_length=1024).save_pretrained(out_dir)
+hf_bpe.BPETokenizer.from_bpe(bpe, model_max_length=1024).save_pretrained(out_dir)
 print(f"trained {bpe}, saved to {out_dir}")
 
 # 3. Load it like any Hugging Face tokenizer.

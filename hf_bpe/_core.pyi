@@ -1,4 +1,5 @@
-"""Type stubs for the native core (Rust, PyO3). Every long call releases the GIL."""
+"""Type stubs for the native core (Rust, PyO3). Every long call releases the GIL; a ``num_threads``
+above the limit (1024) raises ``ValueError`` at once."""
 
 from typing import Callable, Literal, Sequence
 
@@ -10,6 +11,9 @@ def pretokenize(pattern: str, text: str) -> list[str]:
 
 def pattern_source(pattern: str) -> str:
     """The regex a pattern name stands for (a regex is returned as is, after compiling it)."""
+
+def byte_alphabet() -> list[str]:
+    """GPT-2's byte-level alphabet: ``[b]`` is the printable character that stands for byte ``b``."""
 
 class WordCounter:
     """Counts distinct pre-tokens of a corpus on all cores."""
@@ -48,8 +52,12 @@ class Encoder:
     ``ValueError`` unless it is allowed (``allowed_special``) or not disallowed.
     """
 
-    def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[int, int]] | None,
-                 special_tokens: dict[str, int], pattern: str, cache_bytes: int = ...) -> None: ...
+    def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]] | None,
+                 special_tokens: dict[str, int], pattern: str, cache_bytes: int = ...) -> None:
+        """Checks the tables (all 256 byte tokens, distinct bytes per id, merges of tokens into
+        tokens, specials consistent with ``vocab``, a valid pattern) and raises ``ValueError``
+        naming the problem. ``merges`` are byte pairs in rank order; ``None`` means tiktoken
+        ranks. ``vocab`` may leave out the special tokens' ids."""
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of ``text`` with special tokens treated as ordinary text."""
     def encode(self, text: str, allowed_special: _Specials = None, disallowed_special: _Specials = None) -> list[int]:
@@ -77,12 +85,24 @@ class Encoder:
     def decode(self, ids: Sequence[int] | npt.NDArray[np.integer], errors: str = "replace") -> str: ...
     def decode_batch(self, batch: Sequence[Sequence[int]], errors: str = "replace") -> list[str]: ...
     def token_bytes(self, id: int) -> bytes: ...
+    @property
     def n_vocab(self) -> int:
         """One more than the largest id."""
+    @property
     def special_tokens(self) -> dict[str, int]: ...
-    def pattern(self) -> str: ...
+    @property
+    def pattern(self) -> str:
+        """The pattern as given: a name or a regex."""
+    @property
     def is_tiktoken(self) -> bool: ...
+    @property
     def cache_bytes(self) -> int: ...
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """Every id and its bytes (special tokens as their UTF-8 bytes)."""
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]] | None:
+        """The merges as byte pairs in rank order; ``None`` for tiktoken ranks."""
     def cache_info(self) -> dict[str, int]:
         """hits, misses, bytes and budget of the word cache; kept_output_bytes of the output
         buffers kept (process-wide) for reuse by later batches."""

@@ -3,9 +3,7 @@ decodes text through the native core, saves to GPT-2/HF files and loads them bac
 
 from __future__ import annotations
 
-import json
 import os
-import struct
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Collection, Iterable, Literal, Sequence
@@ -37,42 +35,32 @@ class BPE:
     ) -> None:
         """Builds a tokenizer from its tables.
 
-        ``vocab`` maps every id (special tokens included, as their UTF-8 bytes) to its bytes;
-        ``merges`` lists the merges in training order as byte pairs, or is ``None`` for a
-        tiktoken-style vocabulary where the id is the merge rank. ``pattern`` is ``"gpt2"``,
-        ``"cl100k"``, ``"o200k"`` or a regex.
+        ``vocab`` maps every id to its bytes (special tokens may be left out, or given as their
+        UTF-8 bytes); ``merges`` lists the merges in training order as byte pairs, or is ``None``
+        for a tiktoken-style vocabulary where the id is the merge rank. ``pattern`` is
+        ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex. The native core checks the tables and
+        raises ``ValueError`` naming what is wrong.
         """
-        self.special_tokens: dict[str, int] = dict(special_tokens or {})
-        self.pattern: str = pattern
-        self.pattern_source: str = _core.pattern_source(pattern)  # validates the pattern
-        self._vocab: dict[int, bytes] = dict(vocab)
+        specials = dict(special_tokens or {})
+        full = dict(vocab)
+        for s, i in specials.items():
+            if isinstance(s, str):
+                full.setdefault(i, s.encode())
+        byte_merges = None if merges is None else [(bytes(a), bytes(b)) for a, b in merges]
+        self._adopt(_core.Encoder(full, byte_merges, specials, pattern), full, byte_merges)
+
+    def _adopt(self, core: _core.Encoder, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]] | None) -> None:
+        # The core holds the tables; the dicts kept here only make the properties fast.
+        self._core = core
+        self._core_pid = os.getpid()
+        self.special_tokens: dict[str, int] = dict(core.special_tokens)
+        self.pattern: str = core.pattern
+        self.pattern_source: str = _core.pattern_source(self.pattern)
+        self._vocab = vocab
         special_ids = set(self.special_tokens.values())
-        for s, i in self.special_tokens.items():
-            if self._vocab.get(i, s.encode()) != s.encode():
-                raise ValueError(f"special token {s!r} has id {i}, which the vocabulary gives to {self._vocab[i]!r}")
-            self._vocab[i] = s.encode()
-        self._ids: dict[bytes, int] = {}
-        for i, b in self._vocab.items():
-            if i in special_ids:
-                continue
-            if b in self._ids:
-                raise ValueError(f"ids {self._ids[b]} and {i} are both the token {b!r}")
-            self._ids[b] = i
-        missing = [b for b in range(256) if bytes([b]) not in self._ids]
-        if missing:
-            raise ValueError(f"the vocabulary lacks {len(missing)} of the 256 byte tokens (e.g. byte {missing[0]})")
-        self._merges: list[tuple[bytes, bytes]] | None = None
-        if merges is not None:
-            checked = []
-            for n, (a, b) in enumerate(merges):
-                a, b = bytes(a), bytes(b)
-                for t in (a, b, a + b):
-                    if t not in self._ids:
-                        raise ValueError(f"merge #{n} ({a!r}, {b!r}) uses {t!r}, which is not in the vocabulary")
-                checked.append((a, b))
-            self._merges = checked
-        self._core: _core.Encoder | None = None
-        self._core_pid = -1
+        self._ids: dict[bytes, int] = {b: i for i, b in vocab.items() if i not in special_ids}
+        self._merges = merges
+        self._derived_merges: list[tuple[bytes, bytes]] | None = None
 
     # ---- tables ---------------------------------------------------------------------------
 
@@ -84,9 +72,16 @@ class BPE:
     @property
     def merges(self) -> list[tuple[bytes, bytes]]:
         """The merges in training (rank) order. For a tiktoken vocabulary they are derived."""
-        if self._merges is None:
-            self._merges = _merges_from_ranks(self._ids, set(self.special_tokens.values()))
-        return list(self._merges)
+        if self._merges is not None:
+            return list(self._merges)
+        if self._derived_merges is None:
+            self._derived_merges = _merges_from_ranks(self._ids, set(self.special_tokens.values()))
+        return list(self._derived_merges)
+
+    @property
+    def is_tiktoken(self) -> bool:
+        """True when ids are tiktoken ranks (``merges=None``): merging follows the rank of the result."""
+        return self._merges is None
 
     @property
     def vocab_size(self) -> int:
@@ -102,7 +97,7 @@ class BPE:
         return self._ids.get(token)
 
     def __repr__(self) -> str:
-        return (f"BPE(vocab_size={self.vocab_size}, merges={len(self._merges) if self._merges is not None else 'ranks'}, "
+        return (f"BPE(vocab_size={self.vocab_size}, merges={'ranks' if self._merges is None else len(self._merges)}, "
                 f"special_tokens={list(self.special_tokens)}, pattern={self.pattern!r})")
 
     def __eq__(self, other: object) -> bool:
@@ -118,30 +113,29 @@ class BPE:
     def save(self, path: str | os.PathLike, *, tokenizer_class: str | None = None) -> Path:
         """Writes ``vocab.json``, ``merges.txt``, ``tokenizer.json`` and ``tokenizer_config.json``
         into the folder ``path`` (created if needed), atomically. Returns the folder."""
-        name = self.pattern if self.pattern in ("gpt2", "cl100k", "o200k") else "custom"
-        if self.pattern_source == _core.pattern_source("gpt2"):
-            name = "gpt2"
-        files = formats.folder_files(self._vocab, self.merges, self.special_tokens, name,
-                                     self.pattern_source, tokenizer_class)
+        files = formats.folder_files(self._vocab, self.merges, self.special_tokens, self.pattern, tokenizer_class)
         return formats.write_folder(path, files)
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, special_tokens: Iterable[str] = ()) -> "BPE":
         """Loads a folder saved by :meth:`save`, GPT-2's ``vocab.json`` + ``merges.txt`` (a folder,
-        or the path of either file), or a byte-level BPE ``tokenizer.json``.
+        or the path of either file), a byte-level BPE ``tokenizer.json``, or a tiktoken encoding's
+        ``.tiktoken`` file (``cl100k_base.tiktoken``, ...; see :func:`hf_bpe.formats.read`).
 
         Malformed files raise :class:`hf_bpe.formats.FormatError` naming the file and line.
         ``special_tokens`` declares extra vocabulary entries as special.
         """
-        p = Path(path)
-        if p.is_file() and p.name in ("vocab.json", "merges.txt"):
-            vocab, merges, specials = formats.read_gpt2_files(p.parent / "vocab.json", p.parent / "merges.txt", special_tokens)
-            pattern = "gpt2"
-        elif p.is_file() and p.suffix == ".json":
-            vocab, merges, specials, pattern = formats.read_tokenizer_json(p)
-        else:
-            vocab, merges, specials, pattern = formats.read_folder(p)
-        return cls(vocab, merges, specials, _pattern_name(pattern))
+        return cls.from_tables(formats.read(path, special_tokens), path)
+
+    @classmethod
+    def from_tables(cls, tables: formats.Tables, source: str | os.PathLike | None = None) -> "BPE":
+        """A BPE from a reader's tables; tables the core rejects raise ``FormatError`` naming ``source``."""
+        try:
+            return cls(*tables)
+        except ValueError as e:
+            if source is None:
+                raise
+            raise formats.FormatError(f"{os.fspath(source)}: {e}") from None
 
     @classmethod
     def from_tiktoken(
@@ -151,49 +145,21 @@ class BPE:
         special_tokens: dict[str, int] | None = None,
     ) -> "BPE":
         """Loads a tiktoken rank file (``*.tiktoken``): ids equal ranks, merges follow ranks."""
-        ranks = formats.read_tiktoken(path)
-        vocab = {r: t for t, r in ranks.items()}
-        specials = dict(special_tokens or {})
-        for s, i in specials.items():
-            if i in vocab:
-                raise ValueError(f"special token {s!r} has id {i}, already the rank of {vocab[i]!r} in {path}")
-        return cls(vocab, None, specials, pattern)
+        vocab = {r: t for t, r in formats.read_tiktoken(path).items()}
+        return cls.from_tables(formats.Tables(vocab, None, dict(special_tokens or {}), pattern), path)
 
-    def to_transformers(self, **kwargs) -> "BPETokenizer":  # noqa: F821
-        """This vocabulary as a ``transformers`` tokenizer (:class:`hf_bpe.BPETokenizer`, sharing
-        this object as its ``.bpe``). ``kwargs`` go to its constructor (``pad_token=...``,
-        ``model_max_length=...``). Imports transformers."""
-        from hf_bpe.hf import BPETokenizer
-
-        return BPETokenizer(bpe=self, **kwargs)
-
-    # ---- pickling: the tables, compactly and deterministically; never the cache -----------
+    # ---- pickling: the core's deterministic state; never the cache ------------------------
 
     def __reduce__(self):
-        return (_from_blob, (self._to_blob(),))
-
-    def _to_blob(self) -> bytes:
-        import numpy as np
-
-        ids = sorted(self._vocab)
-        lens = np.fromiter((len(self._vocab[i]) for i in ids), dtype=np.uint32, count=len(ids))
-        header = json.dumps({"pattern": self.pattern, "special_tokens": sorted(self.special_tokens.items()),
-                             "has_merges": self._merges is not None}, ensure_ascii=False).encode()
-        parts = [struct.pack("<II", len(header), len(ids)), header,
-                 np.asarray(ids, dtype=np.uint32).tobytes(), lens.tobytes(), b"".join(self._vocab[i] for i in ids)]
-        if self._merges is not None:
-            pairs = np.array([(self._ids[a], self._ids[b]) for a, b in self._merges], dtype=np.uint32).reshape(-1, 2)
-            parts += [struct.pack("<I", len(pairs)), pairs.tobytes()]
-        return b"".join(parts)
+        return (_from_state, (self._core.to_state(),))
 
     # ---- encoding -------------------------------------------------------------------------
 
-    def _encoder(self) -> "_core.Encoder":
+    def _encoder(self) -> _core.Encoder:
         # A fresh core per process keeps its thread pool and cache valid after fork().
         pid = os.getpid()
-        if self._core is None or self._core_pid != pid:
-            merges = None if self._merges is None else [(self._ids[a], self._ids[b]) for a, b in self._merges]
-            self._core = _core.Encoder(self._vocab, merges, self.special_tokens, self.pattern)
+        if self._core_pid != pid:
+            self._core = _core.Encoder.from_state(self._core.to_state())
             self._core_pid = pid
         return self._core
 
@@ -220,9 +186,12 @@ class BPE:
         return self._encoder().encode_batch_flat(list(texts), _specials_arg(allowed_special),
                                                  _specials_arg(disallowed_special), num_threads)
 
-    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-        """Ids plus each token's ``(start, end)`` character offsets into ``text``."""
-        return self._encoder().encode_with_offsets(text)
+    def encode_with_offsets(self, text: str, allowed_special: AllowedSpecial = (),
+                            disallowed_special: AllowedSpecial = "all") -> tuple[list[int], list[tuple[int, int]]]:
+        """Ids plus each token's ``(start, end)`` character offsets into ``text`` (a character belongs
+        to the token holding its first byte). Special tokens as in :meth:`encode`."""
+        return self._encoder().encode_with_offsets(text, _specials_arg(allowed_special),
+                                                   _specials_arg(disallowed_special))
 
     def encode_file(self, path_in: str | os.PathLike, path_out: str | os.PathLike, *, progress: bool = True,
                     allowed_special: AllowedSpecial = "all", errors: str = "strict", separator: str | None = None,
@@ -281,35 +250,12 @@ def _specials_arg(s: AllowedSpecial) -> str | list[str]:
     return sorted(s)
 
 
-def _pattern_name(pattern: str) -> str:
-    for name in ("gpt2", "cl100k", "o200k"):
-        if pattern == name or pattern == _core.pattern_source(name):
-            return name
-    return pattern
-
-
-def _from_blob(blob: bytes) -> BPE:
-    import numpy as np
-
-    hlen, n = struct.unpack_from("<II", blob, 0)
-    pos = 8
-    header = json.loads(blob[pos:pos + hlen])
-    pos += hlen
-    ids = np.frombuffer(blob, dtype=np.uint32, count=n, offset=pos).tolist()
-    pos += 4 * n
-    lens = np.frombuffer(blob, dtype=np.uint32, count=n, offset=pos).tolist()
-    pos += 4 * n
-    vocab = {}
-    for i, ln in zip(ids, lens):
-        vocab[i] = blob[pos:pos + ln]
-        pos += ln
-    merges = None
-    if header["has_merges"]:
-        (m,) = struct.unpack_from("<I", blob, pos)
-        pos += 4
-        pairs = np.frombuffer(blob, dtype=np.uint32, count=2 * m, offset=pos).reshape(-1, 2).tolist()
-        merges = [(vocab[a], vocab[b]) for a, b in pairs]
-    return BPE(vocab, merges, dict(header["special_tokens"]), header["pattern"])
+def _from_state(state: bytes) -> BPE:
+    """Unpickles a :class:`BPE` from its core's state."""
+    core = _core.Encoder.from_state(state)
+    bpe = BPE.__new__(BPE)
+    bpe._adopt(core, core.vocab, core.merges)
+    return bpe
 
 
 def _merges_from_ranks(ids: dict[bytes, int], special_ids: set[int]) -> list[tuple[bytes, bytes]]:

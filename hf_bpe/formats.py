@@ -1,7 +1,13 @@
-"""File formats: GPT-2 ``vocab.json`` + ``merges.txt``, HF ``tokenizer.json`` and
-``tokenizer_config.json``, tiktoken rank files, and atomic folder writes.
+"""Reading tokenizer files. :func:`read` decides what a path holds (our saved folder, GPT-2's
+``vocab.json`` + ``merges.txt``, a ``tokenizer.json``, a ``.tiktoken`` rank file) and returns its
+:class:`Tables`; ``BPE.load``, ``BPETokenizer`` and the CLI all read through it.
 
-Every reader validates what it reads and raises :class:`FormatError` naming the file and line.
+Parsing errors raise :class:`FormatError` naming the file and line. Whether the tables make a
+consistent vocabulary (all 256 byte tokens, no two ids with the same bytes, ...) is checked once,
+by the native core, when a ``BPE`` is built from them (``BPE.from_tables`` names the path).
+
+The writers (:mod:`hf_bpe.artifacts`) and the byte alphabet (:mod:`hf_bpe.alphabet`) are
+re-exported here.
 """
 
 from __future__ import annotations
@@ -9,255 +15,216 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, NamedTuple
+
+from hf_bpe import _core
+from hf_bpe.alphabet import bytes_to_unicode, str_to_token, token_to_str
+from hf_bpe.artifacts import ARTIFACTS, folder_files, tokenizer_config, tokenizer_json, write_folder
 
 __all__ = [
     "FormatError",
+    "Tables",
+    "read",
+    "read_tiktoken",
+    "pattern_name",
+    "TIKTOKEN_ENCODINGS",
+    # re-exported
     "bytes_to_unicode",
     "token_to_str",
     "str_to_token",
     "ARTIFACTS",
-    "write_folder",
-    "read_folder",
-    "read_gpt2_files",
-    "read_tokenizer_json",
-    "read_tiktoken",
+    "folder_files",
     "tokenizer_json",
     "tokenizer_config",
+    "write_folder",
 ]
 
-# The files `save` writes, in the order they are moved into place (the config last).
-ARTIFACTS = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json")
+_EOT = "<|endoftext|>"
+
+# tiktoken's encodings by file name: (pattern, special tokens), as tiktoken defines them.
+TIKTOKEN_ENCODINGS: dict[str, tuple[str, dict[str, int]]] = {
+    "r50k_base": ("gpt2", {_EOT: 50256}),
+    "p50k_base": ("gpt2", {_EOT: 50256}),
+    "cl100k_base": ("cl100k", {_EOT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                               "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}),
+    "o200k_base": ("o200k", {_EOT: 199999, "<|endofprompt|>": 200018}),
+}
 
 
 class FormatError(ValueError):
     """A tokenizer file is malformed; the message names the file and, where it can, the line."""
 
 
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible map from each byte to a printable character.
+class Tables(NamedTuple):
+    """What a tokenizer file holds, as ``BPE``'s constructor takes it."""
 
-    Printable Latin-1 bytes map to themselves; the other 68 bytes (controls, space, NBSP, soft
-    hyphen) map, in byte order, to U+0100 onwards, so that every token is a visible string.
+    vocab: dict[int, bytes]
+    """Every id and its bytes (special tokens as their UTF-8 bytes)."""
+    merges: list[tuple[bytes, bytes]] | None
+    """Merges in rank order, or ``None`` for tiktoken ranks."""
+    special_tokens: dict[str, int]
+    pattern: str
+    """``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex."""
+
+
+def pattern_name(pattern: str) -> str:
+    """``"gpt2"``, ``"cl100k"`` or ``"o200k"`` if ``pattern`` is that name or its regex, else ``pattern``."""
+    for name in ("gpt2", "cl100k", "o200k"):
+        if pattern == name or pattern == _core.pattern_source(name):
+            return name
+    return pattern
+
+
+def read(
+    path: str | os.PathLike,
+    special_tokens: Iterable[str] = (),
+    *,
+    merges_file: str | os.PathLike | None = None,
+    tokenizer_file: str | os.PathLike | None = None,
+) -> Tables:
+    """Reads the tokenizer at ``path``: a folder (ours or GPT-2's ``vocab.json`` + ``merges.txt``,
+    else its ``tokenizer.json``), the path of ``vocab.json`` or ``merges.txt`` (the pair beside it,
+    as in a folder), a ``tokenizer.json`` (any ``*.json`` but ``vocab.json``), or a ``.tiktoken``
+    rank file named after a tiktoken encoding (``cl100k_base.tiktoken``, ...).
+
+    Special tokens: those ``tokenizer.json`` marks ``"special": true``, the extra vocabulary
+    entries named in ``special_tokens``, and entries that cannot be ordinary tokens (not spelled
+    in the byte alphabet, or several bytes that no merge makes).
+
+    ``merges_file`` (and optionally ``tokenizer_file``) name the companion files of a
+    ``vocab.json`` given as ``path`` explicitly, whatever their names, as transformers'
+    constructors get them; nothing beside them is looked at then.
     """
-    keep = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
-    table = {b: chr(b) for b in keep}
-    shifted = 0
-    for b in range(256):
-        if b not in table:
-            table[b] = chr(256 + shifted)
-            shifted += 1
-    return dict(sorted(table.items()))
+    if isinstance(special_tokens, str):
+        raise TypeError(f"special_tokens must be a collection of strings, not the string {special_tokens!r}")
+    declared = list(special_tokens)
+    p = Path(path)
+    if merges_file is not None:
+        tj = Path(tokenizer_file) if tokenizer_file is not None else None
+        return _read_gpt2(p, Path(merges_file), tj, declared)
+    if p.is_file():
+        if p.name in ("vocab.json", "merges.txt"):
+            return _read_gpt2(p.parent / "vocab.json", p.parent / "merges.txt", _beside(p.parent), declared)
+        if p.suffix == ".tiktoken":
+            return _read_tiktoken_encoding(p, declared)
+        if p.suffix == ".json":
+            return _read_tokenizer_json(p, declared)
+        raise FormatError(f"{p}: not a tokenizer file (expected a folder, vocab.json, merges.txt, "
+                          f"a tokenizer .json or a .tiktoken file)")
+    if not p.exists():
+        kind = "file" if p.suffix in (".json", ".txt", ".tiktoken") else "folder"
+        raise FileNotFoundError(f"{p}: no such {kind}")
+    if (p / "vocab.json").exists() and (p / "merges.txt").exists():
+        return _read_gpt2(p / "vocab.json", p / "merges.txt", _beside(p), declared)
+    if (p / "tokenizer.json").exists():
+        return _read_tokenizer_json(p / "tokenizer.json", declared)
+    raise FileNotFoundError(f"{p}: neither vocab.json + merges.txt nor tokenizer.json found")
 
 
-BYTE_TO_CHAR: dict[int, str] = bytes_to_unicode()
-CHAR_TO_BYTE: dict[str, int] = {c: b for b, c in BYTE_TO_CHAR.items()}
-_ENCODE_TABLE = [BYTE_TO_CHAR[b] for b in range(256)]
-
-
-def token_to_str(token: bytes) -> str:
-    """The GPT-2 vocab.json spelling of a token's bytes (``b" the"`` -> ``"Ġthe"``)."""
-    return "".join([_ENCODE_TABLE[b] for b in token])
-
-
-def str_to_token(s: str) -> bytes | None:
-    """Inverse of :func:`token_to_str`; ``None`` if a character is outside the byte alphabet."""
-    try:
-        return bytes([CHAR_TO_BYTE[c] for c in s])
-    except KeyError:
-        return None
+def _beside(folder: Path) -> Path | None:
+    tj = folder / "tokenizer.json"
+    return tj if tj.exists() else None
 
 
 # --------------------------------------------------------------------------------------------
-# Writing
+# The formats
 
 
-def _vocab_strings(vocab: dict[int, bytes], special_tokens: dict[str, int]) -> dict[str, int]:
-    special_ids = {i: s for s, i in special_tokens.items()}
-    out: dict[str, int] = {}
-    for i in sorted(vocab):
-        s = special_ids.get(i)
-        if s is None:
-            s = token_to_str(vocab[i])
-        if s in out:
-            raise ValueError(f"two tokens ({out[s]} and {i}) are both spelled {s!r}")
-        out[s] = i
-    return out
+def _read_gpt2(vp: Path, mp: Path, tj: Path | None, declared: list[str]) -> Tables:
+    """``vocab.json`` + ``merges.txt``; a ``tokenizer.json`` beside them gives the pattern and
+    which added tokens are special."""
+    pattern = "gpt2"
+    if tj is not None:
+        raw = _load_json(tj)
+        if isinstance(raw, dict):
+            declared = declared + _marked_special(raw)
+            pattern = _pattern_from_pre_tokenizer(raw.get("pre_tokenizer"), tj)
+    vocab = _parse_vocab(_load_json(vp), vp)
+    lines = _read_text(mp).split("\n")
+    numbered = list(enumerate(lines, start=1))
+    if lines and lines[0].startswith("#"):
+        if lines[0].rstrip("\r") != "#version: 0.2":
+            raise FormatError(f"{mp}: line 1: unknown header {lines[0]!r} (expected '#version: 0.2')")
+        numbered = numbered[1:]
+    numbered = [(n, line[:-1] if line.endswith("\r") else line) for n, line in numbered]
+    return _to_tables(vocab, _parse_merges(numbered, vocab, mp), declared, pattern, mp)
 
 
-def _pre_tokenizer_json(pattern_name: str, pattern_source: str) -> dict:
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
-    if pattern_name == "gpt2":
-        return byte_level
-    return {
-        "type": "Sequence",
-        "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": pattern_source}, "behavior": "Isolated", "invert": False},
-            dict(byte_level, use_regex=False),
-        ],
-    }
+def _read_tokenizer_json(p: Path, declared: list[str]) -> Tables:
+    """A byte-level BPE ``tokenizer.json``."""
+    raw = _load_json(p)
+    if not isinstance(raw, dict) or not isinstance(raw.get("model"), dict):
+        raise FormatError(f"{p}: no 'model' object")
+    model = raw["model"]
+    if model.get("type", "BPE") != "BPE":
+        raise FormatError(f"{p}: model type {model.get('type')!r} is not BPE")
+    vocab = _parse_vocab(model.get("vocab"), p)
+    lines = []
+    for n, m in enumerate(model.get("merges", []), start=1):
+        if isinstance(m, str):
+            lines.append((n, m))
+        elif isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m):
+            lines.append((n, f"{m[0]} {m[1]}"))
+        else:
+            raise FormatError(f"{p}: merge #{n} is {m!r}, not a pair of tokens")
+    merges = _parse_merges(lines, vocab, p)
+    for t in raw.get("added_tokens") or []:
+        if isinstance(t, dict) and t.get("content") not in vocab:
+            vocab[t["content"]] = t["id"]
+    pattern = _pattern_from_pre_tokenizer(raw.get("pre_tokenizer"), p)
+    return _to_tables(vocab, merges, declared + _marked_special(raw), pattern, p)
 
 
-def tokenizer_json(
-    vocab: dict[int, bytes],
-    merges: list[tuple[bytes, bytes]],
-    special_tokens: dict[str, int],
-    pattern_name: str,
-    pattern_source: str,
-) -> dict:
-    """The HF ``tokenizers`` pipeline: split (regex) -> ByteLevel -> BPE -> ByteLevel decoder."""
-    added = [
-        {"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-         "normalized": False, "special": True}
-        for s, i in sorted(special_tokens.items(), key=lambda kv: kv[1])
-    ]
-    return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": added,
-        "normalizer": None,
-        "pre_tokenizer": _pre_tokenizer_json(pattern_name, pattern_source),
-        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {
-            "type": "BPE",
-            "dropout": None,
-            "unk_token": None,
-            "continuing_subword_prefix": None,
-            "end_of_word_suffix": None,
-            "fuse_unk": False,
-            "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": _vocab_strings(vocab, special_tokens),
-            "merges": [[token_to_str(a), token_to_str(b)] for a, b in merges],
-        },
-    }
+def _read_tiktoken_encoding(p: Path, declared: list[str]) -> Tables:
+    """A ``.tiktoken`` file of a well-known encoding: its pattern and special tokens by name."""
+    known = TIKTOKEN_ENCODINGS.get(p.stem)
+    if known is None:
+        raise FormatError(f"{p}: a tiktoken rank file does not say its pattern and special tokens, and "
+                          f"{p.stem!r} is not one of {', '.join(TIKTOKEN_ENCODINGS)}: "
+                          f"use BPE.from_tiktoken(path, pattern=..., special_tokens={{...}})")
+    if declared:
+        raise ValueError(f"{p}: special tokens of a tiktoken file need ids: "
+                         f"use BPE.from_tiktoken(path, pattern=..., special_tokens={{...}})")
+    pattern, specials = known
+    ranks = read_tiktoken(p)
+    vocab = {r: t for t, r in ranks.items()}
+    for s, i in specials.items():
+        vocab.setdefault(i, s.encode())
+    return Tables(vocab, None, dict(specials), pattern)
 
 
-def tokenizer_config(special_tokens: dict[str, int], pattern_name: str, tokenizer_class: str | None = None) -> dict:
-    """``tokenizer_config.json``: what ``AutoTokenizer`` reads to pick and set up the class.
-
-    The default class is ``BPETokenizer``: with ``hf_bpe`` imported, ``AutoTokenizer`` gives
-    hf_bpe's own tokenizer; without it, transformers 5 does not know the name and falls back to
-    its ``tokenizers`` backend reading ``tokenizer.json`` (same ids, same eos/bos/unk). For
-    consumers on transformers 4.x without hf_bpe, pass ``tokenizer_class="GPT2Tokenizer"`` (GPT-2
-    pattern) or ``"PreTrainedTokenizerFast"``.
-    """
-    if tokenizer_class is None:
-        tokenizer_class = "BPETokenizer"
-    eos = "<|endoftext|>" if "<|endoftext|>" in special_tokens else next(iter(special_tokens), None)
-    cfg: dict = {
-        "tokenizer_class": tokenizer_class,
-        "add_prefix_space": False,
-        "errors": "replace",
-        "clean_up_tokenization_spaces": False,
-        "bos_token": eos,
-        "eos_token": eos,
-        "unk_token": eos,
-        "added_tokens_decoder": {
-            str(i): {"content": s, "lstrip": False, "normalized": False, "rstrip": False,
-                     "single_word": False, "special": True}
-            for s, i in sorted(special_tokens.items(), key=lambda kv: kv[1])
-        },
-    }
-    return cfg
+def _marked_special(raw: dict) -> list[str]:
+    """The ``added_tokens`` of a ``tokenizer.json`` marked ``"special": true``."""
+    return [t["content"] for t in raw.get("added_tokens") or []
+            if isinstance(t, dict) and t.get("special") and "content" in t]
 
 
-def _dump(obj: dict, *, compact_ascii: bool = False) -> bytes:
-    if compact_ascii:  # byte-for-byte GPT-2 style: one line, ASCII escapes
-        return json.dumps(obj, ensure_ascii=True).encode("ascii")
-    return (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
-
-
-def folder_files(
-    vocab: dict[int, bytes],
-    merges: list[tuple[bytes, bytes]],
-    special_tokens: dict[str, int],
-    pattern_name: str,
-    pattern_source: str,
-    tokenizer_class: str | None = None,
-) -> dict[str, bytes]:
-    """The contents of every artifact, by file name."""
-    vocab_json = _dump(_vocab_strings(vocab, special_tokens), compact_ascii=True)
-    merges_txt = ("#version: 0.2\n" + "".join(f"{token_to_str(a)} {token_to_str(b)}\n" for a, b in merges)).encode("utf-8")
-    return {
-        "vocab.json": vocab_json,
-        "merges.txt": merges_txt,
-        "tokenizer.json": _dump(tokenizer_json(vocab, merges, special_tokens, pattern_name, pattern_source)),
-        "tokenizer_config.json": _dump(tokenizer_config(special_tokens, pattern_name, tokenizer_class)),
-    }
-
-
-def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
-    """Writes files into a folder so that a crash at any point never leaves a folder that loads
-    with a mix of old and new files or a half-written file.
-
-    A new folder is written under a temporary name and renamed into place. In an existing folder,
-    every file is first written and fsynced under a temporary name, the old artifacts are removed
-    (config first, so a partial folder does not load), then the new ones are renamed in, config
-    last.
-    """
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.exists():
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-        try:
-            for name, data in files.items():
-                _write_synced(tmp / name, data)
-            os.replace(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        _fsync_dir(out.parent)
-        return out
-    if not out.is_dir():
-        raise NotADirectoryError(f"{out} exists and is not a folder")
-    staged: list[tuple[Path, Path]] = []
-    try:
-        for name, data in files.items():
-            fd, tmpname = tempfile.mkstemp(prefix=f".{name}.tmp-", dir=out)
-            os.close(fd)
-            _write_synced(Path(tmpname), data)
-            staged.append((Path(tmpname), out / name))
-        order = sorted(staged, key=lambda st: st[1].name != "tokenizer_config.json")
-        for _, final in order:  # config first: from here on the folder no longer loads
-            final.unlink(missing_ok=True)
-        _fsync_dir(out)
-        for tmpfile, final in sorted(staged, key=lambda st: st[1].name == "tokenizer_config.json"):
-            os.replace(tmpfile, final)
-        _fsync_dir(out)
-    finally:
-        for tmpfile, _ in staged:
-            tmpfile.unlink(missing_ok=True)
-    return out
-
-
-def _write_synced(p: Path, data: bytes) -> None:
-    with open(p, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(p: Path) -> None:
-    try:
-        fd = os.open(p, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+def _to_tables(vocab: dict[str, int], merges: list[tuple[str, str]], declared: Iterable[str], pattern: str,
+               path: Path) -> Tables:
+    """Turns string tables into byte tables. A vocabulary entry is a special (added) token if it is
+    declared as one, if it is not spelled in the byte alphabet, or if it is longer than one byte
+    yet no merge makes it (a consistent BPE vocabulary reaches every ordinary token by merges)."""
+    made = {a + b for a, b in merges}
+    declared = set(declared)
+    specials: dict[str, int] = {}
+    out: dict[int, bytes] = {}
+    for s, i in vocab.items():
+        b = None if s in declared else str_to_token(s)
+        if b is None or (len(b) > 1 and s not in made):
+            specials[s] = i
+            out[i] = s.encode("utf-8")
+        else:
+            out[i] = b
+    for a, b in merges:
+        if a in specials or b in specials:
+            raise FormatError(f"{path}: merge {a} {b} uses the special token {(a if a in specials else b)!r}")
+    byte_merges = [(str_to_token(a), str_to_token(b)) for a, b in merges]
+    return Tables(out, byte_merges, specials, pattern_name(pattern))  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------------------------
-# Reading
+# Parsing
 
 
 def _read_text(path: Path) -> str:
@@ -320,78 +287,6 @@ def _parse_merges(lines: Iterable[tuple[int, str]], vocab: dict[str, int], path:
     return merges
 
 
-def _to_tables(
-    vocab: dict[str, int], merges: list[tuple[str, str]], declared_specials: Iterable[str], path: Path
-) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int]]:
-    """Turns string tables into byte tables. A vocabulary entry is a special (added) token if it is
-    declared as one, if it is not spelled in the byte alphabet, or if it is longer than one byte
-    yet no merge makes it (a consistent BPE vocabulary reaches every ordinary token by merges)."""
-    made = {a + b for a, b in merges}
-    declared = set(declared_specials)
-    specials: dict[str, int] = {}
-    out: dict[int, bytes] = {}
-    for s, i in vocab.items():
-        b = None if s in declared else str_to_token(s)
-        if b is None or (len(b) > 1 and s not in made):
-            specials[s] = i
-            out[i] = s.encode("utf-8")
-        else:
-            out[i] = b
-    for a, b in merges:
-        if a in specials or b in specials:
-            raise FormatError(f"{path}: merge {a} {b} uses the special token {(a if a in specials else b)!r}")
-    singles = {b for b in out.values() if len(b) == 1}
-    if len(singles) < 256:
-        missing = sorted(set(range(256)) - {b[0] for b in singles})
-        raise FormatError(f"{path}: the vocabulary lacks {len(missing)} of the 256 byte tokens (e.g. byte {missing[0]})")
-    byte_merges = [(str_to_token(a), str_to_token(b)) for a, b in merges]
-    return out, byte_merges, specials  # type: ignore[return-value]
-
-
-def read_gpt2_files(vocab_path: str | os.PathLike, merges_path: str | os.PathLike, declared_specials: Iterable[str] = ()):
-    """Reads GPT-2 style ``vocab.json`` + ``merges.txt``. Returns (vocab, merges, special_tokens)."""
-    vp, mp = Path(vocab_path), Path(merges_path)
-    vocab = _parse_vocab(_load_json(vp), vp)
-    text = _read_text(mp)
-    lines = text.split("\n")
-    numbered = list(enumerate(lines, start=1))
-    if lines and lines[0].startswith("#"):
-        if lines[0].rstrip("\r") != "#version: 0.2":
-            raise FormatError(f"{mp}: line 1: unknown header {lines[0]!r} (expected '#version: 0.2')")
-        numbered = numbered[1:]
-    numbered = [(n, l[:-1] if l.endswith("\r") else l) for n, l in numbered]
-    merges = _parse_merges(numbered, vocab, mp)
-    return _to_tables(vocab, merges, declared_specials, vp)
-
-
-def read_tokenizer_json(path: str | os.PathLike):
-    """Reads a byte-level BPE ``tokenizer.json``. Returns (vocab, merges, special_tokens, pattern)."""
-    p = Path(path)
-    raw = _load_json(p)
-    if not isinstance(raw, dict) or not isinstance(raw.get("model"), dict):
-        raise FormatError(f"{p}: no 'model' object")
-    model = raw["model"]
-    if model.get("type", "BPE") != "BPE":
-        raise FormatError(f"{p}: model type {model.get('type')!r} is not BPE")
-    vocab = _parse_vocab(model.get("vocab"), p)
-    merges_raw = model.get("merges", [])
-    lines = []
-    for n, m in enumerate(merges_raw, start=1):
-        if isinstance(m, str):
-            lines.append((n, m))
-        elif isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m):
-            lines.append((n, f"{m[0]} {m[1]}"))
-        else:
-            raise FormatError(f"{p}: merge #{n} is {m!r}, not a pair of tokens")
-    merges = _parse_merges(lines, vocab, p)
-    declared = [t["content"] for t in raw.get("added_tokens") or [] if isinstance(t, dict) and "content" in t]
-    for t in raw.get("added_tokens") or []:
-        if isinstance(t, dict) and t.get("content") not in vocab:
-            vocab[t["content"]] = t["id"]
-    tables = _to_tables(vocab, merges, declared, p)
-    return (*tables, _pattern_from_pre_tokenizer(raw.get("pre_tokenizer"), p))
-
-
 def _pattern_from_pre_tokenizer(pre: object, path: Path) -> str:
     if not isinstance(pre, dict):
         raise FormatError(f"{path}: no pre_tokenizer; only byte-level BPE tokenizers are supported")
@@ -411,31 +306,6 @@ def _pattern_from_pre_tokenizer(pre: object, path: Path) -> str:
             if isinstance(pat, dict) and "Regex" in pat and split[0].get("behavior") == "Isolated" and not split[0].get("invert"):
                 return pat["Regex"]
     raise FormatError(f"{path}: unsupported pre_tokenizer {json.dumps(pre)[:200]}")
-
-
-def read_folder(path: str | os.PathLike):
-    """Reads a tokenizer folder: ours, GPT-2's (vocab.json + merges.txt) or tokenizer.json alone.
-    Returns (vocab, merges, special_tokens, pattern)."""
-    d = Path(path)
-    if d.is_file():
-        if d.name.endswith(".json") and d.name != "vocab.json":
-            return read_tokenizer_json(d)
-        d = d.parent
-    if not d.exists():
-        raise FileNotFoundError(f"{d}: no such folder")
-    tj = d / "tokenizer.json"
-    if (d / "vocab.json").exists() and (d / "merges.txt").exists():
-        declared: list[str] = []
-        pattern = "gpt2"
-        if tj.exists():
-            raw = _load_json(tj)
-            if isinstance(raw, dict):
-                declared = [t["content"] for t in raw.get("added_tokens") or [] if isinstance(t, dict) and t.get("special")]
-                pattern = _pattern_from_pre_tokenizer(raw.get("pre_tokenizer"), tj)
-        return (*read_gpt2_files(d / "vocab.json", d / "merges.txt", declared), pattern)
-    if tj.exists():
-        return read_tokenizer_json(tj)
-    raise FileNotFoundError(f"{d}: neither vocab.json + merges.txt nor tokenizer.json found")
 
 
 def read_tiktoken(path: str | os.PathLike) -> dict[bytes, int]:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from hf_bpe import _core
 from hf_bpe.bpe import BPE
-from hf_bpe.formats import BYTE_TO_CHAR
+from hf_bpe.alphabet import BYTE_TO_CHAR
 from hf_bpe.progress import count_progress, file_progress
 
 __all__ = ["train", "train_files", "count_words"]

@@ -5,9 +5,10 @@
 //!   the longest allowed special that starts there is taken, and the search goes on after it.
 //!   A special that is not allowed is ordinary text and never hides an allowed one: with `<a>`
 //!   allowed and `<a><b>` not, `x<a><b>y` is `x`, `<a>`, `<b>y`. Training allows every special.
-//! * **Where tiktoken differs.** tiktoken finds the allowed specials with one regex alternation,
-//!   which takes the first alternative that matches rather than the longest: with `<a>` and
-//!   `<a><b>` both allowed it may split `<a><b>` as `<a>` and text. We take the longest.
+//! * **Where tiktoken differs.** tiktoken searches every special with one regex alternation and
+//!   skips a match that is not allowed. Where two specials start at one position it takes the
+//!   alternative listed first, an order that comes from a hash map: it may take the shorter of
+//!   two allowed ones, or a disallowed one that then hides an allowed one. Elsewhere it agrees.
 //! * **The disallowed check** reports the special that starts first in the text (the shorter of
 //!   two that start at one byte), as tiktoken's search does when at most one of them is listed.
 //! * **How.** A leftmost-longest Aho-Corasick automaton over the allowed specials: over all of

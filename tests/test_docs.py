@@ -50,3 +50,31 @@ def test_core_stubs_match_the_extension():
                     assert hasattr(getattr(_core, node.name), item.name), f"{node.name}.{item.name}"
     public = {n for n in dir(_core) if not n.startswith("_")}
     assert public <= stubbed, public - stubbed
+
+
+def test_core_stub_getters_are_properties():
+    """A getter of the compiled classes (a getset descriptor) is a ``@property`` in ``_core.pyi``
+    and a ``@property`` there is a getter in the extension; every public member is stubbed."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    from hf_bpe import _core
+
+    tree = ast.parse((Path(hf_bpe.__file__).parent / "_core.pyi").read_text())
+    classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    assert {c.name for c in classes} >= {"Encoder", "WordCounter"}
+    for node in classes:
+        compiled = getattr(_core, node.name)
+        declared = {}
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef):
+                declared[item.name] = any(isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list)
+        for name, is_property in declared.items():
+            attr = inspect.getattr_static(compiled, name)
+            is_getter = inspect.isgetsetdescriptor(attr)
+            assert is_property == is_getter, (
+                f"{node.name}.{name} is {'a getter' if is_getter else 'a method'} in the extension but "
+                f"{'a @property' if is_property else 'a plain method'} in _core.pyi")
+        public = {n for n in vars(compiled) if not n.startswith("_")}
+        assert public <= set(declared), f"{node.name}: not in _core.pyi: {sorted(public - set(declared))}"

@@ -229,7 +229,7 @@ def test_call_on_ids_and_split_words_is_delegated(pair):
 
 def test_bpe_and_tokenizer_convert_both_ways(gpt2_dir):
     bpe = hf_bpe.BPE.load(gpt2_dir)
-    tok = bpe.to_transformers(model_max_length=1024)
+    tok = hf_bpe.BPETokenizer.from_bpe(bpe, model_max_length=1024)
     assert isinstance(tok, hf_bpe.BPETokenizer) and tok.bpe is bpe
     assert tok.model_max_length == 1024 and tok.eos_token == "<|endoftext|>"
     text = "Hello world<|endoftext|> again"

@@ -129,12 +129,13 @@ fn ids_of(ob: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     Ok(v)
 }
 
-/// Byte-level BPE encoder/decoder (GPT-2/HF merges or tiktoken ranks), see `src/encode.rs`.
+/// Byte-level BPE encoder/decoder (GPT-2/HF merges or tiktoken ranks), see `src/encode/`.
 ///
 /// `Encoder(vocab, merges, special_tokens, pattern, cache_bytes=256 MiB)`:
 /// * `vocab`: `{id: bytes}`, must hold all 256 one-byte tokens;
-/// * `merges`: `[(left_id, right_id), ...]` in rank order (GPT-2/HF semantics), or `None`
-///   for tiktoken semantics (ids are ranks, merging by the rank of concatenated bytes);
+/// * `merges`: `[(left_bytes, right_bytes), ...]` in rank order (GPT-2/HF semantics), or
+///   `None` for tiktoken semantics (ids are ranks, merging by the rank of concatenated bytes);
+/// every input is checked (`src/encode/vocab.rs`), a problem raises ValueError naming it;
 /// * `special_tokens`: `{str: id}`; never split, allowed/disallowed like tiktoken;
 /// * `pattern`: `"gpt2"`, `"cl100k"`, `"o200k"` or a regex;
 /// * `cache_bytes`: total memory budget of the per-thread word caches (0 disables them).

@@ -14,15 +14,10 @@
 //!   window's trusted part early, and the per-char path takes over from there;
 //! * the **per-char path** (`piece_end`): one piece at a time, from the first char's class.
 //!
-//! Measured (`scripts/bench_pretokenize.py`, one thread, thread CPU time, 8 MB of each corpus,
-//! the build before the window path and this one in the same session), MB/s: English gpt2
-//! 1,002 -> 2,188, cl100k 927 -> 1,583, o200k 764 -> 1,430; code gpt2 735 -> 2,294, cl100k
-//! 630 -> 1,478, o200k 550 -> 1,366; multilingual gpt2 640 -> 973, cl100k 625 -> 848, o200k
-//! 591 -> 602 (o200k's windows leave non-ASCII letters, whose upper/lower classes overlap, to
-//! the per-char path). The per-piece serial dependency (load the
-//! byte, classify it, find the run's end, start over) was the cost of the per-char path; in a
-//! window the starts of ~12 English pieces come out of ~40 independent instructions.
-
+//! The per-piece serial dependency of the per-char path (load a byte, classify it, find the
+//! run's end, start over) is what the window path removes: there the starts of ~12 English
+//! pieces come out of ~40 independent instructions, about twice the speed
+//! ([log](../../docs/performance.md#pre-tokenizer)).
 //!
 //! Unicode versions: the `regex` module (2026.5.9) knows newer Unicode data than the
 //! regex-syntax tables inside fancy-regex 0.14: it has 4,644 more `\p{L}` code points (e.g.

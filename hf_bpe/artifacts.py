@@ -1,0 +1,201 @@
+"""Writing a tokenizer folder: GPT-2 ``vocab.json`` + ``merges.txt``, HF ``tokenizer.json`` and
+``tokenizer_config.json`` (:func:`folder_files`), and the atomic folder write (:func:`write_folder`)
+that never leaves a folder that loads with a mix of old and new files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from hf_bpe import _core
+from hf_bpe.alphabet import token_to_str
+
+__all__ = ["ARTIFACTS", "folder_files", "tokenizer_json", "tokenizer_config", "write_folder"]
+
+# The files `save` writes, in the order they are moved into place (the config last).
+ARTIFACTS = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json")
+
+
+def _vocab_strings(vocab: dict[int, bytes], special_tokens: dict[str, int]) -> dict[str, int]:
+    special_ids = {i: s for s, i in special_tokens.items()}
+    out: dict[str, int] = {}
+    for i in sorted(vocab):
+        s = special_ids.get(i)
+        if s is None:
+            s = token_to_str(vocab[i])
+        if s in out:
+            raise ValueError(f"two tokens ({out[s]} and {i}) are both spelled {s!r}")
+        out[s] = i
+    return out
+
+
+def _pre_tokenizer_json(pattern: str) -> dict:
+    """GPT-2's regex is ByteLevel's own; any other pattern is a Split on its regex, then ByteLevel."""
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    source = _core.pattern_source(pattern)
+    if source == _core.pattern_source("gpt2"):
+        return byte_level
+    return {
+        "type": "Sequence",
+        "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": source}, "behavior": "Isolated", "invert": False},
+            dict(byte_level, use_regex=False),
+        ],
+    }
+
+
+def tokenizer_json(
+    vocab: dict[int, bytes],
+    merges: list[tuple[bytes, bytes]],
+    special_tokens: dict[str, int],
+    pattern: str,
+) -> dict:
+    """The HF ``tokenizers`` pipeline: split (regex) -> ByteLevel -> BPE -> ByteLevel decoder.
+    ``pattern`` is ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex."""
+    added = [
+        {"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": True}
+        for s, i in sorted(special_tokens.items(), key=lambda kv: kv[1])
+    ]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": _pre_tokenizer_json(pattern),
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": _vocab_strings(vocab, special_tokens),
+            "merges": [[token_to_str(a), token_to_str(b)] for a, b in merges],
+        },
+    }
+
+
+def tokenizer_config(special_tokens: dict[str, int], tokenizer_class: str | None = None) -> dict:
+    """``tokenizer_config.json``: what ``AutoTokenizer`` reads to pick and set up the class.
+
+    The default class is ``BPETokenizer``: with ``hf_bpe`` imported, ``AutoTokenizer`` gives
+    hf_bpe's own tokenizer; without it, transformers 5 does not know the name and falls back to
+    its ``tokenizers`` backend reading ``tokenizer.json`` (same ids, same eos/bos/unk). For
+    consumers on transformers 4.x without hf_bpe, pass ``tokenizer_class="GPT2Tokenizer"`` (GPT-2
+    pattern) or ``"PreTrainedTokenizerFast"``.
+    """
+    if tokenizer_class is None:
+        tokenizer_class = "BPETokenizer"
+    eos = "<|endoftext|>" if "<|endoftext|>" in special_tokens else next(iter(special_tokens), None)
+    cfg: dict = {
+        "tokenizer_class": tokenizer_class,
+        "add_prefix_space": False,
+        "errors": "replace",
+        "clean_up_tokenization_spaces": False,
+        "bos_token": eos,
+        "eos_token": eos,
+        "unk_token": eos,
+        "added_tokens_decoder": {
+            str(i): {"content": s, "lstrip": False, "normalized": False, "rstrip": False,
+                     "single_word": False, "special": True}
+            for s, i in sorted(special_tokens.items(), key=lambda kv: kv[1])
+        },
+    }
+    return cfg
+
+
+def _dump(obj: dict, *, compact_ascii: bool = False) -> bytes:
+    if compact_ascii:  # byte-for-byte GPT-2 style: one line, ASCII escapes
+        return json.dumps(obj, ensure_ascii=True).encode("ascii")
+    return (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+def folder_files(
+    vocab: dict[int, bytes],
+    merges: list[tuple[bytes, bytes]],
+    special_tokens: dict[str, int],
+    pattern: str,
+    tokenizer_class: str | None = None,
+) -> dict[str, bytes]:
+    """The contents of every artifact (:data:`ARTIFACTS`), by file name."""
+    vocab_json = _dump(_vocab_strings(vocab, special_tokens), compact_ascii=True)
+    merges_txt = ("#version: 0.2\n" + "".join(f"{token_to_str(a)} {token_to_str(b)}\n" for a, b in merges)).encode("utf-8")
+    return {
+        "vocab.json": vocab_json,
+        "merges.txt": merges_txt,
+        "tokenizer.json": _dump(tokenizer_json(vocab, merges, special_tokens, pattern)),
+        "tokenizer_config.json": _dump(tokenizer_config(special_tokens, tokenizer_class)),
+    }
+
+
+def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
+    """Writes files into a folder so that a crash at any point never leaves a folder that loads
+    with a mix of old and new files or a half-written file.
+
+    A new folder is written under a temporary name and renamed into place. In an existing folder,
+    every file is first written and fsynced under a temporary name, the old artifacts are removed
+    (config first, so a partial folder does not load), then the new ones are renamed in, config
+    last.
+    """
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists():
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        try:
+            for name, data in files.items():
+                _write_synced(tmp / name, data)
+            os.replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        _fsync_dir(out.parent)
+        return out
+    if not out.is_dir():
+        raise NotADirectoryError(f"{out} exists and is not a folder")
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for name, data in files.items():
+            fd, tmpname = tempfile.mkstemp(prefix=f".{name}.tmp-", dir=out)
+            os.close(fd)
+            _write_synced(Path(tmpname), data)
+            staged.append((Path(tmpname), out / name))
+        order = sorted(staged, key=lambda st: st[1].name != "tokenizer_config.json")
+        for _, final in order:  # config first: from here on the folder no longer loads
+            final.unlink(missing_ok=True)
+        _fsync_dir(out)
+        for tmpfile, final in sorted(staged, key=lambda st: st[1].name == "tokenizer_config.json"):
+            os.replace(tmpfile, final)
+        _fsync_dir(out)
+    finally:
+        for tmpfile, _ in staged:
+            tmpfile.unlink(missing_ok=True)
+    return out
+
+
+def _write_synced(p: Path, data: bytes) -> None:
+    with open(p, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(p: Path) -> None:
+    try:
+        fd = os.open(p, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

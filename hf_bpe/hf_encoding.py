@@ -1,0 +1,250 @@
+"""The encoding helpers behind :class:`hf_bpe.BPETokenizer`: tables derived from the vocabulary
+(GPT-2 spellings by id), added tokens (cutting text on them with transformers' lstrip / rstrip /
+single_word rules), the batch encoder, transformers-style offsets, and truncation windows as the
+``tokenizers`` library cuts them. Only public names of :class:`hf_bpe.BPE` are used."""
+
+from __future__ import annotations
+
+import re
+import weakref
+
+import numpy as np
+from transformers.tokenization_utils_base import TruncationStrategy
+from transformers.utils.generic import PaddingStrategy
+
+from hf_bpe import formats
+from hf_bpe.bpe import BPE
+
+__all__ = ["TokenTables", "token_tables", "AddedSpec", "split_added", "hf_offsets", "encode_texts", "windows",
+           "pair_keep", "pad_rows", "decode_with_added"]
+
+
+# --------------------------------------------------------------------------------------------
+# Derived tables, one per BPE object, kept here (not on the object: a BPE pickles as its core's
+# state, and datasets hashes it by that) and dropped when the BPE is.
+
+
+class TokenTables:
+    """Each id's GPT-2 spelling (a special token as its text) and back, and which ids start with a
+    UTF-8 continuation byte."""
+
+    __slots__ = ("str_to_id", "id_to_str", "first_cont")
+
+    def __init__(self, bpe: BPE) -> None:
+        vocab = bpe.vocab
+        special_ids = {i: s for s, i in bpe.special_tokens.items()}
+        self.id_to_str = {i: special_ids.get(i) or formats.token_to_str(b) for i, b in vocab.items()}
+        self.str_to_id = {s: i for i, s in sorted(self.id_to_str.items())}
+        self.first_cont = np.zeros(max(vocab) + 1, dtype=bool)
+        for i, b in vocab.items():
+            self.first_cont[i] = bool(b) and (b[0] & 0xC0) == 0x80
+
+
+_TABLES: dict[int, TokenTables] = {}
+
+
+def token_tables(bpe: BPE) -> TokenTables:
+    """The :class:`TokenTables` of ``bpe``, built on first use."""
+    t = _TABLES.get(id(bpe))
+    if t is None:
+        t = _TABLES[id(bpe)] = TokenTables(bpe)
+        weakref.finalize(bpe, _TABLES.pop, id(bpe), None)
+    return t
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding text into per-sequence (ids, special flags, offsets) with added tokens honoured.
+
+
+class AddedSpec:
+    """The added tokens as the encoder needs them: a tuple of (content, id, special, lstrip,
+    rstrip, single_word), hashable and picklable, with the regex that finds them (longest first)."""
+
+    def __init__(self, items: tuple) -> None:
+        self.items = items
+        self.by_content = {c: (i, sp, ls, rs, sw) for c, i, sp, ls, rs, sw in items}
+        self.regex = (re.compile("|".join(re.escape(c) for c in sorted(self.by_content, key=lambda c: (-len(c), c))))
+                      if items else None)
+
+    def native_ok(self, bpe: BPE) -> bool:
+        """True when every added token is one of the core's own special tokens (same id, no
+        stripping), so the core can match them itself in one batch call."""
+        sp = bpe.special_tokens
+        return all(sp.get(c) == i and not (ls or rs or sw) for c, i, _, ls, rs, sw in self.items)
+
+
+def split_added(spec: AddedSpec, text: str) -> list[tuple[int, int, int | None]]:
+    """``text`` cut into (start, end, added_id or None) pieces, with the lstrip/rstrip/single_word
+    handling of transformers' ``tokenize``."""
+    pieces: list[list] = []
+    pos = 0
+    for m in spec.regex.finditer(text):
+        if m.start() > pos:
+            pieces.append([pos, m.start(), None])
+        pieces.append([m.start(), m.end(), spec.by_content[m.group()][0], m.group()])
+        pos = m.end()
+    if pos < len(text) or not pieces:
+        pieces.append([pos, len(text), None])
+    for k, p in enumerate(pieces):
+        if p[2] is None:
+            continue
+        _, sp, ls, rs, sw = spec.by_content[p[3]]
+        left = pieces[k - 1] if k > 0 and pieces[k - 1][2] is None else None
+        right = pieces[k + 1] if k + 1 < len(pieces) and pieces[k + 1][2] is None else None
+        if rs and right is not None:
+            seg = text[right[0]:right[1]]
+            right[0] += len(seg) - len(seg.lstrip())
+        if ls and left is not None:
+            seg = text[left[0]:left[1]]
+            left[1] -= len(seg) - len(seg.rstrip())
+        if sw and ((left is not None and left[1] > left[0] and text[left[1] - 1] != " ")
+                   or (right is not None and right[1] > right[0] and text[right[0]] != " ")):
+            p[2] = None  # not a whole word: plain text
+    out = []
+    for p in pieces:
+        if p[1] > p[0]:
+            if out and p[2] is None and out[-1][2] is None and out[-1][1] == p[0]:
+                out[-1] = (out[-1][0], p[1], None)
+            else:
+                out.append((p[0], p[1], p[2]))
+    return out
+
+
+def hf_offsets(tables: TokenTables, ids: list[int], core_offsets: list[tuple[int, int]], shift: int) -> list[tuple[int, int]]:
+    """The core gives each character to the token holding its first byte (a token of continuation
+    bytes only gets an empty span); HF gives every token the span of all the characters its bytes
+    touch. The two differ only in the start of a token whose first byte is a continuation byte."""
+    if not ids:
+        return []
+    arr = np.asarray(core_offsets, dtype=np.int64).reshape(-1, 2)
+    starts = arr[:, 0] - tables.first_cont[np.asarray(ids, dtype=np.int64)]
+    ends = arr[:, 1]
+    return list(zip((starts + shift).tolist(), (ends + shift).tolist()))
+
+
+def encode_texts(bpe: BPE, spec: AddedSpec, texts: list[str], split_special: bool, offsets: bool):
+    """Encodes texts. Returns (ids per text, offsets per text or None)."""
+    n = len(texts)
+    if not offsets and (split_special or not spec.items or spec.native_ok(bpe)):
+        allowed = () if split_special else "all"
+        flat, off = bpe.encode_batch_flat(texts, allowed_special=allowed, disallowed_special=())
+        flat_l, off_l = flat.tolist(), off.tolist()
+        return [flat_l[off_l[k]:off_l[k + 1]] for k in range(n)], None
+    # General path: cut on added tokens, encode every plain piece of every text in one call.
+    cuts = [[(0, len(t), None)] if split_special or not spec.items else split_added(spec, t) for t in texts]
+    ids_out, offs_out = [], [] if offsets else None
+    tables = token_tables(bpe) if offsets else None
+    if not offsets:
+        plain = [t[s:e] for t, cs in zip(texts, cuts) for s, e, a in cs if a is None]
+        enc = iter(bpe.encode_batch(plain, allowed_special=(), disallowed_special=()) if plain else [])
+    for t, cs in zip(texts, cuts):
+        ids: list[int] = []
+        of: list[tuple[int, int]] = []
+        for s, e, a in cs:
+            if a is not None:
+                ids.append(a)
+                if offsets:
+                    of.append((s, e))
+                continue
+            if offsets:
+                piece_ids, piece_off = bpe.encode_with_offsets(t[s:e], allowed_special=(), disallowed_special=())
+                of.extend(hf_offsets(tables, piece_ids, piece_off, s))
+            else:
+                piece_ids = next(enc)
+            ids.extend(piece_ids)
+        ids_out.append(ids)
+        if offsets:
+            offs_out.append(of)
+    return ids_out, offs_out
+
+
+def decode_with_added(bpe: BPE, ids: list[int], added: dict[int, str]) -> bytes:
+    """The bytes of ``ids``, where ids in ``added`` (added tokens the vocabulary lacks) are their text."""
+    if not added or not added.keys() & set(ids):
+        return bpe.decode_bytes(ids)
+    parts, run = [], []
+    for i in ids:
+        if i in added:
+            if run:
+                parts.append(bpe.decode_bytes(run))
+                run = []
+            parts.append(added[i].encode("utf-8"))
+        else:
+            run.append(i)
+    if run:
+        parts.append(bpe.decode_bytes(run))
+    return b"".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Truncation windows and padding, as the `tokenizers` library does them.
+
+
+def windows(n: int, keep: int, stride: int, left: bool) -> list[tuple[int, int]]:
+    """Ranges of a sequence of length n cut to ``keep`` tokens: the kept part first, then the
+    overflowing windows, each overlapping the previous one by ``stride`` tokens."""
+    if n <= keep:
+        return [(0, n)]
+    if keep == 0:
+        return [(0, 0)]
+    if stride >= keep:
+        raise ValueError(f"stride ({stride}) must be smaller than the number of tokens kept per sequence ({keep})")
+    step = keep - stride
+    out = []
+    if not left:
+        for start in range(0, n, step):
+            stop = min(start + keep, n)
+            out.append((start, stop))
+            if stop == n:
+                break
+    else:
+        for stop in range(n, 0, -step):
+            start = max(stop - keep, 0)
+            out.append((start, stop))
+            if start == 0:
+                break
+    return out
+
+
+def pair_keep(n1: int, n2: int, max_len: int, strategy: TruncationStrategy) -> tuple[int, int]:
+    """How many tokens of each sequence of a pair fit in ``max_len``, as ``tokenizers`` truncates."""
+    if n1 + n2 <= max_len:
+        return n1, n2
+    if strategy == TruncationStrategy.ONLY_FIRST:
+        if max_len < n2:
+            raise ValueError("Truncation error: Sequence to truncate too short to respect the provided max_length")
+        return max_len - n2, n2
+    if strategy == TruncationStrategy.ONLY_SECOND:
+        if max_len < n1:
+            raise ValueError("Truncation error: Sequence to truncate too short to respect the provided max_length")
+        return n1, max_len - n1
+    swap = n1 > n2
+    a, b = (n2, n1) if swap else (n1, n2)
+    b = a if a > max_len else max(a, max_len - a)
+    if a + b > max_len:
+        a = max_len // 2
+        b = a + max_len % 2
+    return (b, a) if swap else (a, b)
+
+
+def pad_rows(rows: dict[str, list], strategy: PaddingStrategy, max_length: int | None, multiple: int | None,
+             side: str, pad_id: int | None, pad_type_id: int) -> None:
+    """Pads every per-token row in place, on ``side``, to the longest row (``LONGEST``) or to
+    ``max_length`` (``MAX_LENGTH``), rounded up to a multiple of ``multiple``."""
+    if strategy == PaddingStrategy.DO_NOT_PAD:
+        return
+    target = max(map(len, rows["input_ids"]), default=0) if strategy == PaddingStrategy.LONGEST else max_length
+    if target is None:
+        return
+    if multiple and target % multiple:
+        target = (target // multiple + 1) * multiple
+    if pad_id is None:
+        raise ValueError("Asking to pad but the tokenizer does not have a padding token: set tokenizer.pad_token")
+    fill = {"input_ids": pad_id, "attention_mask": 0, "token_type_ids": pad_type_id,
+            "special_tokens_mask": 1, "offset_mapping": (0, 0)}
+    for key, vals in rows.items():
+        f = fill[key]
+        for r, v in enumerate(vals):
+            d = target - len(v)
+            if d > 0:
+                vals[r] = v + [f] * d if side == "right" else [f] * d + v
