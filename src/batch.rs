@@ -56,6 +56,53 @@ fn threads_pool(n: usize) -> Option<crate::pool::Pool> {
     crate::pool::get(n)
 }
 
+/// The plan of a batch: its items in order, each tagged with its document. Documents are split at
+/// their allowed special tokens; with `cut = Some(seg)` (a pool runs the batch) text items longer
+/// than 1.5 `seg` are cut at safe places (built-in patterns only); `sep` follows each document.
+fn plan(enc: &Encoder, docs: &[&str], allowed: &SpecialSet, sep: Option<u32>, cut: Option<usize>) -> Vec<(u32, Item)> {
+    let mut items: Vec<(u32, Item)> = Vec::with_capacity(docs.len());
+    let mut scratch = Vec::new();
+    let cut = cut.filter(|_| enc.pattern.is_builtin());
+    for (di, d) in docs.iter().enumerate() {
+        scratch.clear();
+        enc.split_specials(d, allowed, 0, &mut scratch);
+        for it in scratch.drain(..) {
+            match (it, cut) {
+                (Item::Text(s, e), Some(seg)) if e - s > seg + seg / 2 => {
+                    let mut p = s;
+                    for piece in segments(&d[s..e], seg) {
+                        items.push((di as u32, Item::Text(p, p + piece.len())));
+                        p += piece.len();
+                    }
+                }
+                (it, _) => items.push((di as u32, it)),
+            }
+        }
+        if let Some(id) = sep {
+            items.push((di as u32, Item::Special(id, 0, 0)));
+        }
+    }
+    items
+}
+
+/// Consecutive items grouped into units of at least `unit` bytes (the last may be smaller).
+fn units(items: &[(u32, Item)], unit: usize) -> Vec<std::ops::Range<usize>> {
+    let mut units = Vec::new();
+    let (mut start, mut acc) = (0, 0);
+    for (i, (_, it)) in items.iter().enumerate() {
+        acc += item_bytes(it);
+        if acc >= unit {
+            units.push(start..i + 1);
+            start = i + 1;
+            acc = 0;
+        }
+    }
+    if start < items.len() {
+        units.push(start..items.len());
+    }
+    units
+}
+
 /// Largest text (bytes) whose single-unit output reserves its upper bound (see `encode_docs`).
 const UPPER_BOUND_MAX: usize = 256 << 20;
 
@@ -83,39 +130,15 @@ pub fn encode_docs(
         }
     }
     let pool = if total >= PARALLEL_MIN_BYTES { threads_pool(num_threads) } else { None };
-    // Work unit size. Small enough that the last units finish close together: with 1 MiB
-    // units (total / (8 x threads), at most 1 MiB) and English documents of ~350 KB, the two
-    // threads' CPU time differed by 25% (perf) and 2 threads ran at 1.6x one; text items are
-    // cut to the unit size too (built-in patterns), so one big document is no long tail either.
+    // Work unit size: small enough that the last units finish close together (see the log),
+    // and text items are cut to it, so one big document is no long tail either.
     let unit = match &pool {
         Some(p) => (total / (p.current_num_threads() * UNITS_PER_THREAD)).clamp(64 << 10, SEGMENT_BYTES),
         None => usize::MAX,
     };
     let seg = unit.min(SEGMENT_BYTES);
 
-    // Items, tagged with their document.
-    let mut items: Vec<(u32, Item)> = Vec::with_capacity(docs.len());
-    let mut scratch = Vec::new();
-    let builtin = enc.pattern.is_builtin();
-    for (di, d) in docs.iter().enumerate() {
-        scratch.clear();
-        enc.split_specials(d, allowed, 0, &mut scratch);
-        for it in scratch.drain(..) {
-            match it {
-                Item::Text(s, e) if pool.is_some() && builtin && e - s > seg + seg / 2 => {
-                    let mut p = s;
-                    for seg in segments(&d[s..e], seg) {
-                        items.push((di as u32, Item::Text(p, p + seg.len())));
-                        p += seg.len();
-                    }
-                }
-                it => items.push((di as u32, it)),
-            }
-        }
-        if let Some(id) = sep {
-            items.push((di as u32, Item::Special(id, 0, 0)));
-        }
-    }
+    let items = plan(enc, docs, allowed, sep, pool.is_some().then_some(seg));
 
     // Encodes the items of `range` with cache slot `hint`, appending to `ids`; returns the
     // number of ids of each item.
@@ -133,14 +156,10 @@ pub fn encode_docs(
         }
         Ok(lens)
     };
-    // Room for the ids of `bytes` of text. A piece of n bytes encodes to at most n ids (and a
-    // special, counted as 16 bytes, to one). A buffer reserves what the last batch's ratio says
-    // (the upper bound at first, see `Encoder::output_estimate`), so it is rarely regrown: a
-    // regrowth copied it into fresh 4 KiB pages (GPT-2 code on one thread, 9.5M ids from 20 MB,
-    // spent a fifth of its time in that copy and its page faults; with 2 threads and 1 MiB
-    // units the estimate gave code ~+5%, multilingual ~+10%). Only pages written are touched.
-    // Past 256 MB of text, or where the system refuses the room, it starts at a third and
-    // regrows.
+    // Room for the ids of `bytes` of text (a piece of n bytes makes at most n ids, a special
+    // counted as 16 bytes one): what the last batch's ratio says (`Encoder::output_estimate`),
+    // so a buffer is rarely regrown into fresh pages; only pages written are touched. Past
+    // 256 MB of text, or where the system refuses the room, it starts at a third and regrows.
     let room = |bytes: usize| if bytes > UPPER_BOUND_MAX { bytes / 3 + 16 } else { enc.output_estimate(bytes) };
     // The batch's output, a recycled buffer (see `outbuf`). The first units are encoded straight
     // into it (all of them on one thread; with a pool, the first thread's stretch), so only the
@@ -153,20 +172,7 @@ pub fn encode_docs(
             (1, vec![(Vec::new(), lens)])
         }
         Some(pool) => {
-            let mut units = Vec::new();
-            let mut start = 0;
-            let mut acc = 0;
-            for (i, (_, it)) in items.iter().enumerate() {
-                acc += item_bytes(it);
-                if acc >= unit {
-                    units.push(start..i + 1);
-                    start = i + 1;
-                    acc = 0;
-                }
-            }
-            if start < items.len() {
-                units.push(start..items.len());
-            }
+            let units = units(&items, unit);
             let unit_bytes = |r: &std::ops::Range<usize>| items[r.clone()].iter().map(|(_, it)| item_bytes(it)).sum::<usize>();
             let own = |range: std::ops::Range<usize>, hint: usize| -> Result<UnitOut, String> {
                 let bytes = unit_bytes(&range);

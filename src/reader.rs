@@ -22,7 +22,8 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::thread::JoinHandle;
 use std::sync::Arc;
 
 use crate::specials::{SpecialSet, Specials};
@@ -114,30 +115,7 @@ pub fn read_corpus(
     let cuts = if after_special { opt.specials.automaton(opt.allowed) } else { None };
 
     let read_bytes = Arc::new(AtomicU64::new(0));
-    let raw = CountingReader { inner: file, n: read_bytes.clone() };
-    let (tx, rx) = sync_channel::<std::io::Result<Vec<u8>>>(2);
-    let reader_thread = std::thread::spawn(move || {
-        let mut reader: Box<dyn Read> = if gz {
-            Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, raw)))
-        } else {
-            Box::new(raw)
-        };
-        loop {
-            let mut block = Vec::with_capacity(BLOCK_BYTES);
-            match reader.by_ref().take(BLOCK_BYTES as u64).read_to_end(&mut block) {
-                Ok(0) => break,
-                Ok(_) => {
-                    if tx.send(Ok(block)).is_err() {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    break;
-                }
-            }
-        }
-    });
+    let (rx, reader_thread) = spawn_reader(CountingReader { inner: file, n: read_bytes.clone() }, gz);
 
     let mut carry: Vec<u8> = Vec::new();
     let mut offset: u64 = 0; // decoded-byte offset of carry[0] in the file
@@ -196,6 +174,34 @@ pub fn read_corpus(
     drop(rx);
     let _ = reader_thread.join();
     result
+}
+
+/// A thread that reads (and gunzips) [`BLOCK_BYTES`] at a time into a channel of two blocks.
+fn spawn_reader(raw: CountingReader, gz: bool) -> (Receiver<std::io::Result<Vec<u8>>>, JoinHandle<()>) {
+    let (tx, rx) = sync_channel::<std::io::Result<Vec<u8>>>(2);
+    let handle = std::thread::spawn(move || {
+        let mut reader: Box<dyn Read> = if gz {
+            Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, raw)))
+        } else {
+            Box::new(raw)
+        };
+        loop {
+            let mut block = Vec::with_capacity(BLOCK_BYTES);
+            match reader.by_ref().take(BLOCK_BYTES as u64).read_to_end(&mut block) {
+                Ok(0) => break,
+                Ok(_) => {
+                    if tx.send(Ok(block)).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    break;
+                }
+            }
+        }
+    });
+    (rx, handle)
 }
 
 /// Parses complete JSON lines into `docs`. Returns the number of lines.
