@@ -166,14 +166,15 @@ impl Encoder {
     #[pyo3(signature = (vocab, merges, special_tokens, pattern, cache_bytes=encode::DEFAULT_CACHE_BYTES))]
     fn new(
         py: Python<'_>,
-        vocab: std::collections::HashMap<u32, Vec<u8>>,
-        merges: Option<Vec<(Vec<u8>, Vec<u8>)>>,
+        vocab: std::collections::HashMap<u32, Bound<'_, PyBytes>>,
+        merges: Option<Vec<(Bound<'_, PyBytes>, Bound<'_, PyBytes>)>>,
         special_tokens: std::collections::HashMap<String, u32>,
         pattern: &str,
         cache_bytes: usize,
     ) -> PyResult<Self> {
-        let vocab: Vec<(u32, Box<[u8]>)> = vocab.into_iter().map(|(k, v)| (k, v.into_boxed_slice())).collect();
-        let merges = merges.map(|m| encode::Merges::Bytes(m.into_iter().map(|(a, b)| (a.into(), b.into())).collect()));
+        // (Bytes objects, copied as slices: extracting a `Vec<u8>` walks them element by element.)
+        let vocab: Vec<(u32, Box<[u8]>)> = vocab.into_iter().map(|(k, v)| (k, v.as_bytes().into())).collect();
+        let merges = merges.map(|m| encode::Merges::Bytes(m.iter().map(|(a, b)| (a.as_bytes().into(), b.as_bytes().into())).collect()));
         let specials: Vec<(String, u32)> = special_tokens.into_iter().collect();
         let inner = py
             .allow_threads(|| encode::Encoder::new(vocab, merges, specials, pattern, cache_bytes))

@@ -375,24 +375,29 @@ impl Encoder {
             if i == q.len() {
                 break;
             }
-            let p = &q[i];
-            slow += 1;
-            if p.key != NOT_SHORT {
-                if let Some(v) = cache.short.get_from(&p.key, p.e / ENTRY_BYTES) {
-                    // (An arena result that did not fit the room.)
-                    cache.emit(v, out);
-                    slow -= 1;
-                } else {
-                    let e = p.s + (p.key >> 120) as usize;
-                    self.encode_miss(cache, &b[p.s..e], out);
-                }
-            } else {
-                // (Counts its own hits.)
-                self.encode_piece(cache, &b[p.s..p.e], out);
-            }
+            slow += self.drain_slow(cache, b, &q[i], out) as u64;
             i += 1;
         }
         cache.hits += q.len() as u64 - slow;
     }
 
+    /// The one piece that left the drain's fast loop: a miss, a piece that is not short, or an
+    /// arena result with no room left. Out of line, so the fast loop keeps its registers.
+    /// Returns whether it counts as a slow piece (not a hit of the short table).
+    #[inline(never)]
+    fn drain_slow(&self, cache: &mut WordCache, b: &[u8], p: &Queued, out: &mut Vec<u32>) -> bool {
+        if p.key == NOT_SHORT {
+            // (Counts its own hits.)
+            self.encode_piece(cache, &b[p.s..p.e], out);
+            return true;
+        }
+        if let Some(v) = cache.short.get_from(&p.key, p.e / ENTRY_BYTES) {
+            // (An arena result that did not fit the room.)
+            cache.emit(v, out);
+            return false;
+        }
+        let e = p.s + (p.key >> 120) as usize;
+        self.encode_miss(cache, &b[p.s..e], out);
+        true
+    }
 }
