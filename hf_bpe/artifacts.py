@@ -12,6 +12,7 @@ from pathlib import Path
 
 from hf_bpe import _core
 from hf_bpe.alphabet import token_to_str
+from hf_bpe.regex_forms import for_oniguruma
 
 __all__ = ["ARTIFACTS", "folder_files", "tokenizer_json", "tokenizer_config", "write_folder"]
 
@@ -41,7 +42,8 @@ def _pre_tokenizer_json(pattern: str) -> dict:
     return {
         "type": "Sequence",
         "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": source}, "behavior": "Isolated", "invert": False},
+            # Written so that Oniguruma (tokenizers' engine) splits exactly as we do.
+            {"type": "Split", "pattern": {"Regex": for_oniguruma(source)}, "behavior": "Isolated", "invert": False},
             dict(byte_level, use_regex=False),
         ],
     }

@@ -15,12 +15,14 @@ from __future__ import annotations
 import base64
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from hf_bpe import _core
 from hf_bpe.alphabet import bytes_to_unicode, str_to_token, token_to_str
 from hf_bpe.artifacts import ARTIFACTS, folder_files, tokenizer_config, tokenizer_json, write_folder
+from hf_bpe.regex_forms import for_oniguruma
 
 __all__ = [
     "FormatError",
@@ -71,7 +73,8 @@ class Tables(NamedTuple):
 def pattern_name(pattern: str) -> str:
     """``"gpt2"``, ``"cl100k"`` or ``"o200k"`` if ``pattern`` is that name or its regex, else ``pattern``."""
     for name in ("gpt2", "cl100k", "o200k"):
-        if pattern == name or pattern == _core.pattern_source(name):
+        source = _core.pattern_source(name)
+        if pattern in (name, source, for_oniguruma(source)):
             return name
     return pattern
 
@@ -135,10 +138,12 @@ def _read_gpt2(vp: Path, mp: Path, tj: Path | None, declared: list[str]) -> Tabl
     """``vocab.json`` + ``merges.txt``; a ``tokenizer.json`` beside them gives the pattern and
     which added tokens are special."""
     pattern = "gpt2"
+    added: list[str] = []
     if tj is not None:
         raw = _load_json(tj)
         if isinstance(raw, dict):
             declared = declared + _marked_special(raw)
+            added = _added(raw)
             pattern = _pattern_from_pre_tokenizer(raw.get("pre_tokenizer"), tj)
     vocab = _parse_vocab(_load_json(vp), vp)
     lines = _read_text(mp).split("\n")
@@ -148,7 +153,7 @@ def _read_gpt2(vp: Path, mp: Path, tj: Path | None, declared: list[str]) -> Tabl
             raise FormatError(f"{mp}: line 1: unknown header {lines[0]!r} (expected '#version: 0.2')")
         numbered = numbered[1:]
     numbered = [(n, line[:-1] if line.endswith("\r") else line) for n, line in numbered]
-    return _to_tables(vocab, _parse_merges(numbered, vocab, mp), declared, pattern, mp)
+    return _to_tables(vocab, _parse_merges(numbered, vocab, mp), declared, added, pattern, mp)
 
 
 def _read_tokenizer_json(p: Path, declared: list[str]) -> Tables:
@@ -173,7 +178,7 @@ def _read_tokenizer_json(p: Path, declared: list[str]) -> Tables:
         if isinstance(t, dict) and t.get("content") not in vocab:
             vocab[t["content"]] = t["id"]
     pattern = _pattern_from_pre_tokenizer(raw.get("pre_tokenizer"), p)
-    return _to_tables(vocab, merges, declared + _marked_special(raw), pattern, p)
+    return _to_tables(vocab, merges, declared + _marked_special(raw), _added(raw), pattern, p)
 
 
 def _read_tiktoken_encoding(p: Path, declared: list[str]) -> Tables:
@@ -200,22 +205,39 @@ def _marked_special(raw: dict) -> list[str]:
             if isinstance(t, dict) and t.get("special") and "content" in t]
 
 
-def _to_tables(vocab: dict[str, int], merges: list[tuple[str, str]], declared: Iterable[str], pattern: str,
-               path: Path) -> Tables:
-    """Turns string tables into byte tables. A vocabulary entry is a special (added) token if it is
-    declared as one, if it is not spelled in the byte alphabet, or if it is longer than one byte
-    yet no merge makes it (a consistent BPE vocabulary reaches every ordinary token by merges)."""
+def _added(raw: dict) -> list[str]:
+    """Every ``added_tokens`` entry of a ``tokenizer.json`` (special or not)."""
+    return [t["content"] for t in raw.get("added_tokens") or [] if isinstance(t, dict) and "content" in t]
+
+
+def _to_tables(vocab: dict[str, int], merges: list[tuple[str, str]], declared: Iterable[str], added: Iterable[str],
+               pattern: str, path: Path) -> Tables:
+    """Turns string tables into byte tables. A vocabulary entry is a special token if it is
+    declared as one, if it is not spelled in the byte alphabet, or if it is an added token that no
+    merge makes (matched before the model, as ``tokenizers`` does). Any other entry no merge makes
+    is an ordinary token that encoding never produces (as in ``tokenizers``); loading warns with
+    their count, since a truncated ``merges.txt`` is the usual cause."""
     made = {a + b for a, b in merges}
-    declared = set(declared)
+    declared, added = set(declared), set(added)
     specials: dict[str, int] = {}
     out: dict[int, bytes] = {}
+    unreachable: list[str] = []
     for s, i in vocab.items():
         b = None if s in declared else str_to_token(s)
-        if b is None or (len(b) > 1 and s not in made):
+        if b is not None and len(b) > 1 and s not in made:
+            if s in added:
+                b = None
+            else:
+                unreachable.append(s)
+        if b is None:
             specials[s] = i
             out[i] = s.encode("utf-8")
         else:
             out[i] = b
+    if unreachable:
+        warnings.warn(f"{path}: {len(unreachable)} vocabulary entries are made by no merge (e.g. {unreachable[0]!r}); "
+                      "they are ordinary tokens that encoding never produces (is the merges list cut short?)",
+                      stacklevel=4)
     for a, b in merges:
         if a in specials or b in specials:
             raise FormatError(f"{path}: merge {a} {b} uses the special token {(a if a in specials else b)!r}")

@@ -258,8 +258,10 @@ def test_lone_surrogate_rejected(name):
 def test_custom_lookaround_pattern():
     pat = r"\w+(?=!)|(?<=!)\s+\w+|\S"
     text = "hey! you there!! ok"
-    assert _core.pretokenize(pat, text) == regex.findall(pat, text)
-    assert _core.pretokenize(pat, text) == ["hey", "!", " you", "there", "!", "!", " ok"]
+    # The matches are the regex's; the text between them (the space the pattern does not match)
+    # is a piece of its own, as tokenizers' Split(behavior="isolated") keeps it.
+    assert [p for p in _core.pretokenize(pat, text) if p != " "] == regex.findall(pat, text)
+    assert _core.pretokenize(pat, text) == ["hey", "!", " you", " ", "there", "!", "!", " ok"]
 
 
 def test_bad_pattern_raises_value_error():

@@ -66,8 +66,14 @@ def test_explicit_companion_files_as_transformers_passes_them(small, saved, tmp_
     tables = formats.read(d / "v.json", merges_file=d / "m.txt", tokenizer_file=saved / "tokenizer.json")
     assert BPE.from_tables(tables) == small
     pytest.importorskip("transformers")
-    tok = hf_bpe.BPETokenizer(vocab_file=str(d / "v.json"), merges_file=str(d / "m.txt"))
+    tok = hf_bpe.BPETokenizer(vocab_file=str(d / "v.json"), merges_file=str(d / "m.txt"),
+                              tokenizer_file=str(saved / "tokenizer.json"))
     assert tok.bpe == small
+    # Without the tokenizer.json nothing says which entries are special: like tokenizers, the
+    # entries no merge builds are ordinary tokens, and loading says so.
+    with pytest.warns(UserWarning, match="made by no merge"):
+        bare = hf_bpe.BPETokenizer(vocab_file=str(d / "v.json"), merges_file=str(d / "m.txt"))
+    assert bare.bpe.special_tokens == {} and bare.bpe.vocab == small.vocab
 
 
 def test_only_added_tokens_marked_special_are_special(small, saved, tmp_path):

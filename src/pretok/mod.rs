@@ -216,7 +216,8 @@ impl Pattern {
     }
 
     /// Calls `f(start, end)` with the byte range of each piece of `text`, in order.
-    /// The pieces tile `text` exactly for the built-in patterns; a custom regex may skip text.
+    /// The pieces tile `text` exactly: with a custom regex, the text between two matches is a
+    /// piece too.
     pub fn for_each_piece(&self, text: &str, mut f: impl PieceSink) -> Result<(), String> {
         let re: &Regex = match self {
             Pattern::Custom { regex, .. } => regex,
@@ -251,11 +252,22 @@ impl Pattern {
                 return Ok(());
             }
         };
+        // The text between matches is a piece of its own, and an empty match cuts the text
+        // where it stands (as `tokenizers`' Split with `behavior="isolated"`, which is what a
+        // saved tokenizer.json says), so nothing is lost.
+        let mut last = 0;
         for m in re.find_iter(text) {
             let m = m.map_err(|e| format!("pattern failed while matching: {e}"))?;
+            if m.start() > last {
+                f.piece(last, m.start());
+            }
             if m.end() > m.start() {
                 f.piece(m.start(), m.end());
             }
+            last = m.end();
+        }
+        if last < text.len() {
+            f.piece(last, text.len());
         }
         Ok(())
     }

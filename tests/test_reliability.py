@@ -1,0 +1,107 @@
+"""Regression tests of the defects found by the adversarial run (issue 12), each against the real
+peers where there is one."""
+from __future__ import annotations
+
+import shutil
+import warnings
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hf_bpe
+from hf_bpe import _core
+
+tokenizers = pytest.importorskip("tokenizers")
+from tokenizers import Regex, Tokenizer, pre_tokenizers  # noqa: E402
+
+CUSTOM = [r"\p{L}+", "a*", r"\d+|[a-z]+", r"(?<=a)b", r" ?\w+", r"\b", "x?", r"[A-Z][a-z]*|\d{2}"]
+text_st = st.lists(st.sampled_from(list("ab xyzAB12,!\n\té") + ["ab", "  ", "日本"]), max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=st.sampled_from(CUSTOM), text=text_st)
+def test_a_custom_regex_splits_like_tokenizers_isolated_split_and_keeps_all_text(pattern, text):
+    # Text between matches is a piece of its own and an empty match cuts where it stands, as the
+    # Split(behavior="isolated") we write into tokenizer.json.
+    theirs = [s for s, _ in pre_tokenizers.Split(Regex(pattern), "isolated").pre_tokenize_str(text)]
+    assert _core.pretokenize(pattern, text) == theirs
+    assert "".join(_core.pretokenize(pattern, text)) == text
+
+
+def test_a_custom_regex_vocabulary_gives_back_its_text_and_matches_tokenizers(tmp_path):
+    bpe = hf_bpe.train(["the cat sat"] * 5, vocab_size=300, pattern=r"\p{L}+", progress=False)
+    for text in ["a b, c!", "the cat sat on the mat.", "  x\n"]:
+        assert bpe.decode(bpe.encode(text)) == text
+    bpe.save(tmp_path / "t")
+    tok = Tokenizer.from_file(str(tmp_path / "t" / "tokenizer.json"))
+    for text in ["a b, c!", "the cat sat on the mat.", "cats and hats"]:
+        assert bpe.encode(text) == tok.encode(text).ids
+    star = hf_bpe.train(["the cat"] * 5, vocab_size=260, pattern="a*", progress=False)
+    assert star.decode(star.encode("the cat")) == "the cat"
+
+
+@pytest.fixture(scope="module")
+def cl100k():
+    from conftest import shared_data
+
+    path = shared_data() / "tiktoken" / "cl100k_base.tiktoken"
+    if not path.exists():
+        pytest.skip(f"{path} is missing")
+    return hf_bpe.BPE.from_tiktoken(path, pattern="cl100k", special_tokens={"<|endoftext|>": 100257})
+
+
+def test_a_saved_cl100k_tokenizer_splits_numbers_alike_in_tokenizers(cl100k, tmp_path):
+    cl100k.save(tmp_path / "cl")
+    tok = Tokenizer.from_file(str(tmp_path / "cl" / "tokenizer.json"))
+    texts = ["1948", "12345678 x 1234567", "a 99999 b", "3.14159265358979", "tel. 0049 30 123456789"]
+    for t in texts:
+        assert cl100k.encode(t) == tok.encode(t).ids, t
+    # And it loads back as the built-in pattern (the fast scanner), not as a custom regex.
+    assert hf_bpe.BPE.load(tmp_path / "cl").pattern == "cl100k"
+
+
+def test_a_trained_cl100k_vocabulary_agrees_with_tokenizers_on_digit_runs(tmp_path):
+    texts = [f"in {y} there were {n} people, {n * 7} cats" for y, n in zip(range(1900, 2000), range(1000, 100000, 997))]
+    bpe = hf_bpe.train(texts * 3, vocab_size=400, pattern="cl100k", progress=False)
+    bpe.save(tmp_path / "t")
+    tok = Tokenizer.from_file(str(tmp_path / "t" / "tokenizer.json"))
+    for t in texts[::7] + ["123456789012", "x1234y"]:
+        assert bpe.encode(t) == tok.encode(t).ids, t
+
+
+@pytest.mark.parametrize("src, want", [
+    (r"\p{N}{1,3}+", r"(?>\p{N}{1,3})"),
+    (r"a{2}+b", r"(?>a{2})b"),
+    (r"(?:x{1,}+)+", r"(?:(?>x{1,}))+"),
+    (r"[a{]{1,2}+|\d++", r"(?>[a{]{1,2})|\d++"),
+    (r"a{1,3}|b+", r"a{1,3}|b+"),
+    (r"\{1,3}+", r"\{1,3}+"),
+])
+def test_possessive_bounded_repeats_are_written_as_atomic_groups(src, want):
+    from hf_bpe.regex_forms import for_oniguruma
+
+    assert for_oniguruma(src) == want
+
+
+def test_vocabulary_entries_no_merge_builds_are_ordinary_tokens(gpt2_dir, tmp_path):
+    # A merges.txt cut in half: the entries it no longer builds stay ordinary tokens, which
+    # encoding never produces (as in tokenizers), and loading warns with their count.
+    d = tmp_path / "half"
+    d.mkdir()
+    shutil.copy(gpt2_dir / "vocab.json", d / "vocab.json")
+    lines = (gpt2_dir / "merges.txt").read_text(encoding="utf-8").split("\n")
+    (d / "merges.txt").write_text("\n".join(lines[: len(lines) // 2]) + "\n", encoding="utf-8")
+    with pytest.warns(UserWarning, match=r"merges\.txt: \d+ vocabulary entries are made by no merge"):
+        bpe = hf_bpe.BPE.load(d)
+    assert bpe.special_tokens == {}
+    from tokenizers import models
+
+    tok = Tokenizer(models.BPE.from_file(str(d / "vocab.json"), str(d / "merges.txt")))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    for t in ["School design", "the quick brown fox", "Zebra stripes 2024"]:
+        assert bpe.encode(t) == tok.encode(t).ids
+    # The full folder (with its tokenizer.json) has no such entries and warns about nothing.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert hf_bpe.BPE.load(gpt2_dir).special_tokens == {"<|endoftext|>": 50256}
