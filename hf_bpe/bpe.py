@@ -175,7 +175,7 @@ class BPE:
     def encode_batch(self, texts: Sequence[str], num_threads: int | None = None,
                      allowed_special: AllowedSpecial = (), disallowed_special: AllowedSpecial = "all") -> list[list[int]]:
         """Encodes many texts on all cores (GIL released)."""
-        return self._encoder().encode_batch(list(texts), _specials_arg(allowed_special),
+        return self._encoder().encode_batch(_texts_arg(texts), _specials_arg(allowed_special),
                                             _specials_arg(disallowed_special), num_threads)
 
     def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None,
@@ -183,7 +183,7 @@ class BPE:
                           ) -> tuple[np.ndarray, np.ndarray]:
         """Encodes many texts into one flat ``uint32`` array plus ``int64`` offsets (``len(texts)+1``):
         the ids of text ``i`` are ``ids[offsets[i]:offsets[i+1]]``."""
-        return self._encoder().encode_batch_flat(list(texts), _specials_arg(allowed_special),
+        return self._encoder().encode_batch_flat(_texts_arg(texts), _specials_arg(allowed_special),
                                                  _specials_arg(disallowed_special), num_threads)
 
     def encode_with_offsets(self, text: str, allowed_special: AllowedSpecial = (),
@@ -236,10 +236,20 @@ class BPE:
 
 
 def _ids_arg(ids: Iterable[int]) -> list[int]:
+    if isinstance(ids, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"expected a sequence of token ids, got {type(ids).__name__}")
     np = sys.modules.get("numpy")  # an ndarray can only exist if numpy is loaded
     if np is not None and isinstance(ids, np.ndarray):
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"expected integer token ids, got an array of {ids.dtype}")
         return ids.astype(np.int64, copy=False).tolist()
     return list(ids)
+
+
+def _texts_arg(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"expected a list of str, got a single {type(texts).__name__}: wrap it in a list")
+    return texts if isinstance(texts, list) else list(texts)
 
 
 def _specials_arg(s: AllowedSpecial) -> str | list[str]:

@@ -23,6 +23,9 @@ __all__ = ["train", "train_files", "count_words"]
 
 TieBreak = Literal["lexicographic", "hf"]
 
+# Token ids are 32-bit; far below that, a vocabulary this large is already unheard of.
+MAX_VOCAB_SIZE = 1 << 24
+
 # Documents are handed to the core in batches of about this many characters: big enough to keep
 # every core busy, small enough to keep memory flat when streaming a generator.
 _BATCH_CHARS = 8 << 20
@@ -39,7 +42,11 @@ def _check_options(vocab_size: int, special_tokens: Sequence[str], tie_break: st
     dup = {s for s in specials if specials.count(s) > 1}
     if dup:
         raise ValueError(f"special token {sorted(dup)[0]!r} is listed twice")
-    if not isinstance(vocab_size, int) or vocab_size < 256 + len(specials):
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
+        raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__} ({vocab_size!r})")
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(f"vocab_size={vocab_size} is above the largest vocabulary hf_bpe trains, {MAX_VOCAB_SIZE:,}")
+    if vocab_size < 256 + len(specials):
         raise ValueError(f"vocab_size={vocab_size!r} is below 256 byte tokens + {len(specials)} special tokens "
                          f"= {256 + len(specials)}")
     if tie_break not in ("lexicographic", "hf"):

@@ -105,3 +105,43 @@ def test_vocabulary_entries_no_merge_builds_are_ordinary_tokens(gpt2_dir, tmp_pa
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert hf_bpe.BPE.load(gpt2_dir).special_tokens == {"<|endoftext|>": 50256}
+
+
+def test_one_sparse_id_is_refused_with_a_clear_error_instead_of_gigabytes():
+    vocab = {i: bytes([i]) for i in range(256)}
+    with pytest.raises(ValueError, match=r"token ids go up to 268435454, far beyond the 257 tokens given; ids must be dense"):
+        _core.Encoder(vocab, [], {"<|x|>": (1 << 28) - 2}, "gpt2")
+    # cl100k's holes (a few ids between specials) stay fine.
+    assert _core.Encoder(vocab, [], {"<|x|>": 4000}, "gpt2").n_vocab == 4001
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda b: b.encode_batch("hello"), TypeError, "single str"),
+    (lambda b: b.encode_batch_flat("hello"), TypeError, "single str"),
+    (lambda b: b.decode(b"hi"), TypeError, "sequence of token ids, got bytes"),
+    (lambda b: b.decode("hi"), TypeError, "sequence of token ids, got str"),
+    (lambda b: b.decode([104.0]), ValueError, "not a valid id"),
+    (lambda b: b.encode_batch(["a"], num_threads=-1), ValueError, "num_threads=-1 must be 0 or more"),
+    (lambda b: b.encode_batch(["a"], num_threads=10**6), ValueError, "is more than 1024 threads"),
+])
+def test_bad_arguments_are_refused_naming_the_argument(call, exc, match):
+    bpe = hf_bpe.train(["the cat sat on the mat"] * 5, vocab_size=270, progress=False)
+    with pytest.raises(exc, match=match):
+        call(bpe)
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    ({"vocab_size": 1000.0}, TypeError, "vocab_size must be an int, not float"),
+    ({"vocab_size": True}, TypeError, "vocab_size must be an int, not bool"),
+    ({"vocab_size": 2**64}, ValueError, "above the largest vocabulary"),
+    ({"num_threads": -1}, ValueError, "num_threads=-1 must be 0 or more"),
+])
+def test_bad_training_options_are_refused(kw, exc, match):
+    with pytest.raises(exc, match=match):
+        hf_bpe.train(["the cat"] * 3, **{"vocab_size": 300, "progress": False, **kw})
+
+
+def test_a_lone_surrogate_is_repaired_in_training_as_in_encoding():
+    text = "ab\ud800cd ab"
+    bpe = hf_bpe.train([text] * 5, vocab_size=270, progress=False)
+    assert bpe.decode(bpe.encode(text)) == "ab\ufffdcd ab"

@@ -42,7 +42,7 @@ fn ids_array(py: Python<'_>, ids: Vec<u32>) -> PyResult<Bound<'_, PyArray1<u32>>
 
 /// Borrows `text` as UTF-8. A str with lone surrogates (not encodable as UTF-8) is repaired
 /// the way tiktoken does: each surrogate becomes U+FFFD.
-fn text_of<'a>(ob: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a, str>> {
+pub(super) fn text_of<'a>(ob: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a, str>> {
     let s = ob
         .downcast::<PyString>()
         .map_err(|_| pyo3::exceptions::PyTypeError::new_err(format!("expected str, got {}", ob.get_type().name().map(|n| n.to_string()).unwrap_or_default())))?;
@@ -59,14 +59,14 @@ fn text_of<'a>(ob: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a, str>> 
 
 /// Holds a reference to every text of a batch so their UTF-8 can be borrowed without copies
 /// while the GIL is released (CPython str objects are immutable).
-fn texts_of<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+pub(super) fn texts_of<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
     if ob.is_instance_of::<PyString>() {
         return Err(pyo3::exceptions::PyTypeError::new_err("expected a list of str, got a single str"));
     }
     ob.try_iter()?.collect()
 }
 
-fn strs_of<'a>(held: &'a [Bound<'_, PyAny>]) -> PyResult<Vec<std::borrow::Cow<'a, str>>> {
+pub(super) fn strs_of<'a>(held: &'a [Bound<'_, PyAny>]) -> PyResult<Vec<std::borrow::Cow<'a, str>>> {
     held.iter().map(|t| text_of(t)).collect()
 }
 
@@ -150,7 +150,7 @@ fn flat_of(
     texts: &[std::borrow::Cow<'_, str>],
     allowed: &SpecialSet,
     disallowed: &Option<SpecialSet>,
-    num_threads: Option<usize>,
+    num_threads: Option<isize>,
 ) -> PyResult<batch::Flat> {
     let n = threads(num_threads)?;
     py.allow_threads(|| {
@@ -228,7 +228,7 @@ impl Encoder {
         texts: &Bound<'py, PyAny>,
         allowed_special: Option<&Bound<'_, PyAny>>,
         disallowed_special: Option<&Bound<'_, PyAny>>,
-        num_threads: Option<usize>,
+        num_threads: Option<isize>,
     ) -> PyResult<Bound<'py, PyList>> {
         let allowed = allowed_of(allowed_special)?;
         let disallowed = disallowed_of(disallowed_special)?;
@@ -248,7 +248,7 @@ impl Encoder {
 
     /// Like `encode_ordinary` for each text.
     #[pyo3(signature = (texts, num_threads=None))]
-    fn encode_ordinary_batch<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, num_threads: Option<usize>) -> PyResult<Bound<'py, PyList>> {
+    fn encode_ordinary_batch<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, num_threads: Option<isize>) -> PyResult<Bound<'py, PyList>> {
         let none = PyTuple::empty(py);
         self.encode_batch(py, texts, None, Some(none.as_any()), num_threads)
     }
@@ -263,7 +263,7 @@ impl Encoder {
         texts: &Bound<'py, PyAny>,
         allowed_special: Option<&Bound<'_, PyAny>>,
         disallowed_special: Option<&Bound<'_, PyAny>>,
-        num_threads: Option<usize>,
+        num_threads: Option<isize>,
     ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
         let allowed = allowed_of(allowed_special)?;
         let disallowed = disallowed_of(disallowed_special)?;
@@ -314,7 +314,7 @@ impl Encoder {
         separator: Option<&str>,
         text_field: &str,
         errors: &str,
-        num_threads: Option<usize>,
+        num_threads: Option<isize>,
         progress: Option<PyObject>,
     ) -> PyResult<(u64, u64)> {
         let allowed = match allowed_special {

@@ -19,8 +19,11 @@ pub(crate) fn value_error(e: String) -> PyErr {
 
 /// A `num_threads` argument: None or 0 for the default (RAYON_NUM_THREADS or all cores); an
 /// absurd count is refused at once.
-pub(crate) fn threads(n: Option<usize>) -> PyResult<usize> {
-    crate::pool::check_threads(n.unwrap_or(0)).map_err(value_error)
+pub(crate) fn threads(n: Option<isize>) -> PyResult<usize> {
+    match n {
+        Some(k) if k < 0 => Err(value_error(format!("num_threads={k} must be 0 or more (0 or None: all cores)"))),
+        n => crate::pool::check_threads(n.unwrap_or(0) as usize).map_err(value_error),
+    }
 }
 
 /// Runs `f` without the GIL, giving it a progress callback that calls the Python `progress`

@@ -18,16 +18,19 @@ pub struct WordCounter {
 impl WordCounter {
     #[new]
     #[pyo3(signature = (pattern="gpt2", special_tokens=Vec::new(), num_threads=None))]
-    fn new(pattern: &str, special_tokens: Vec<String>, num_threads: Option<usize>) -> PyResult<Self> {
+    fn new(pattern: &str, special_tokens: Vec<String>, num_threads: Option<isize>) -> PyResult<Self> {
         let p = Pattern::from_spec(pattern).map_err(value_error)?;
         Ok(WordCounter { inner: Counter::new(p, special_tokens, threads(num_threads)?).map_err(value_error)? })
     }
 
     /// Counts a batch of documents (each split on special tokens, then pre-tokenized).
-    fn add_texts(&mut self, py: Python<'_>, texts: Vec<String>) -> PyResult<()> {
+    /// Texts are borrowed as UTF-8; a lone surrogate becomes U+FFFD, as in `encode`.
+    fn add_texts(&mut self, py: Python<'_>, texts: &Bound<'_, PyAny>) -> PyResult<()> {
+        let held = super::encoder::texts_of(texts)?;
+        let texts = super::encoder::strs_of(&held)?;
         let inner = &mut self.inner;
         py.allow_threads(|| {
-            let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
+            let refs: Vec<&str> = texts.iter().map(|s| s.as_ref()).collect();
             no_panic(|| inner.add_texts(&refs))
         })
         .map_err(value_error)

@@ -10,6 +10,14 @@ use rustc_hash::FxHashMap;
 
 use crate::specials::Specials;
 
+/// Ids beyond the tokens' count that a vocabulary may leave unused (holes such as cl100k's).
+pub const SPARE_IDS: u64 = 1 << 20;
+
+/// The first id refused for a vocabulary of `tokens` tokens.
+pub fn max_id_for(tokens: usize) -> u64 {
+    4 * tokens as u64 + SPARE_IDS
+}
+
 /// Merges as given to the encoder: pairs of token ids, or pairs of token bytes.
 pub enum Merges {
     Ids(Vec<(u32, u32)>),
@@ -39,9 +47,14 @@ impl Tables {
         if max_id == u32::MAX {
             return Err(format!("token id {} is too large", u32::MAX));
         }
-        // Ids index dense tables; refuse absurdly sparse ones instead of allocating gigabytes.
-        if max_id as usize >= (1 << 28) && max_id as usize >= 16 * given {
-            return Err(format!("token ids go up to {max_id}, far beyond the {given} tokens given; ids must be dense"));
+        // Ids index dense tables (9 bytes per id): refuse sparse ones instead of allocating
+        // gigabytes for one stray id.
+        if max_id as u64 >= max_id_for(given) {
+            return Err(format!(
+                "token ids go up to {max_id}, far beyond the {given} tokens given; ids must be dense \
+                 (below 4 x tokens + {})",
+                SPARE_IDS
+            ));
         }
         for (s, id) in specials.list() {
             if let Ok(i) = vocab.binary_search_by_key(id, |(v, _)| *v) {
