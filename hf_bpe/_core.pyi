@@ -111,7 +111,8 @@ class Encoder:
     def to_state(self) -> bytes:
         """Deterministic serialized tables (no cache)."""
     @staticmethod
-    def from_state(state: bytes) -> Encoder: ...
+    def from_state(state: bytes, cache_bytes: int | None = None) -> Encoder:
+        """The encoder of ``to_state()``'s bytes; ``cache_bytes`` replaces the saved cache budget."""
 
 
 class IdBuffer:

@@ -13,7 +13,10 @@ from hf_bpe import _core, formats
 if TYPE_CHECKING:  # numpy is imported where it is used: `import hf_bpe` stays light (~16 MiB less RSS)
     import numpy as np
 
-__all__ = ["BPE"]
+__all__ = ["BPE", "DEFAULT_CACHE_BYTES"]
+
+#: The word cache budget of a new tokenizer: 256 MiB for all threads together.
+DEFAULT_CACHE_BYTES = 256 << 20
 
 AllowedSpecial = Literal["all"] | AbstractSet[str] | Collection[str]
 
@@ -32,6 +35,8 @@ class BPE:
         merges: Sequence[tuple[bytes, bytes]] | None,
         special_tokens: dict[str, int] | None = None,
         pattern: str = "gpt2",
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         """Builds a tokenizer from its tables.
 
@@ -47,7 +52,7 @@ class BPE:
             if isinstance(s, str):
                 full.setdefault(i, s.encode())
         byte_merges = None if merges is None else [(bytes(a), bytes(b)) for a, b in merges]
-        self._adopt(_core.Encoder(full, byte_merges, specials, pattern), full, byte_merges)
+        self._adopt(_core.Encoder(full, byte_merges, specials, pattern, _budget(cache_bytes)), full, byte_merges)
 
     def _adopt(self, core: _core.Encoder, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]] | None) -> None:
         # The core holds the tables; the dicts kept here only make the properties fast.
@@ -117,21 +122,24 @@ class BPE:
         return formats.write_folder(path, files)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, special_tokens: Iterable[str] = ()) -> "BPE":
+    def load(cls, path: str | os.PathLike, *, special_tokens: Iterable[str] = (),
+             cache_bytes: int = DEFAULT_CACHE_BYTES) -> "BPE":
         """Loads a folder saved by :meth:`save`, GPT-2's ``vocab.json`` + ``merges.txt`` (a folder,
         or the path of either file), a byte-level BPE ``tokenizer.json``, or a tiktoken encoding's
         ``.tiktoken`` file (``cl100k_base.tiktoken``, ...; see :func:`hf_bpe.formats.read`).
 
         Malformed files raise :class:`hf_bpe.formats.FormatError` naming the file and line.
-        ``special_tokens`` declares extra vocabulary entries as special.
+        ``special_tokens`` declares extra vocabulary entries as special; ``cache_bytes`` bounds the
+        word cache (see :attr:`cache_bytes`).
         """
-        return cls.from_tables(formats.read(path, special_tokens), path)
+        return cls.from_tables(formats.read(path, special_tokens), path, cache_bytes=cache_bytes)
 
     @classmethod
-    def from_tables(cls, tables: formats.Tables, source: str | os.PathLike | None = None) -> "BPE":
+    def from_tables(cls, tables: formats.Tables, source: str | os.PathLike | None = None, *,
+                    cache_bytes: int = DEFAULT_CACHE_BYTES) -> "BPE":
         """A BPE from a reader's tables; tables the core rejects raise ``FormatError`` naming ``source``."""
         try:
-            return cls(*tables)
+            return cls(*tables, cache_bytes=cache_bytes)
         except ValueError as e:
             if source is None:
                 raise
@@ -143,10 +151,23 @@ class BPE:
         path: str | os.PathLike,
         pattern: str = "cl100k",
         special_tokens: dict[str, int] | None = None,
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> "BPE":
         """Loads a tiktoken rank file (``*.tiktoken``): ids equal ranks, merges follow ranks."""
         vocab = {r: t for t, r in formats.read_tiktoken(path).items()}
-        return cls.from_tables(formats.Tables(vocab, None, dict(special_tokens or {}), pattern), path)
+        return cls.from_tables(formats.Tables(vocab, None, dict(special_tokens or {}), pattern), path,
+                               cache_bytes=cache_bytes)
+
+    @property
+    def cache_bytes(self) -> int:
+        """The word cache's memory budget in bytes, all threads together (0 turns caching off).
+        Setting it rebuilds the native encoder with the new budget (the cache starts empty)."""
+        return self._encoder().cache_bytes
+
+    @cache_bytes.setter
+    def cache_bytes(self, value: int) -> None:
+        self._core = _core.Encoder.from_state(self._encoder().to_state(), cache_bytes=_budget(value))
 
     # ---- pickling: the core's deterministic state; never the cache ------------------------
 
@@ -233,6 +254,12 @@ class BPE:
     def clear_cache(self) -> None:
         """Empties the word cache and frees the output buffers kept for reuse."""
         self._encoder().clear_cache()
+
+
+def _budget(value: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"cache_bytes must be a number of bytes (an int >= 0), not {value!r}")
+    return value
 
 
 def _ids_arg(ids: Iterable[int]) -> list[int]:

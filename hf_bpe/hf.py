@@ -75,6 +75,7 @@ class BPETokenizer(PreTrainedTokenizer):
         pad_token: Any = None,
         add_prefix_space: bool = False,
         text_column: str = "text",
+        cache_bytes: int | None = None,
         **kwargs: Any,
     ) -> None:
         if add_prefix_space:
@@ -83,6 +84,8 @@ class BPETokenizer(PreTrainedTokenizer):
             bpe = _read_files(vocab_file, merges_file, tokenizer_file)
         elif not isinstance(bpe, BPE):
             raise TypeError(f"bpe must be an hf_bpe.BPE, got {type(bpe).__name__}")
+        if cache_bytes is not None:  # (from_pretrained passes it through): the encoder's memory bound
+            bpe.cache_bytes = cache_bytes
         self.bpe = bpe  # before super().__init__: it calls get_vocab()
         self.errors = errors
         self.text_column = text_column

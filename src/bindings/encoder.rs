@@ -445,9 +445,11 @@ impl Encoder {
         PyBytes::new(py, &self.inner.to_state())
     }
 
+    /// The encoder of `to_state()`'s bytes; `cache_bytes` replaces the saved cache budget.
     #[staticmethod]
-    fn from_state(py: Python<'_>, state: &[u8]) -> PyResult<Self> {
-        let inner = py.allow_threads(|| encode::Encoder::from_state(state)).map_err(value_error)?;
+    #[pyo3(signature = (state, cache_bytes=None))]
+    fn from_state(py: Python<'_>, state: &[u8], cache_bytes: Option<usize>) -> PyResult<Self> {
+        let inner = py.allow_threads(|| encode::Encoder::from_state_with_budget(state, cache_bytes)).map_err(value_error)?;
         Ok(Encoder { inner: std::sync::Arc::new(inner) })
     }
 
@@ -494,5 +496,5 @@ impl Encoder {
 /// Unpickling entry point for `Encoder` (see `Encoder.__reduce__`).
 #[pyfunction]
 pub fn _encoder_from_state(py: Python<'_>, state: &[u8]) -> PyResult<Encoder> {
-    Encoder::from_state(py, state)
+    Encoder::from_state(py, state, None)
 }

@@ -38,6 +38,11 @@ impl Encoder {
 
     /// The encoder of [`Self::to_state`]'s bytes, checked as [`Encoder::new`] checks its inputs.
     pub fn from_state(b: &[u8]) -> Result<Self, String> {
+        Self::from_state_with_budget(b, None)
+    }
+
+    /// [`Self::from_state`] with another cache budget than the one saved (None keeps it).
+    pub fn from_state_with_budget(b: &[u8], budget: Option<usize>) -> Result<Self, String> {
         let mut r = StateReader { b, p: 0 };
         if r.take(STATE_MAGIC.len())? != STATE_MAGIC {
             return Err("not an hf_bpe Encoder state (bad magic)".into());
@@ -72,7 +77,7 @@ impl Encoder {
         if r.p != b.len() {
             return Err("trailing bytes in Encoder state".into());
         }
-        Encoder::new(vocab, merges.map(Merges::Ids), specials, &pattern, cache_bytes)
+        Encoder::new(vocab, merges.map(Merges::Ids), specials, &pattern, budget.unwrap_or(cache_bytes))
     }
 }
 
