@@ -194,6 +194,8 @@ pub struct Counter {
     pub bytes: u64,
     /// Documents counted so far (files count their lines for JSON lines, else one each).
     pub documents: u64,
+    /// What the reader did with the last file (see `ReadStats`).
+    pub last_read: crate::reader::ReadStats,
 }
 
 impl Counter {
@@ -209,6 +211,7 @@ impl Counter {
             shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
             bytes: 0,
             documents: 0,
+            last_read: Default::default(),
         })
     }
 
@@ -291,7 +294,7 @@ impl Counter {
                 self.add_texts(&refs)
             }
         });
-        r?;
+        self.last_read = r?;
         if !crate::reader::is_jsonl(path) {
             self.documents += 1; // the whole file is one document
         }

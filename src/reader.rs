@@ -26,6 +26,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::thread::JoinHandle;
 use std::sync::Arc;
 
+use crate::pretok::{char_class, L, N, WS};
 use crate::specials::{SpecialSet, Specials};
 
 /// Size of one read from a file. Up to four blocks are alive at once (two queued, one being
@@ -102,7 +103,7 @@ pub fn read_corpus(
     opt: &ReadOptions,
     progress: Progress,
     mut sink: impl FnMut(Block) -> Result<(), String>,
-) -> Result<(), String> {
+) -> Result<ReadStats, String> {
     let file = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
     let gz = {
         let mut head = [0u8; 2];
@@ -118,6 +119,12 @@ pub fn read_corpus(
     let (rx, reader_thread) = spawn_reader(CountingReader { inner: file, n: read_bytes.clone() }, gz);
 
     let mut carry: Vec<u8> = Vec::new();
+    let mut stats = ReadStats::default();
+    // carry[..searched] was searched for a cut already; the search goes on from `MARGIN` bytes
+    // before it (a cut needs a few bytes of context on each side, and no special may straddle),
+    // so each byte is searched about once however long no cut comes.
+    let margin = CUT_CONTEXT + opt.specials.list().iter().map(|(t, _)| t.len()).max().unwrap_or(0);
+    let mut searched = 0usize;
     let mut offset: u64 = 0; // decoded-byte offset of carry[0] in the file
     let mut line: u64 = 1; // line number of carry[0] (JSON lines)
     let mut docs: Vec<String> = Vec::new();
@@ -138,16 +145,27 @@ pub fn read_corpus(
             }
             Err(_) => eof = true,
         }
+        stats.max_carry = stats.max_carry.max(carry.len());
+        let from = if after_special { 0 } else { searched.saturating_sub(margin) };
+        stats.rescanned += (searched - from) as u64;
         let cut = if eof {
             Some(carry.len())
         } else if jsonl {
-            memchr::memrchr(b'\n', &carry).map(|p| p + 1)
+            memchr::memrchr(b'\n', &carry[from..]).map(|p| from + p + 1)
         } else if after_special {
             cuts.as_ref().and_then(|a| a.last_cut(&carry))
         } else {
-            last_safe_cut(&carry, Some(opt.specials))
+            last_safe_cut_from(&carry, Some(opt.specials), from)
         };
-        let Some(cut) = cut else { continue };
+        let Some(cut) = cut else {
+            searched = carry.len();
+            if !progress(read_bytes.load(Ordering::Relaxed)) {
+                result = Err(INTERRUPTED.to_string());
+                break;
+            }
+            continue;
+        };
+        searched = carry.len() - cut;
         let chunk = &carry[..cut];
         let step = if chunk.is_empty() {
             Ok(()) // end of file with nothing left over
@@ -173,8 +191,21 @@ pub fn read_corpus(
     }
     drop(rx);
     let _ = reader_thread.join();
-    result
+    result.map(|()| stats)
 }
+
+/// What the reader did with one file: deterministic for a file and its options, so tests can
+/// check that memory stays flat and the work linear without timing anything.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// The most bytes held at once (a block plus what was carried over from the ones before).
+    pub max_carry: usize,
+    /// Bytes searched for a cut more than once.
+    pub rescanned: u64,
+}
+
+/// Bytes of context a cut rule looks at on each side of the cut (one char each way).
+const CUT_CONTEXT: usize = 8;
 
 /// A thread that reads (and gunzips) [`BLOCK_BYTES`] at a time into a channel of two blocks.
 fn spawn_reader(raw: CountingReader, gz: bool) -> (Receiver<std::io::Result<Vec<u8>>>, JoinHandle<()>) {
@@ -264,42 +295,75 @@ impl Read for CountingReader {
 // Cut rules
 // ---------------------------------------------------------------------------------------------
 
-#[inline]
-fn is_ascii_graphic(b: u8) -> bool {
-    (0x21..=0x7e).contains(&b)
-}
-
 /// Is `p` a place where every built-in pattern ends a piece, whatever comes before or after?
 ///
-/// Two shapes qualify:
-/// * `X '\n' | Y` with X and Y printable ASCII: the `'\n'` is a whitespace run of one, which
-///   every pattern emits alone (or as the tail of a punctuation piece) both mid-text and at the
-///   end of a text, and Y starts a new piece.
+/// Three shapes qualify, in any script (X, Y are the chars next to the `'\n'` or space):
+/// * `X '\n' | Y`, X and Y not whitespace, Y not `'/'`: X's piece ends at X or takes the
+///   `'\n'` with it (a punctuation run's `[\r\n]*` tail), the `'\n'` is otherwise a whitespace
+///   run of one, and no piece starts with a `'\n'` and goes on into Y (o200k's punctuation tail
+///   `[\r\n/]*` would take a `'/'`).
+/// * `X | '\n'`, X a letter or digit: X's letter or digit run ends at X in every pattern (no
+///   contraction or tail follows a run that a `'\n'` ends), and a piece that starts at the
+///   `'\n'` never depends on what came before.
 /// * `a | ' ' b` with a and b ASCII letters: a letter run ends at the space, and the space
 ///   starts the next letter piece in every pattern.
 ///
-/// A special token must not straddle the cut either.
+/// A special token must not straddle the cut either. Bytes that are not valid UTF-8 never
+/// qualify as X or Y. The rule is checked against the scanners on random text of every class
+/// (`cuts_do_not_change_pieces_in_any_script`).
 pub fn safe_cut(b: &[u8], p: usize, specials: Option<&Specials>) -> bool {
     if p < 2 || p + 1 >= b.len() {
         return false;
     }
-    // Not before '/': o200k's ` ?[^\s\p{L}\p{N}]+[\r\n/]*` makes ";\n//" one piece.
-    let ok = (b[p - 1] == b'\n' && is_ascii_graphic(b[p - 2]) && is_ascii_graphic(b[p]) && b[p] != b'/')
+    let ok = (b[p - 1] == b'\n' && b[p] != b'/' && class_before(b, p - 1).is_some_and(|c| c & WS == 0)
+        && class_after(b, p).is_some_and(|c| c & WS == 0))
+        || (b[p] == b'\n' && class_before(b, p).is_some_and(|c| c & (L | N) != 0))
         || (b[p] == b' ' && b[p - 1].is_ascii_alphabetic() && b[p + 1].is_ascii_alphabetic());
     ok && !specials.is_some_and(|s| s.straddles(b, p))
 }
 
+/// The class bits of the char that ends just before `q` (None if `b[..q]` does not end with a
+/// valid UTF-8 char).
+fn class_before(b: &[u8], q: usize) -> Option<u8> {
+    let mut s = q.checked_sub(1)?;
+    while s > 0 && q - s < 4 && b[s] & 0xC0 == 0x80 {
+        s -= 1;
+    }
+    let c = std::str::from_utf8(&b[s..q]).ok()?.chars().next()?;
+    Some(char_class(c))
+}
+
+/// The class bits of the char that starts at `p` (None if there is no valid one).
+fn class_after(b: &[u8], p: usize) -> Option<u8> {
+    let n = match *b.get(p)? {
+        c if c < 0x80 => 1,
+        c if c >= 0xF0 => 4,
+        c if c >= 0xE0 => 3,
+        _ => 2,
+    };
+    let c = std::str::from_utf8(b.get(p..p + n)?).ok()?.chars().next()?;
+    Some(char_class(c))
+}
+
 /// The last safe cut in `b` (see [`safe_cut`]).
 pub fn last_safe_cut(b: &[u8], specials: Option<&Specials>) -> Option<usize> {
+    last_safe_cut_from(b, specials, 0)
+}
+
+/// The last safe cut in `b` at or after `from` (the bytes before were searched already).
+pub fn last_safe_cut_from(b: &[u8], specials: Option<&Specials>, from: usize) -> Option<usize> {
     let mut end = b.len();
-    while let Some(i) = memchr::memrchr(b'\n', &b[..end]) {
+    while let Some(i) = memchr::memrchr(b'\n', &b[from..end]).map(|i| from + i) {
         if safe_cut(b, i + 1, specials) {
             return Some(i + 1);
+        }
+        if i >= from.max(1) && safe_cut(b, i, specials) {
+            return Some(i);
         }
         end = i;
     }
     let mut end = b.len();
-    while let Some(i) = memchr::memrchr(b' ', &b[..end]) {
+    while let Some(i) = memchr::memrchr(b' ', &b[from..end]).map(|i| from + i) {
         if safe_cut(b, i, specials) {
             return Some(i);
         }
@@ -365,6 +429,49 @@ mod tests {
                     assert_eq!(parts, whole, "{spec} cut at {cut}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn cuts_do_not_change_pieces_in_any_script() {
+        // Every class the patterns tell apart, in every script, glued at random.
+        let parts = [
+            "a", "Zebra", "\u{e9}t\u{e9}", "\u{df}", "\u{42f}\u{437}", "\u{65e5}\u{672c}", "\u{30fc}", "\u{1f642}",
+            "\u{301}", "1", "12345", "\u{663}", "!", ".", "/", "//", "'s", "'S", "'ll", " ", "  ", "\n", "\n\n", "\r\n",
+            "\r", "\t", "\u{a0}", "\u{3000}", "\u{2028}", "\u{85}", "-", "\"", "\u{3002}", "{", ";\n//", " x",
+        ];
+        let mut seed = 1u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        let mut cuts = 0;
+        for spec in ["gpt2", "cl100k", "o200k"] {
+            let p = Pattern::from_spec(spec).unwrap();
+            for _ in 0..6000 {
+                let n = 1 + next() % 32;
+                let text: String = (0..n).map(|_| parts[next() % parts.len()]).collect();
+                let whole = pieces(&p, &text);
+                for cut in 0..=text.len() {
+                    if text.is_char_boundary(cut) && safe_cut(text.as_bytes(), cut, None) {
+                        let mut parts = pieces(&p, &text[..cut]);
+                        parts.extend(pieces(&p, &text[cut..]));
+                        assert_eq!(parts, whole, "{spec} cut at {cut} of {text:?}");
+                        cuts += 1;
+                    }
+                }
+            }
+        }
+        assert!(cuts > 8_000, "only {cuts} cuts tried");
+    }
+
+    #[test]
+    fn cuts_come_in_every_script() {
+        // Lines of CJK, Cyrillic and indented code all have cuts (where the old ASCII-only rule
+        // had none), so a file of them is never held whole.
+        for text in ["\u{65e5}\u{672c}\u{8a9e}\u{3002}\n\u{6587}\u{5b57}\n", "\u{41f}\u{440}\u{438}\n\u{432}\u{435}\u{442}\n", "    x = f(y)\n        return z1\n    }\n"] {
+            let big = text.repeat(100);
+            assert!(last_safe_cut(big.as_bytes(), None).is_some_and(|c| c + 64 > big.len()), "{text:?}");
         }
     }
 

@@ -166,3 +166,62 @@ def test_the_cache_budget_is_a_public_knob(tmp_path, gpt2_dir):
     bpe.save(tmp_path / "t")
     tok = hf_bpe.BPETokenizer.from_pretrained(str(tmp_path / "t"), cache_bytes=12345)
     assert tok.bpe.cache_bytes == 12345
+
+
+BLOCK = 2 << 20  # the reader's block (src/reader.rs BLOCK_BYTES)
+LINES = {
+    "cjk": "日本語の文章はスペースを使わずに書かれ、句読点で区切られる。東京都は人口が多い都市です\n",
+    "cyrillic": "Съешь же ещё этих мягких французских булок, да выпей чаю. Пример текста номер 42\n",
+    "indented": "                if value is not None and count > limit:\n                    return compute(value, 1)\n",
+}
+
+
+def _file(tmp_path, kind: str, mb: int):
+    path = tmp_path / f"{kind}-{mb}.txt"
+    line = LINES[kind]
+    block = (line * (BLOCK // len(line.encode()) + 1))
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(mb // 2):
+            f.write(block)
+    return path
+
+
+@pytest.mark.parametrize("kind", sorted(LINES))
+def test_files_in_any_script_are_cut_so_memory_stays_flat_and_work_linear(tmp_path, kind):
+    path = _file(tmp_path, kind, 12)
+    wc = _core.WordCounter("o200k", [], 2)
+    wc.add_file(str(path))
+    max_carry, rescanned = wc.read_stats
+    # Held: a block and what a cut left over, never the file (before: 12 MB held and rescanned).
+    assert max_carry <= BLOCK + 4096, max_carry
+    assert rescanned <= 8 * 64, rescanned
+    # And the cuts change nothing: the counts equal those of the whole text at once.
+    whole = _core.WordCounter("o200k", [], 2)
+    whole.add_texts([path.read_text(encoding="utf-8")])
+    assert wc.words() == whole.words()
+
+
+def _peak_rss_mib(code: str) -> float:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code + "\nimport resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return int(out.stdout.split()[-1]) / 1024
+
+
+@pytest.mark.parametrize("kind", ["cjk", "cyrillic"])
+def test_peak_memory_does_not_grow_with_the_file(tmp_path, kind):
+    small, big = _file(tmp_path, kind, 8), _file(tmp_path, kind, 32)
+    tok = tmp_path / "tok"
+    hf_bpe.train(LINES[kind].split() * 50, vocab_size=300, pattern="o200k", progress=False).save(tok)
+    rss = {}
+    for name, path in (("small", small), ("big", big)):
+        rss[name] = _peak_rss_mib(
+            f"import hf_bpe; b = hf_bpe.BPE.load({str(tok)!r}, cache_bytes=0)\n"
+            f"b.encode_file({str(path)!r}, {str(path) + '.npy'!r}, progress=False)\n"
+            f"hf_bpe.train_files([{str(path)!r}], vocab_size=300, pattern='o200k', progress=False)")
+    # Files built by repeating one block: the distinct words do not grow, so neither may memory
+    # (before: the whole file was held, +24 MB of text and more for its decoded copy).
+    assert rss["big"] - rss["small"] < 12, rss

@@ -73,6 +73,13 @@ impl WordCounter {
     fn documents(&self) -> u64 {
         self.inner.documents
     }
+
+    /// What the reader did with the last file: `max_carry_bytes` (the most bytes held at once)
+    /// and `rescanned_bytes` (bytes searched for a cut more than once).
+    #[getter]
+    fn read_stats(&self) -> (usize, u64) {
+        (self.inner.last_read.max_carry, self.inner.last_read.rescanned)
+    }
 }
 
 pub enum Words<'a> {

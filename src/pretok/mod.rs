@@ -74,6 +74,14 @@ macro_rules! scan_windows {
 }
 
 mod chars;
+
+pub use chars::{L, N, WS};
+
+/// The class bits ([`L`], [`N`], [`WS`], ...) of one char, as the scanners see it.
+pub fn char_class(c: char) -> u8 {
+    let mut buf = [0u8; 4];
+    chars::class_at(c.encode_utf8(&mut buf).as_bytes(), 0).0
+}
 mod cl100k;
 mod gpt2;
 mod masks;
