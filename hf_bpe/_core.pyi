@@ -31,6 +31,10 @@ class WordCounter:
     def bytes(self) -> int: ...
     @property
     def documents(self) -> int: ...
+    @property
+    def read_stats(self) -> tuple[int, int]:
+        """What the reader did with the last file: (most bytes held at once, bytes searched for a
+        cut more than once)."""
 
 def train_merges(words: WordCounter | Sequence[tuple[bytes, int]], max_new_tokens: int,
                  tie_break: Literal["lexicographic", "hf"] = "lexicographic", min_frequency: int = 0,

@@ -39,20 +39,121 @@ fn npy_header(dtype: &str, n: u64) -> Vec<u8> {
     h
 }
 
-struct TempFile {
-    path: String,
+/// The output while it is written. Where the system allows it (Linux `O_TMPFILE`) the file has
+/// no name until it is complete, so a killed run leaves nothing behind; else it is a hidden
+/// temporary file beside the output, which a later call removes once its process is gone.
+struct Output {
+    file: Option<File>,
+    /// The temporary name, when the file has one while it is written.
+    named: Option<String>,
     done: bool,
 }
-impl Drop for TempFile {
+
+impl Drop for Output {
     fn drop(&mut self) {
-        if !self.done {
-            let _ = std::fs::remove_file(&self.path);
+        if let (false, Some(t)) = (self.done, &self.named) {
+            let _ = std::fs::remove_file(t);
         }
     }
 }
 
+/// `dir/.name.tmp-PID` for the output `dir/name`.
+fn temp_name(path_out: &str, pid: u32) -> String {
+    let p = std::path::Path::new(path_out);
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    p.with_file_name(format!(".{name}.tmp-{pid}")).to_string_lossy().into_owned()
+}
+
+/// Removes the temporary files of `path_out` left by processes that no longer exist.
+fn remove_stale_temps(path_out: &str) {
+    let p = std::path::Path::new(path_out);
+    let (Some(name), Some(dir)) = (p.file_name(), p.parent()) else { return };
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    let dir = if dir.as_os_str().is_empty() { std::path::Path::new(".") } else { dir };
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = n.strip_prefix(&prefix).and_then(|s| s.parse::<i32>().ok()) else { continue };
+        if pid > 0 && pid as u32 != std::process::id() && !process_alive(pid) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+fn process_alive(pid: i32) -> bool {
+    #[cfg(unix)]
+    {
+        // SAFETY: signal 0 only checks that the process exists.
+        let r = unsafe { libc::kill(pid, 0) };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
+impl Output {
+    fn create(path_out: &str) -> Result<Output, String> {
+        remove_stale_temps(path_out);
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let p = std::path::Path::new(path_out);
+            let dir = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => std::path::Path::new("."),
+            };
+            let unnamed = std::fs::OpenOptions::new().read(true).write(true).mode(0o666).custom_flags(libc::O_TMPFILE).open(dir);
+            if let Ok(file) = unnamed {
+                return Ok(Output { file: Some(file), named: None, done: false });
+            }
+        }
+        let tmp = temp_name(path_out, std::process::id());
+        let file = File::create(&tmp).map_err(|e| format!("{path_out}: cannot create {tmp}: {e}"))?;
+        Ok(Output { file: Some(file), named: Some(tmp), done: false })
+    }
+
+    /// Syncs the file and gives it its name (replacing any older file there).
+    fn finish(mut self, file: File, path_out: &str) -> Result<(), String> {
+        file.sync_all().map_err(|e| format!("{path_out}: {e}"))?;
+        let tmp = match &self.named {
+            Some(t) => t.clone(),
+            None => {
+                // Linked in under a temporary name, then renamed over the output (a link cannot
+                // replace an existing file).
+                let t = temp_name(path_out, std::process::id());
+                let _ = std::fs::remove_file(&t);
+                link_unnamed(&file, &t).map_err(|e| format!("{path_out}: cannot link the written file in: {e}"))?;
+                self.named = Some(t.clone());
+                t
+            }
+        };
+        drop(file);
+        std::fs::rename(&tmp, path_out).map_err(|e| format!("cannot rename {tmp} to {path_out}: {e}"))?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn link_unnamed(file: &File, to: &str) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
+    let to = std::ffi::CString::new(to).map_err(|_| std::io::Error::other("a NUL byte in the path"))?;
+    // SAFETY: two valid C strings; linkat only reads them.
+    let r = unsafe { libc::linkat(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::AT_SYMLINK_FOLLOW) };
+    if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn link_unnamed(_file: &File, _to: &str) -> std::io::Result<()> {
+    unreachable!("unnamed files are only made on Linux")
+}
+
 /// Streams a text / `.gz` / `.jsonl` file into a `.npy` of token ids (uint16 if every id fits,
-/// else uint32), written to a temporary file and renamed into place at the end. Returns
+/// else uint32), written unnamed (or under a hidden temporary name) and named at the end. Returns
 /// `(tokens, text_bytes)`. `progress` receives the number of file bytes read.
 pub fn encode_file(
     enc: &Encoder,
@@ -65,10 +166,9 @@ pub fn encode_file(
     File::open(path_in).map_err(|e| format!("{path_in}: cannot open: {e}"))?;
     let wide = enc.n_vocab() > 1 << 16;
 
-    let tmp_path = format!("{path_out}.tmp{}", std::process::id());
-    let mut tmp = TempFile { path: tmp_path.clone(), done: false };
-    let out = File::create(&tmp_path).map_err(|e| format!("{tmp_path}: cannot create: {e}"))?;
-    let mut w = BufWriter::with_capacity(1 << 20, out);
+    let mut output = Output::create(path_out)?;
+    let tmp_path = path_out.to_string();
+    let mut w = BufWriter::with_capacity(1 << 20, output.file.take().expect("a new output has its file"));
     w.write_all(&[0u8; NPY_HEADER]).map_err(|e| format!("{tmp_path}: {e}"))?;
 
     // Built-in patterns: never cut inside any special token (the disallowed check must see it
@@ -116,9 +216,6 @@ pub fn encode_file(
     let mut f = w.into_inner().map_err(|e| format!("{tmp_path}: write failed: {e}"))?;
     f.seek(SeekFrom::Start(0)).map_err(|e| format!("{tmp_path}: {e}"))?;
     f.write_all(&npy_header(if wide { "<u4" } else { "<u2" }, n_tokens)).map_err(|e| format!("{tmp_path}: {e}"))?;
-    f.sync_all().map_err(|e| format!("{tmp_path}: {e}"))?;
-    drop(f);
-    std::fs::rename(&tmp_path, path_out).map_err(|e| format!("cannot rename {tmp_path} to {path_out}: {e}"))?;
-    tmp.done = true;
+    output.finish(f, path_out)?;
     Ok((n_tokens, n_bytes))
 }

@@ -225,3 +225,43 @@ def test_peak_memory_does_not_grow_with_the_file(tmp_path, kind):
     # Files built by repeating one block: the distinct words do not grow, so neither may memory
     # (before: the whole file was held, +24 MB of text and more for its decoded copy).
     assert rss["big"] - rss["small"] < 12, rss
+
+
+def test_a_killed_encode_file_leaves_nothing_behind(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    src = _file(tmp_path, "cyrillic", 6)
+    out = tmp_path / "out.npy"
+    code = ("import os, signal, hf_bpe\n"
+            "b = hf_bpe.train(['a b c'] * 5, vocab_size=260, progress=False)\n"
+            "def kill(done):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+            f"b._encoder().encode_file({str(src)!r}, {str(out)!r}, progress=kill)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    assert sorted(os.listdir(tmp_path)) == [src.name], os.listdir(tmp_path)
+
+
+def test_the_temporary_files_of_dead_processes_are_removed(tmp_path):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        out = tmp_path / "ids.npy"
+        stale = tmp_path / f".ids.npy.tmp-{int(dead.stdout)}"
+        busy = tmp_path / f".ids.npy.tmp-{alive.pid}"
+        other = tmp_path / f".other.npy.tmp-{int(dead.stdout)}"
+        for f in (stale, busy, other):
+            f.write_bytes(b"x" * 1000)
+        src = tmp_path / "in.txt"
+        src.write_text("the cat sat on the mat\n" * 100)
+        bpe = hf_bpe.train(["the cat sat"] * 5, vocab_size=260, progress=False)
+        bpe.encode_file(src, out, progress=False)
+        assert out.exists() and not stale.exists()
+        assert busy.exists() and other.exists()  # a live process's, and another output's
+    finally:
+        alive.kill()
