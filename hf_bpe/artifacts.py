@@ -139,48 +139,114 @@ def folder_files(
     }
 
 
-def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
-    """Writes files into a folder so that a crash at any point never leaves a folder that loads
-    with a mix of old and new files or a half-written file.
+def _step(what: str) -> None:
+    """Called before each filesystem step of :func:`write_folder` (tests kill the process here)."""
 
-    A new folder is written under a temporary name and renamed into place. In an existing folder,
-    every file is first written and fsynced under a temporary name, the old artifacts are removed
-    (config first, so a partial folder does not load), then the new ones are renamed in, config
-    last.
+
+def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
+    """Writes files into a folder all-or-nothing, as seen by every reader: at any moment (a crash
+    included) the folder holds the old files or the new ones, never a mix or a half-written file.
+
+    The new folder is written under a hidden temporary name beside it (with hard links to
+    whatever else the old folder holds), then exchanged with the old one in one atomic rename
+    (Linux ``renameat2(RENAME_EXCHANGE)``; a new folder is simply renamed into place); the old
+    contents are removed after. A kill leaves at most that hidden folder, which a later save
+    removes once its process is gone. Where the exchange is not available, the files are moved
+    in one by one, the config last (a reader may then see the folder without a config).
     """
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.exists():
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-        try:
-            for name, data in files.items():
-                _write_synced(tmp / name, data)
-            os.replace(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        _fsync_dir(out.parent)
-        return out
-    if not out.is_dir():
+    if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out} exists and is not a folder")
-    staged: list[tuple[Path, Path]] = []
+    _remove_stale(out)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
     try:
         for name, data in files.items():
-            fd, tmpname = tempfile.mkstemp(prefix=f".{name}.tmp-", dir=out)
-            os.close(fd)
-            _write_synced(Path(tmpname), data)
-            staged.append((Path(tmpname), out / name))
-        order = sorted(staged, key=lambda st: st[1].name != "tokenizer_config.json")
-        for _, final in order:  # config first: from here on the folder no longer loads
-            final.unlink(missing_ok=True)
-        _fsync_dir(out)
-        for tmpfile, final in sorted(staged, key=lambda st: st[1].name == "tokenizer_config.json"):
-            os.replace(tmpfile, final)
-        _fsync_dir(out)
+            _step(f"write {name}")
+            _write_synced(tmp / name, data)
+        if not out.exists():
+            _step("rename")
+            os.replace(tmp, out)
+            _fsync_dir(out.parent)
+            return out
+        for entry in os.scandir(out):
+            if entry.name not in files:
+                _step(f"keep {entry.name}")
+                _keep(Path(entry.path), tmp / entry.name)
+        _fsync_dir(tmp)
+        _step("exchange")
+        if not _exchange(tmp, out):
+            return _replace_one_by_one(out, tmp, files)
+        _fsync_dir(out.parent)
+        _step("remove old")
     finally:
-        for tmpfile, _ in staged:
-            tmpfile.unlink(missing_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)  # the old contents after an exchange
     return out
+
+
+def _keep(src: Path, dst: Path) -> None:
+    """Another file of the old folder, carried over (a hard link where possible)."""
+    if src.is_dir() and not src.is_symlink():
+        shutil.copytree(src, dst, symlinks=True)
+        return
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(src, dst, follow_symlinks=False)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swaps two paths in one atomic rename; False where the system cannot."""
+    import ctypes
+    import errno
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _replace_one_by_one(out: Path, tmp: Path, files: dict[str, bytes]) -> Path:
+    names = sorted(files, key=lambda n: n == "tokenizer_config.json")
+    (out / "tokenizer_config.json").unlink(missing_ok=True)  # from here on the folder does not load
+    _fsync_dir(out)
+    for name in names:
+        os.replace(tmp / name, out / name)
+    _fsync_dir(out)
+    return out
+
+
+def _remove_stale(out: Path) -> None:
+    """Removes the hidden folders that saves of ``out`` left when their process was killed."""
+    prefix = f".{out.name}.tmp-"
+    try:
+        entries = list(os.scandir(out.parent))
+    except OSError:
+        return
+    for e in entries:
+        if not e.name.startswith(prefix) or not e.is_dir(follow_symlinks=False):
+            continue
+        pid = e.name[len(prefix):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(e.path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _write_synced(p: Path, data: bytes) -> None:

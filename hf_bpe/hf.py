@@ -13,6 +13,8 @@ the same files: ids, attention masks, padding, truncation with ``stride`` and ov
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +24,7 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Trun
 from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import formats
+from hf_bpe.artifacts import write_folder
 from hf_bpe.arrow import ArrowMapFn, arrow_columns, is_arrow_table, with_columns
 from hf_bpe.bpe import BPE
 from hf_bpe.hf_encoding import (AddedSpec, decode_with_added, encode_texts, pad_rows, pair_keep, token_tables,
@@ -171,11 +174,20 @@ class BPETokenizer(PreTrainedTokenizer):
         return tuple(written)
 
     def save_pretrained(self, save_directory, *args: Any, **kwargs: Any):
-        """``PreTrainedTokenizer.save_pretrained`` without the load-time keys transformers leaks
-        into ``tokenizer_config.json`` (``is_local``, ``local_files_only``)."""
+        """``PreTrainedTokenizer.save_pretrained``, all-or-nothing: every file is written into a
+        staging folder first, then the folder is replaced at once (see
+        :func:`hf_bpe.artifacts.write_folder`), so a crash never leaves a mix of old and new files.
+        Without the load-time keys transformers leaks into ``tokenizer_config.json``
+        (``is_local``, ``local_files_only``)."""
         leaked = {k: self.init_kwargs.pop(k) for k in ("is_local", "local_files_only") if k in self.init_kwargs}
         try:
-            return super().save_pretrained(save_directory, *args, **kwargs)
+            if kwargs.get("push_to_hub"):
+                return super().save_pretrained(save_directory, *args, **kwargs)
+            with tempfile.TemporaryDirectory(prefix=".hf_bpe-staging-") as staging:
+                written = super().save_pretrained(staging, *args, **kwargs)
+                files = {p.name: p.read_bytes() for p in Path(staging).iterdir() if p.is_file()}
+                write_folder(save_directory, files)
+            return tuple(os.path.join(os.fspath(save_directory), os.path.basename(w)) for w in written)
         finally:
             self.init_kwargs.update(leaked)
 

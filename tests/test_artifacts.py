@@ -124,31 +124,25 @@ def test_save_is_atomic_in_a_new_folder(tmp_path, monkeypatch):
 def test_save_is_atomic_over_an_existing_folder(tmp_path, monkeypatch):
     old = small_bpe(tmp_path)
     target = old.save(tmp_path / "tok")
+    (target / "README.md").write_text("kept")
     new = hf_bpe.train(["completely different text here"] * 30, vocab_size=280, progress=False)
-    real_replace = os.replace
-    calls = []
+    from hf_bpe import artifacts
 
-    def crash_after_one(src, dst):
-        calls.append(dst)
-        if len(calls) > 1:
+    def crash(what):
+        if what == "exchange":
             raise OSError("simulated crash")
-        return real_replace(src, dst)
 
-    monkeypatch.setattr(os, "replace", crash_after_one)
+    monkeypatch.setattr(artifacts, "_step", crash)
     with pytest.raises(OSError, match="simulated"):
         new.save(target)
-    monkeypatch.setattr(os, "replace", real_replace)
-    # Half-way: the folder must not load as a tokenizer (neither old nor a mix).
-    with pytest.raises((FileNotFoundError, FormatError)):
-        BPE.load(target)
-    assert not (target / "tokenizer_config.json").exists()
-    assert not [p for p in target.iterdir() if ".tmp-" in p.name]
-    # A completed save over it works.
+    monkeypatch.setattr(artifacts, "_step", lambda what: None)
+    # A save that failed half-way left the old folder whole, and nothing else.
+    assert BPE.load(target) == old
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+    # A completed save over it works and keeps the folder's other files.
     new.save(target)
     assert BPE.load(target) == new
-
-
-# ---- malformed files ----------------------------------------------------------------------
+    assert (target / "README.md").read_text() == "kept"
 
 
 def write_pair(d: Path, vocab_text: str | bytes, merges_text: str | bytes) -> Path:

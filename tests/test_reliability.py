@@ -265,3 +265,65 @@ def test_the_temporary_files_of_dead_processes_are_removed(tmp_path):
         assert busy.exists() and other.exists()  # a live process's, and another output's
     finally:
         alive.kill()
+
+
+KILLER = r"""
+import os, signal, sys
+import hf_bpe
+from hf_bpe import artifacts
+k, mode, target, new = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+n = [0]
+def step(what):
+    n[0] += 1
+    if n[0] == k:
+        os.kill(os.getpid(), signal.SIGKILL)
+artifacts._step = step
+if mode == "save":
+    hf_bpe.BPE.load(new).save(target)
+elif mode == "save_pretrained":
+    hf_bpe.BPETokenizer.from_bpe(hf_bpe.BPE.load(new)).save_pretrained(target)
+elif mode == "cli":
+    from hf_bpe import cli
+    cli.main(["train", sys.argv[5], "--out", target, "--vocab-size", "300", "--quiet"])
+"""
+
+
+@pytest.mark.parametrize("mode", ["save", "save_pretrained", "cli"])
+def test_a_save_killed_after_any_step_leaves_the_old_or_the_new_folder(tmp_path, mode):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    if mode == "save_pretrained":
+        pytest.importorskip("transformers")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("completely different words in this corpus here\n" * 50)
+    old = hf_bpe.train(["the cat sat on the mat"] * 30, vocab_size=280, progress=False)
+    new = hf_bpe.train_files([corpus], vocab_size=300, progress=False)
+    new.save(tmp_path / "new")
+    target = tmp_path / "tok"
+    outcomes = set()
+    for k in range(1, 40):
+        shutil.rmtree(target, ignore_errors=True)
+        old.save(target)
+        (target / "notes.txt").write_text("a file of the user's")
+        proc = subprocess.run([sys.executable, "-c", KILLER, str(k), mode, str(target), str(tmp_path / "new"), str(corpus)],
+                              capture_output=True, text=True, timeout=120)
+        killed = proc.returncode == -signal.SIGKILL
+        assert killed or proc.returncode == 0, proc.stderr[-2000:]
+        got = hf_bpe.BPE.load(target)
+        assert got in (old, new), f"step {k}: a mix"
+        # Every file of the folder is of the same version as vocab.json.
+        tok = Tokenizer.from_file(str(target / "tokenizer.json"))
+        assert tok.encode("the cat and different words").ids == got.encode("the cat and different words")
+        assert (target / "notes.txt").read_text() == "a file of the user's"
+        outcomes.add("new" if got == new else "old")
+        if not killed:
+            break
+        # Nothing the kill left is visible as a tokenizer, and the next save cleans it up.
+        hidden = [p.name for p in tmp_path.iterdir() if p.name.startswith(".tok.tmp-")]
+        new.save(target)
+        assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".tok.tmp-")], hidden
+    assert not killed, "never finished"
+    assert outcomes == {"old", "new"}
