@@ -269,6 +269,8 @@ def _ids_arg(ids: Iterable[int]) -> list[int]:
     if np is not None and isinstance(ids, np.ndarray):
         if ids.dtype.kind not in "iu":
             raise TypeError(f"expected integer token ids, got an array of {ids.dtype}")
+        if ids.dtype.kind == "u" and ids.size and int(ids.max()) > np.iinfo(np.int64).max:
+            raise ValueError(f"unknown token id {int(ids.max())}")
         return ids.astype(np.int64, copy=False).tolist()
     return list(ids)
 

@@ -70,6 +70,10 @@ class Tables(NamedTuple):
     """``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex."""
 
 
+# Ids are 32-bit in the core (u32::MAX itself is reserved).
+MAX_ID = (1 << 32) - 1
+
+
 def pattern_name(pattern: str) -> str:
     """``"gpt2"``, ``"cl100k"`` or ``"o200k"`` if ``pattern`` is that name or its regex, else ``pattern``."""
     for name in ("gpt2", "cl100k", "o200k"):
@@ -174,9 +178,14 @@ def _read_tokenizer_json(p: Path, declared: list[str]) -> Tables:
         else:
             raise FormatError(f"{p}: merge #{n} is {m!r}, not a pair of tokens")
     merges = _parse_merges(lines, vocab, p)
-    for t in raw.get("added_tokens") or []:
-        if isinstance(t, dict) and t.get("content") not in vocab:
-            vocab[t["content"]] = t["id"]
+    for n, t in enumerate(raw.get("added_tokens") or [], start=1):
+        if not isinstance(t, dict) or not isinstance(t.get("content"), str) or not t["content"]:
+            raise FormatError(f"{p}: added token #{n} is {json.dumps(t)[:100]}, not an object with a non-empty 'content'")
+        i = t.get("id")
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < MAX_ID:
+            raise FormatError(f"{p}: added token {t['content']!r} has id {i!r}, not an integer id below {MAX_ID}")
+        if t["content"] not in vocab:
+            vocab[t["content"]] = i
     pattern = _pattern_from_pre_tokenizer(raw.get("pre_tokenizer"), p)
     return _to_tables(vocab, merges, declared + _marked_special(raw), _added(raw), pattern, p)
 
@@ -285,6 +294,8 @@ def _parse_vocab(raw: object, path: Path) -> dict[str, int]:
     for tok, i in raw.items():
         if not isinstance(i, int) or isinstance(i, bool) or i < 0:
             raise FormatError(f"{path}: token {tok!r} has id {i!r}, not a non-negative integer")
+        if i >= MAX_ID:
+            raise FormatError(f"{path}: token {tok!r} has id {i}, beyond the largest id, {MAX_ID - 1}")
         if i in by_id:
             raise FormatError(f"{path}: id {i} is used by both {by_id[i]!r} and {tok!r}")
         by_id[i] = tok

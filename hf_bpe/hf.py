@@ -144,7 +144,10 @@ class BPETokenizer(PreTrainedTokenizer):
                 **kwargs: Any) -> str:
         if isinstance(token_ids, (int, np.integer)):
             token_ids = [token_ids]
-        ids = token_ids.tolist() if isinstance(token_ids, np.ndarray) else [int(i) for i in token_ids]
+        ids = token_ids.tolist() if isinstance(token_ids, np.ndarray) else list(token_ids)
+        bad = next((i for i in ids if not isinstance(i, (int, np.integer)) or isinstance(i, bool)), None)
+        if bad is not None:
+            raise ValueError(f"token id {bad!r} is not a valid id (ids are integers)")
         if skip_special_tokens:
             skip = set(self.all_special_ids)
             ids = [i for i in ids if i not in skip]

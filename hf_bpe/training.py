@@ -39,6 +39,9 @@ def _check_options(vocab_size: int, special_tokens: Sequence[str], tie_break: st
     for s in specials:
         if not isinstance(s, str) or not s:
             raise ValueError(f"special token {s!r} must be a non-empty string")
+        if len(s.encode("utf-8")) == 1:
+            raise ValueError(f"special token {s!r} is one byte, which is already the byte token {s!r}: "
+                             "a special token needs two bytes or more")
     dup = {s for s in specials if specials.count(s) > 1}
     if dup:
         raise ValueError(f"special token {sorted(dup)[0]!r} is listed twice")

@@ -140,7 +140,8 @@ pub fn read_corpus(
                 }
             }
             Ok(Err(e)) => {
-                result = Err(format!("{path}: read error at byte {}: {e}", offset + carry.len() as u64));
+                let what = if gz { "corrupt gzip data or a read error" } else { "read error" };
+                result = Err(format!("{path}: {what} at byte {} (decompressed): {e}", offset + carry.len() as u64));
                 break;
             }
             Err(_) => eof = true,
@@ -176,7 +177,9 @@ pub fn read_corpus(
                 sink(Block::Docs(&docs))
             })
         } else {
-            decode(chunk, opt.errors, path, offset).and_then(|text| sink(Block::Text(&text)))
+            decode(chunk, opt.errors, path, offset)
+                .map_err(|e| if gz { format!("{e}; the file is gzip-compressed: it may be corrupt (the offset counts decompressed bytes)") } else { e })
+                .and_then(|text| sink(Block::Text(&text)))
         };
         if let Err(e) = step {
             result = Err(e);
