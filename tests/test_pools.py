@@ -30,17 +30,29 @@ def test_thread_count_stays_bounded_over_every_num_threads():
             for line in open("/proc/self/status"):
                 if line.startswith("Threads:"):
                     return int(line.split()[1])
+        import os, tempfile
         bpe = hf_bpe.train(["the cat sat on the mat, and the dog sat too"] * 50, vocab_size=300)
         docs = ["the cat sat on the mat " * 2000] * 4   # big enough to run on a pool
+        d = tempfile.mkdtemp()
+        src = os.path.join(d, "in.txt")
+        open(src, "w").write("the cat sat on the mat\\n" * 20000)
+        bpe.save(os.path.join(d, "tok"))
+        from hf_bpe import _core
+        tok = hf_bpe.BPETokenizer.from_pretrained(os.path.join(d, "tok"))
         peak = 0
         for n in range(1, 65):
-            bpe.encode_batch_flat(docs, num_threads=n)
-            hf_bpe.train(["a b c d e f " * 100], vocab_size=270, num_threads=n)
+            bpe.encode_batch_flat(docs, num_threads=n)                          # encode
+            hf_bpe.train(["a b c d e f " * 100], vocab_size=270, num_threads=n)  # train
+            wc = _core.WordCounter("gpt2", [], n)                              # count
+            wc.add_texts(docs)
+            wc.add_file(src)
+            bpe.encode_file(src, os.path.join(d, "out.npy"), num_threads=n, progress=False)  # files
+            tok(docs)                                                           # the HF class
             peak = max(peak, threads())
         print(peak, threads())
     """)
     peak, end = map(int, out.split())
-    # Before pools were bounded, this loop left 2,081 threads. Evicted pools' threads end a moment
+    # Before pools were bounded, encode_batch alone over this range left 2,081 threads. Evicted pools' threads end a moment
     # after their last call, so allow two pools more than are kept while the loop runs.
     assert peak <= (KEPT + 2) * 64 + 8, peak
     assert end <= (KEPT + 2) * 64 + 8, end

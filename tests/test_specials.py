@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import hf_bpe
 from hf_bpe import _core
 
 SPECIALS = ["<a>", "<a><b>", "<<a>>", "<b>"]
@@ -186,3 +187,18 @@ def test_where_two_specials_start_together_the_longest_allowed_wins():
     assert enc.encode("<a><b>", allowed_special="all") == [IDS["<a><b>"]]
     assert enc.encode("<a><b>", allowed_special=["<a><b>"], disallowed_special=()) == [IDS["<a><b>"]]
     assert enc.encode("<a><b>", allowed_special=["<a>"], disallowed_special=()) == [IDS["<a>"], *b"<b>"]
+
+
+def test_the_rule_holds_through_offsets_the_hf_class_and_training(tmp_path):
+    bpe = hf_bpe.BPE({i: bytes([i]) for i in range(256)}, [], IDS, "gpt2")
+    ids, offsets = bpe.encode_with_offsets("x<a><b>y", allowed_special={"<a>"}, disallowed_special=())
+    assert ids == [ord("x"), IDS["<a>"], *b"<b>y"]
+    assert offsets[:2] == [(0, 1), (1, 4)]
+    assert bpe.encode_with_offsets("x<a><b>y", allowed_special="all")[0] == [ord("x"), IDS["<a><b>"], ord("y")]
+    pytest.importorskip("transformers")
+    tok = hf_bpe.BPETokenizer.from_bpe(bpe)
+    assert tok("x<a><b>y<<a>>")["input_ids"] == ref_ids(ENCODERS["gpt2"], "x<a><b>y<<a>>", set(SPECIALS))
+    # Training splits on every special by the rule: no learned token holds a part of one.
+    trained = hf_bpe.train(["x<a><b>y <<a>> z<b>"] * 20, vocab_size=300, special_tokens=SPECIALS, progress=False)
+    learned = [t for i, t in trained.vocab.items() if i >= 256 and i not in trained.special_tokens.values()]
+    assert learned and not any(b"<a" in t or b"b>" in t or b"<<" in t for t in learned), learned
