@@ -139,6 +139,7 @@ ARGS = [
     ("decode-bytes", lambda: _bpe().decode(b"hi"), TypeError, r"expected a sequence of token ids, got bytes"),
     ("decode-unknown", lambda: _bpe().decode([99999]), ValueError, r"unknown token id 99999"),
     ("decode-float", lambda: _bpe().decode([1.5]), ValueError, r"token id 1\.5 is not a valid id"),
+    ("hf-decode-float", lambda: hf_bpe.BPETokenizer.from_bpe(_bpe()).decode([104.0, 105.7]), ValueError, r"token id 104\.0 is not a valid id"),
     ("allowed-bad-str", lambda: _bpe().encode("a", allowed_special="some"), TypeError, r"expected 'all' or a collection of special tokens, got the string 'some'"),
     ("errors-bad", lambda: _bpe()._encoder().encode_file(__file__, "/tmp/x.npy", errors="loose"), ValueError, r"errors must be 'strict', 'replace' or 'ignore', not \"loose\""),
     ("separator-not-special", lambda: _bpe()._encoder().encode_file(__file__, "/tmp/x.npy", separator="<nope>"), ValueError, r"separator \"<nope>\" is not a special token"),
