@@ -184,6 +184,15 @@ def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
     return out
 
 
+def save_staged(path: str | os.PathLike, write) -> tuple[str, ...]:
+    """Runs ``write(staging)``, which writes files into a fresh folder and returns their paths,
+    then puts them all into ``path`` at once (:func:`write_folder`); returns their final paths."""
+    with tempfile.TemporaryDirectory(prefix=".hf_bpe-staging-") as staging:
+        written = write(staging)
+        write_folder(path, {p.name: p.read_bytes() for p in Path(staging).iterdir() if p.is_file()})
+    return tuple(os.path.join(os.fspath(path), os.path.basename(w)) for w in written)
+
+
 def _keep(src: Path, dst: Path) -> None:
     """Another file of the old folder, carried over (a hard link where possible)."""
     if src.is_dir() and not src.is_symlink():

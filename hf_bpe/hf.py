@@ -1,6 +1,5 @@
-"""Hugging Face integration: :class:`BPETokenizer`, a ``transformers.PreTrainedTokenizer`` whose
-encoding goes straight to the native core, and :func:`map_fn`, an Arrow fast path for
-``datasets.Dataset.map``.
+"""Hugging Face integration: :class:`BPETokenizer`, a ``transformers.PreTrainedTokenizer`` encoding
+straight through the native core, and :func:`map_fn`, an Arrow fast path for ``Dataset.map``.
 
 Importing this module imports ``transformers`` (about a second); ``import hf_bpe`` does not, it
 registers :class:`BPETokenizer` with ``AutoTokenizer`` lazily (see ``hf_bpe/__init__.py``).
@@ -13,8 +12,6 @@ the same files: ids, attention masks, padding, truncation with ``stride`` and ov
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,7 +21,7 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Trun
 from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import formats
-from hf_bpe.artifacts import write_folder
+from hf_bpe.artifacts import save_staged
 from hf_bpe.arrow import ArrowMapFn, arrow_columns, is_arrow_table, with_columns
 from hf_bpe.bpe import BPE
 from hf_bpe.hf_encoding import (AddedSpec, decode_with_added, encode_texts, pad_rows, pair_keep, token_tables,
@@ -145,8 +142,7 @@ class BPETokenizer(PreTrainedTokenizer):
         if isinstance(token_ids, (int, np.integer)):
             token_ids = [token_ids]
         ids = token_ids.tolist() if isinstance(token_ids, np.ndarray) else list(token_ids)
-        bad = next((i for i in ids if not isinstance(i, (int, np.integer)) or isinstance(i, bool)), None)
-        if bad is not None:
+        if (bad := next((i for i in ids if not isinstance(i, (int, np.integer)) or isinstance(i, bool)), None)) is not None:
             raise ValueError(f"token id {bad!r} is not a valid id (ids are integers)")
         if skip_special_tokens:
             skip = set(self.all_special_ids)
@@ -177,20 +173,13 @@ class BPETokenizer(PreTrainedTokenizer):
         return tuple(written)
 
     def save_pretrained(self, save_directory, *args: Any, **kwargs: Any):
-        """``PreTrainedTokenizer.save_pretrained``, all-or-nothing: every file is written into a
-        staging folder first, then the folder is replaced at once (see
-        :func:`hf_bpe.artifacts.write_folder`), so a crash never leaves a mix of old and new files.
-        Without the load-time keys transformers leaks into ``tokenizer_config.json``
-        (``is_local``, ``local_files_only``)."""
+        """``PreTrainedTokenizer.save_pretrained``, all-or-nothing (:func:`hf_bpe.artifacts.save_staged`),
+        without the load-time keys transformers leaks into ``tokenizer_config.json``."""
         leaked = {k: self.init_kwargs.pop(k) for k in ("is_local", "local_files_only") if k in self.init_kwargs}
         try:
             if kwargs.get("push_to_hub"):
                 return super().save_pretrained(save_directory, *args, **kwargs)
-            with tempfile.TemporaryDirectory(prefix=".hf_bpe-staging-") as staging:
-                written = super().save_pretrained(staging, *args, **kwargs)
-                files = {p.name: p.read_bytes() for p in Path(staging).iterdir() if p.is_file()}
-                write_folder(save_directory, files)
-            return tuple(os.path.join(os.fspath(save_directory), os.path.basename(w)) for w in written)
+            return save_staged(save_directory, lambda d: super(BPETokenizer, self).save_pretrained(d, *args, **kwargs))
         finally:
             self.init_kwargs.update(leaked)
 
