@@ -63,9 +63,10 @@ fn plan(enc: &Encoder, docs: &[&str], allowed: &SpecialSet, sep: Option<u32>, cu
     let mut items: Vec<(u32, Item)> = Vec::with_capacity(docs.len());
     let mut scratch = Vec::new();
     let cut = cut.filter(|_| enc.pattern.is_builtin());
+    let auto = enc.specials().automaton(allowed);
     for (di, d) in docs.iter().enumerate() {
         scratch.clear();
-        enc.split_specials(d, allowed, 0, &mut scratch);
+        enc.specials().split_with(auto.as_deref(), d, 0, &mut scratch);
         for it in scratch.drain(..) {
             match (it, cut) {
                 (Item::Text(s, e), Some(seg)) if e - s > seg + seg / 2 => {

@@ -217,8 +217,14 @@ impl Specials {
 
     /// Splits `text` by the rule, appending its items (ranges offset by `base`).
     pub fn split(&self, text: &str, allowed: &SpecialSet, base: usize, items: &mut Vec<Item>) {
+        self.split_with(self.automaton(allowed).as_deref(), text, base, items)
+    }
+
+    /// [`Self::split`] with the automaton of the allowed set already in hand (a batch looks it
+    /// up once, not per document).
+    pub fn split_with(&self, auto: Option<&Automaton>, text: &str, base: usize, items: &mut Vec<Item>) {
         let mut last = 0;
-        if let Some(a) = self.automaton(allowed) {
+        if let Some(a) = auto {
             for (s, e, k) in a.find_iter(text.as_bytes(), 0) {
                 if s > last {
                     items.push(Item::Text(base + last, base + s));
