@@ -88,7 +88,8 @@ mod masks;
 pub use masks::eq_mask;
 mod o200k;
 
-use fancy_regex::Regex;
+mod regex;
+pub use regex::Regex;
 
 pub const GPT2_PATTERN: &str =
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
@@ -200,7 +201,7 @@ impl Pattern {
                 if s.is_empty() {
                     return Err("pattern is empty".into());
                 }
-                let regex = Regex::new(s).map_err(|e| format!("pattern {s:?} does not compile: {e}"))?;
+                let regex = Regex::new(s)?;
                 Ok(Pattern::Custom { source: s.to_string(), regex })
             }
         }
@@ -264,16 +265,15 @@ impl Pattern {
         // where it stands (as `tokenizers`' Split with `behavior="isolated"`, which is what a
         // saved tokenizer.json says), so nothing is lost.
         let mut last = 0;
-        for m in re.find_iter(text) {
-            let m = m.map_err(|e| format!("pattern failed while matching: {e}"))?;
-            if m.start() > last {
-                f.piece(last, m.start());
+        re.for_each_match(text, |s, e| {
+            if s > last {
+                f.piece(last, s);
             }
-            if m.end() > m.start() {
-                f.piece(m.start(), m.end());
+            if e > s {
+                f.piece(s, e);
             }
-            last = m.end();
-        }
+            last = e;
+        })?;
         if last < text.len() {
             f.piece(last, text.len());
         }
