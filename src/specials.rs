@@ -55,6 +55,33 @@ pub enum Item {
     Special(u32, usize, usize),
 }
 
+/// A token matched in the text before the model sees it, with the flags of `tokenizers`'
+/// `AddedToken`: `special` ones follow `allowed_special`/`disallowed_special`, the others always
+/// match; `lstrip`/`rstrip` take the whitespace on that side into the token; `single_word` only
+/// matches where no word character touches either end; `normalized` ones are matched in the
+/// normalized text (see `crate::pipeline`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddedToken {
+    pub content: String,
+    pub id: u32,
+    pub special: bool,
+    pub lstrip: bool,
+    pub rstrip: bool,
+    pub single_word: bool,
+    pub normalized: bool,
+}
+
+impl AddedToken {
+    /// A special token as tiktoken has them: matched as is, no flags.
+    pub fn special(content: String, id: u32) -> Self {
+        AddedToken { content, id, special: true, lstrip: false, rstrip: false, single_word: false, normalized: false }
+    }
+
+    fn has_edges(&self) -> bool {
+        self.lstrip || self.rstrip || self.single_word
+    }
+}
+
 /// At most this many specials for the check fused into the encoder's scan: each lead byte whose
 /// next byte fits is compared with every special (hundreds of reserved specials use the
 /// separate automaton pass instead).
@@ -73,7 +100,12 @@ pub struct Automaton {
 impl Automaton {
     fn build(list: &[(String, u32)], index: Vec<usize>) -> Result<Self, String> {
         let pats: Vec<&str> = index.iter().map(|&i| list[i].0.as_str()).collect();
-        let ac = AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(&pats).map_err(|e| e.to_string())?;
+        Self::of(&pats, index)
+    }
+
+    /// Over `pats`, whose `k`-th pattern stands for entry `index[k]` of the list.
+    fn of(pats: &[&str], index: Vec<usize>) -> Result<Self, String> {
+        let ac = AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(pats).map_err(|e| e.to_string())?;
         let max_len = pats.iter().map(|s| s.len()).max().unwrap_or(0);
         Ok(Automaton { ac, index, max_len })
     }
@@ -120,6 +152,13 @@ impl Automaton {
 pub struct Specials {
     /// Sorted by id, then text.
     list: Vec<(String, u32)>,
+    /// The flags of each entry of `list`.
+    tokens: Vec<AddedToken>,
+    /// Whether `list[i]` is matched in the raw text (else in the normalized text: `inner`).
+    outer: Vec<bool>,
+    /// The normalized group: (normalized content, index in `list`), when it is matched apart.
+    inner: Vec<(String, usize)>,
+    any_edges: bool,
     all: Option<Arc<Automaton>>,
     overlapping: Option<AhoCorasick>,
     subsets: Mutex<Vec<Arc<Automaton>>>,
@@ -132,8 +171,17 @@ pub struct Specials {
 
 impl Specials {
     /// Checks the list: no empty special, no text or id twice.
-    pub fn new(mut list: Vec<(String, u32)>) -> Result<Self, String> {
-        list.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    pub fn new(list: Vec<(String, u32)>) -> Result<Self, String> {
+        Self::with_tokens(list.into_iter().map(|(s, i)| AddedToken::special(s, i)).collect(), None)
+    }
+
+    /// Specials with `tokenizers`' flags. With `normalize` (a normalizer, or `Some(identity)`
+    /// when both groups exist), the `normalized` tokens form a second group matched in the
+    /// normalized text, by their normalized content ([`Self::inner`]); otherwise all are
+    /// matched in one pass.
+    pub fn with_tokens(mut tokens: Vec<AddedToken>, normalize: Option<&dyn Fn(&str) -> Result<String, String>>) -> Result<Self, String> {
+        tokens.sort_by(|a, b| a.id.cmp(&b.id).then_with(|| a.content.cmp(&b.content)));
+        let list: Vec<(String, u32)> = tokens.iter().map(|t| (t.content.clone(), t.id)).collect();
         if let Some((_, id)) = list.iter().find(|(s, _)| s.is_empty()) {
             return Err(format!("special token with id {id} is the empty string"));
         }
@@ -145,16 +193,34 @@ impl Specials {
         if let Some(w) = texts.windows(2).find(|w| w[0] == w[1]) {
             return Err(format!("special token {:?} is listed twice", w[0]));
         }
+        let mut inner = Vec::new();
+        let outer: Vec<bool> = match normalize {
+            None => vec![true; tokens.len()],
+            Some(f) => {
+                for (i, t) in tokens.iter().enumerate().filter(|(_, t)| t.normalized) {
+                    let n = f(&t.content).map_err(|e| format!("added token {:?}: {e}", t.content))?;
+                    if !n.is_empty() {
+                        inner.push((n, i));
+                    }
+                }
+                tokens.iter().map(|t| !t.normalized).collect()
+            }
+        };
+        let any_edges = tokens.iter().any(|t| t.has_edges());
+        let outer_index: Vec<usize> = (0..list.len()).filter(|&i| outer[i]).collect();
         let (all, overlapping) = if list.is_empty() {
             (None, None)
         } else {
             let pats: Vec<&str> = list.iter().map(|(s, _)| s.as_str()).collect();
             let o = AhoCorasick::builder().match_kind(MatchKind::Standard).build(&pats).map_err(|e| e.to_string())?;
-            (Some(Arc::new(Automaton::build(&list, (0..list.len()).collect())?)), Some(o))
+            let all = if outer_index.is_empty() { None } else { Some(Arc::new(Automaton::build(&list, outer_index)?)) };
+            (all, Some(o))
         };
+        let plain = tokens.iter().all(|t| t.special && !t.has_edges()) && inner.is_empty();
         let lead = list.first().and_then(|(s, _)| s.as_bytes().first().copied()).filter(|&x| {
             // >= 0x10: a packed key's padding and length bytes are below (see `encode/queue.rs`).
             x >= 0x10
+                && plain
                 && !x.is_ascii_whitespace()
                 && list.len() <= FUSED_MAX_SPECIALS
                 && list.iter().all(|(s, _)| s.len() >= 2 && s.as_bytes()[0] == x && !s.bytes().any(|c| c == b' ' || c == b'\n'))
@@ -166,7 +232,7 @@ impl Specials {
             }
         }
         let max_len = list.iter().map(|(s, _)| s.len()).max().unwrap_or(0);
-        Ok(Specials { list, all, overlapping, subsets: Mutex::new(Vec::new()), max_len, lead, second })
+        Ok(Specials { list, tokens, outer, inner, any_edges, all, overlapping, subsets: Mutex::new(Vec::new()), max_len, lead, second })
     }
 
     /// Specials given by their text only (training): ids are their positions.
@@ -187,17 +253,75 @@ impl Specials {
         self.list.iter().find(|(t, _)| t == s).map(|(_, id)| *id)
     }
 
-    /// The automaton of the `allowed` specials (None when none is allowed).
+    /// The automaton of the tokens matched in the raw text with `allowed` specials: the
+    /// allowed specials and every non-special token (None when there is none).
     pub fn automaton(&self, allowed: &SpecialSet) -> Option<Arc<Automaton>> {
         let all = self.all.as_ref()?;
-        let SpecialSet::Some(_) = allowed else {
-            return if allowed.is_empty() { None } else { Some(all.clone()) };
+        match allowed {
+            SpecialSet::All => return Some(all.clone()),
+            SpecialSet::None if all.index.iter().all(|&i| self.tokens[i].special) => return None,
+            _ => {}
+        }
+        let index: Vec<usize> = all.index.iter().copied().filter(|&i| !self.tokens[i].special || allowed.contains(&self.list[i].0)).collect();
+        self.subset(index, all, |ix| Automaton::build(&self.list, ix))
+    }
+
+    /// The automaton of the normalized group (see [`Self::with_tokens`]) with `allowed`
+    /// specials, matched in normalized text; None when there is none.
+    pub fn inner_automaton(&self, allowed: &SpecialSet) -> Option<Arc<Automaton>> {
+        let ix: Vec<usize> = (0..self.inner.len()).filter(|&k| {
+            let t = &self.tokens[self.inner[k].1];
+            !t.special || allowed.contains(&t.content)
+        }).collect();
+        if ix.is_empty() {
+            return None;
+        }
+        // Keyed apart from the raw group's subsets by an offset.
+        let key: Vec<usize> = ix.iter().map(|&k| self.list.len() + self.inner[k].1).collect();
+        let build = |key: Vec<usize>| {
+            let pats: Vec<&str> = ix.iter().map(|&k| self.inner[k].0.as_str()).collect();
+            Automaton::of(&pats, key.iter().map(|&i| i - self.list.len()).collect()).map(|mut a| {
+                a.index = key;
+                a
+            })
         };
-        let index: Vec<usize> = (0..self.list.len()).filter(|&i| allowed.contains(&self.list[i].0)).collect();
+        let mut kept = self.subsets.try_lock().ok();
+        if let Some(a) = kept.as_ref().and_then(|k| k.iter().find(|a| a.index == key).cloned()) {
+            return Some(a);
+        }
+        let a = Arc::new(build(key).ok()?);
+        if let Some(k) = kept.as_mut() {
+            if k.len() >= SUBSETS_KEPT {
+                k.remove(0);
+            }
+            k.push(a.clone());
+        }
+        Some(a)
+    }
+
+    /// Whether some tokens are matched in the normalized text (a second pass).
+    pub fn has_inner(&self) -> bool {
+        !self.inner.is_empty()
+    }
+
+    /// Whether nothing is matched in the raw text with `allowed`.
+    pub fn matches_none(&self, allowed: &SpecialSet) -> bool {
+        match &self.all {
+            None => true,
+            Some(all) => allowed.is_empty() && all.index.iter().all(|&i| self.tokens[i].special),
+        }
+    }
+
+    /// Every token with its flags, sorted by id.
+    pub fn tokens(&self) -> &[AddedToken] {
+        &self.tokens
+    }
+
+    fn subset(&self, index: Vec<usize>, all: &Arc<Automaton>, build: impl Fn(Vec<usize>) -> Result<Automaton, String>) -> Option<Arc<Automaton>> {
         if index.is_empty() {
             return None;
         }
-        if index.len() == self.list.len() {
+        if index == all.index {
             return Some(all.clone());
         }
         // A busy (or poisoned) cache only means building one more.
@@ -205,7 +329,7 @@ impl Specials {
         if let Some(a) = kept.as_ref().and_then(|k| k.iter().find(|a| a.index == index).cloned()) {
             return Some(a);
         }
-        let a = Arc::new(Automaton::build(&self.list, index).ok()?);
+        let a = Arc::new(build(index).ok()?);
         if let Some(k) = kept.as_mut() {
             if k.len() >= SUBSETS_KEPT {
                 k.remove(0);
@@ -225,17 +349,43 @@ impl Specials {
     pub fn split_with(&self, auto: Option<&Automaton>, text: &str, base: usize, items: &mut Vec<Item>) {
         let mut last = 0;
         if let Some(a) = auto {
-            for (s, e, k) in a.find_iter(text.as_bytes(), 0) {
+            let inner = a.index.first().is_some_and(|&i| i >= self.list.len());
+            for (mut s, mut e, k) in a.find_iter(text.as_bytes(), 0) {
+                let k = if inner { k - self.list.len() } else { k };
+                if self.any_edges && !self.edges(text, k, last, &mut s, &mut e) {
+                    continue;
+                }
                 if s > last {
                     items.push(Item::Text(base + last, base + s));
                 }
-                items.push(Item::Special(self.list[k].1, base + s, base + e));
-                last = e;
+                items.push(Item::Special(self.list[k].1, base + s.max(last), base + e));
+                last = e.max(last);
             }
         }
         if last < text.len() {
             items.push(Item::Text(base + last, base + text.len()));
         }
+    }
+
+    /// `tokenizers`' edge rules for the match `s..e` of token `k` after a split at `last`:
+    /// false if `single_word` refuses it; else `lstrip`/`rstrip` widen it over whitespace.
+    fn edges(&self, text: &str, k: usize, last: usize, s: &mut usize, e: &mut usize) -> bool {
+        let t = &self.tokens[k];
+        if t.single_word {
+            let before = text[..*s].chars().next_back().is_some_and(is_word_char);
+            let after = text[*e..].chars().next().is_some_and(is_word_char);
+            if before || after {
+                return false;
+            }
+        }
+        if t.lstrip {
+            let ws: usize = text[..*s].chars().rev().take_while(|c| c.is_whitespace()).map(char::len_utf8).sum();
+            *s = (*s - ws).max(last);
+        }
+        if t.rstrip {
+            *e += text[*e..].chars().take_while(|c| c.is_whitespace()).map(char::len_utf8).sum::<usize>();
+        }
+        true
     }
 
     /// Calls `f` on each stretch of ordinary text between the specials (all allowed).
@@ -277,7 +427,7 @@ impl Specials {
         }
     }
 
-    /// The special (among those `keep` accepts) that starts first in `text`, the shorter of two
+    /// The special (among those `keep` accepts; never a non-special token) that starts first in `text`, the shorter of two
     /// that start at one byte. The overlapping search gives matches by their end, so one that
     /// starts earlier (`<<x>>` around `<x>`) may come later: it goes on until none can start
     /// earlier.
@@ -291,7 +441,7 @@ impl Specials {
                 }
             }
             let k = m.pattern().as_usize();
-            if keep(&self.list[k].0) && best.is_none_or(|(s, l, _)| (m.start(), m.len()) < (s, l)) {
+            if self.tokens[k].special && keep(&self.list[k].0) && best.is_none_or(|(s, l, _)| (m.start(), m.len()) < (s, l)) {
                 best = Some((m.start(), m.len(), k));
             }
         }
@@ -317,6 +467,15 @@ impl Specials {
         let rest = &b[pos..];
         (0..self.list.len()).filter(|&k| rest.starts_with(self.list[k].0.as_bytes())).min_by_key(|&k| self.list[k].0.len())
     }
+}
+
+/// `\w` as the `regex` crate (and so `tokenizers`' `single_word`) defines it: alphabetic,
+/// marks, decimal digits, connector punctuation and the joiners.
+pub fn is_word_char(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric() || c == '_';
+    }
+    regex_syntax::is_word_character(c)
 }
 
 /// The error for a disallowed special token found in a text (tiktoken's wording).

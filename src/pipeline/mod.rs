@@ -1,0 +1,302 @@
+//! The parts of a `tokenizer.json` around the model, for byte-level BPE: the normalizer, the
+//! pre-tokenizer, the model's options, and (checked here, applied by the Python adapter) the
+//! post-processor and decoder. `tokenizers` runs, per text: split at the raw-matched added
+//! tokens -> normalize each stretch -> split at the normalized added tokens -> pre-tokenize
+//! -> BPE each piece; this module does the same, with the same ids.
+//!
+//! * **Fast when it can be.** A pre-tokenizer that amounts to one scanner or regex
+//!   ([`PreTokenizer::as_pattern`]) becomes the encoder's pattern, and a tokenizer with nothing
+//!   else to do (no normalizer, one group of added tokens, every byte token that UTF-8 text can
+//!   need) never comes here: it runs on the encoder's hot path.
+//! * **Nothing ignored.** A component or option this module cannot reproduce exactly fails to
+//!   load with an error naming it (`dropout`, a `continuing_subword_prefix`, Metaspace, ...).
+//! * **Missing byte tokens** (vocabularies that leave out bytes, as GPT-NeoX's): as
+//!   `tokenizers`, such a byte becomes its `<0xNN>` token with `byte_fallback`, else the
+//!   `unk_token` (consecutive ones fused with `fuse_unk`), else it is dropped and its
+//!   neighbours may merge across it.
+
+mod normalize;
+mod split;
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::cache::WordCache;
+use crate::encode::Encoder;
+use crate::pretok::{Pattern, Regex};
+use crate::specials::{Automaton, Item};
+
+pub use normalize::Normalizer;
+pub use split::PreTokenizer;
+
+/// A `{"String": ..}` or `{"Regex": ..}` pattern of a Split or Replace.
+pub enum Literal {
+    Text(String),
+    Regex(Regex),
+}
+
+pub(crate) fn kind<'a>(v: &'a Value, what: &str) -> Result<&'a str, String> {
+    v.get("type").and_then(Value::as_str).ok_or_else(|| format!("{what} {v} has no 'type'"))
+}
+
+pub(crate) fn field_bool(v: &Value, key: &str, default: bool, what: &str) -> Result<bool, String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(x) => Err(format!("{what}: '{key}' is {x}, not true or false")),
+    }
+}
+
+pub(crate) fn field_str<'a>(v: &'a Value, key: &str, what: &str) -> Result<&'a str, String> {
+    v.get(key).and_then(Value::as_str).ok_or_else(|| format!("{what}: '{key}' is missing or not a string"))
+}
+
+/// What a byte without a token becomes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Missing {
+    Present,
+    Drop,
+    Unk(u32),
+    Fallback(u32),
+}
+
+/// The checked components of an imported `tokenizer.json`.
+pub struct Pipeline {
+    /// `{"normalizer", "pre_tokenizer", "model" (options only), "post_processor", "decoder"}`.
+    pub json: String,
+    pub normalizer: Option<Normalizer>,
+    /// None when the pre-tokenizer is the encoder's pattern.
+    pub pre: Option<PreTokenizer>,
+    pub ignore_merges: bool,
+    missing: Box<[Missing; 256]>,
+    fuse_unk: bool,
+}
+
+/// What [`Pipeline::parse`] needs to know of the vocabulary.
+pub struct Lookup<'a> {
+    /// The id of a token given as `tokenizer.json` spells it (byte-level, or an added token).
+    pub id_of: &'a dyn Fn(&str) -> Option<u32>,
+    /// Whether an id names a token.
+    pub known: &'a dyn Fn(u32) -> bool,
+}
+
+impl Pipeline {
+    /// Parses and checks the components; returns the pipeline and, if the pre-tokenizer is one
+    /// scanner or regex, that pattern. The error names the component.
+    pub fn parse(json: &str, look: &Lookup) -> Result<(Pipeline, Option<Pattern>), String> {
+        let v: Value = serde_json::from_str(json).map_err(|e| format!("pipeline is not valid JSON: {e}"))?;
+        let get = |k: &str| v.get(k).unwrap_or(&Value::Null);
+        let normalizer = Normalizer::parse(get("normalizer"))?;
+        let pre = PreTokenizer::parse(get("pre_tokenizer"))?;
+        let pattern = pre.as_pattern();
+        let model = get("model");
+        let opt = |k: &str| model.get(k).filter(|x| !x.is_null());
+        if let Some(t) = opt("type").and_then(Value::as_str).filter(|t| *t != "BPE") {
+            return Err(format!("model type {t} is not BPE"));
+        }
+        if let Some(d) = opt("dropout") {
+            if d.as_f64() != Some(0.0) {
+                return Err(format!("model dropout {d} makes encoding random (tokenizers drops merges at random); set it to null to load"));
+            }
+        }
+        for k in ["continuing_subword_prefix", "end_of_word_suffix"] {
+            if let Some(x) = opt(k).filter(|x| x.as_str() != Some("")) {
+                return Err(format!("model {k} {x} is not supported for byte-level BPE"));
+            }
+        }
+        let ignore_merges = field_bool(model, "ignore_merges", false, "model")?;
+        let fuse_unk = field_bool(model, "fuse_unk", false, "model")?;
+        let byte_fallback = field_bool(model, "byte_fallback", false, "model")?;
+        let unk = match opt("unk_token") {
+            None => None,
+            Some(u) => {
+                let s = u.as_str().ok_or_else(|| format!("model unk_token {u} is not a string"))?;
+                Some((look.id_of)(s).ok_or_else(|| format!("model unk_token {s:?} is not in the vocabulary"))?)
+            }
+        };
+        let mut missing = Box::new([Missing::Present; 256]);
+        for (b, m) in missing.iter_mut().enumerate() {
+            if (look.id_of)(&crate::train::byte_alphabet()[b].to_string()).is_some() {
+                continue;
+            }
+            let fallback = if byte_fallback { (look.id_of)(&format!("<0x{b:02X}>")) } else { None };
+            *m = match (fallback, unk) {
+                (Some(id), _) => Missing::Fallback(id),
+                (None, Some(u)) => Missing::Unk(u),
+                (None, None) => Missing::Drop,
+            };
+        }
+        check_decoder(get("decoder"))?;
+        check_post_processor(get("post_processor"), look)?;
+        let canonical = serde_json::json!({
+            "normalizer": get("normalizer"),
+            "pre_tokenizer": get("pre_tokenizer"),
+            "model": {"type": "BPE", "ignore_merges": ignore_merges, "fuse_unk": fuse_unk, "byte_fallback": byte_fallback,
+                      "unk_token": opt("unk_token").cloned().unwrap_or(Value::Null)},
+            "post_processor": get("post_processor"),
+            "decoder": get("decoder"),
+        });
+        let pre = if pattern.is_some() { None } else { Some(pre) };
+        Ok((Pipeline { json: canonical.to_string(), normalizer, pre, ignore_merges, missing, fuse_unk }, pattern))
+    }
+
+    /// Whether text must take this path rather than the encoder's hot path: a normalizer, a
+    /// pre-tokenizer of several steps, or a missing byte token that UTF-8 text can hold
+    /// (0xC0, 0xC1 and 0xF5..=0xFF never occur in it). The second group of added tokens is the
+    /// encoder's to tell ([`crate::specials::Specials::has_inner`]).
+    pub fn is_needed(&self) -> bool {
+        self.normalizer.is_some()
+            || self.pre.is_some()
+            || (0..256).any(|b| self.missing[b] != Missing::Present && !matches!(b, 0xC0 | 0xC1 | 0xF5..=0xFF))
+    }
+
+    /// The normalized form of an added token's content (for the second group's matcher).
+    pub fn normalize(&self, s: &str) -> Result<String, String> {
+        match &self.normalizer {
+            Some(n) => n.apply(s),
+            None => Ok(s.to_string()),
+        }
+    }
+
+    /// Encodes one stretch of text between raw-matched added tokens; `inner` matches the
+    /// normalized group.
+    pub fn encode(&self, enc: &Encoder, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, out: &mut Vec<u32>) -> Result<(), String> {
+        let norm: Cow<str> = match &self.normalizer {
+            Some(n) => Cow::Owned(n.apply(text)?),
+            None => Cow::Borrowed(text),
+        };
+        let mut items = Vec::new();
+        enc.specials().split_with(inner, &norm, 0, &mut items);
+        for it in items {
+            match it {
+                Item::Special(id, _, _) => out.push(id),
+                Item::Text(s, e) => self.encode_stretch(enc, cache, &norm[s..e], out)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn encode_stretch(&self, enc: &Encoder, cache: &mut WordCache, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
+        match &self.pre {
+            None => enc.pattern.for_each_piece(text, |s: usize, e: usize| self.encode_piece(enc, cache, &text.as_bytes()[s..e], out)),
+            Some(pre) => {
+                for p in pre.pieces(text)? {
+                    self.encode_piece(enc, cache, p.as_bytes(), out);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// One piece: as the encoder does, but a missing byte token is handled as described above.
+    fn encode_piece(&self, enc: &Encoder, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
+        if piece.iter().all(|&b| self.missing[b as usize] == Missing::Present) {
+            enc.encode_piece(cache, piece, out);
+            return;
+        }
+        if self.ignore_merges {
+            if let Some(id) = enc.whole_token(piece) {
+                out.push(id);
+                return;
+            }
+        }
+        // Dropped bytes leave their neighbours adjacent; a fallback or unk token stands between.
+        let mut run: Vec<u8> = Vec::with_capacity(piece.len());
+        let mut last_unk = false;
+        for &b in piece {
+            match self.missing[b as usize] {
+                Missing::Present => run.push(b),
+                Missing::Drop => {}
+                m => {
+                    if !run.is_empty() {
+                        enc.encode_piece(cache, &run, out);
+                        run.clear();
+                        last_unk = false;
+                    }
+                    match m {
+                        Missing::Unk(u) if !(self.fuse_unk && last_unk) => out.push(u),
+                        Missing::Unk(_) => {}
+                        Missing::Fallback(id) => out.push(id),
+                        _ => unreachable!(),
+                    }
+                    last_unk = matches!(m, Missing::Unk(_));
+                }
+            }
+        }
+        if !run.is_empty() {
+            enc.encode_piece(cache, &run, out);
+        }
+    }
+}
+
+fn check_decoder(v: &Value) -> Result<(), String> {
+    match v {
+        Value::Null => Err("decoder is null: decoding a byte-level vocabulary needs the ByteLevel decoder".into()),
+        _ => match kind(v, "decoder")? {
+            "ByteLevel" => Ok(()),
+            "Sequence" => {
+                let list = v.get("decoders").and_then(Value::as_array).ok_or("decoder Sequence has no 'decoders' list")?;
+                match &list[..] {
+                    [one] => check_decoder(one),
+                    _ => Err(format!("decoder {v} is not supported (a ByteLevel decoder is)")),
+                }
+            }
+            other => Err(format!("decoder {other} is not supported for byte-level BPE (ByteLevel is)")),
+        },
+    }
+}
+
+fn check_post_processor(v: &Value, look: &Lookup) -> Result<(), String> {
+    if v.is_null() {
+        return Ok(());
+    }
+    let ids_known = |what: &str, ids: &[u32]| match ids.iter().find(|&&i| !(look.known)(i)) {
+        Some(i) => Err(format!("post_processor {what}: token id {i} is not in the vocabulary")),
+        None => Ok(()),
+    };
+    let pair = |key: &str| -> Result<(), String> {
+        let p = v.get(key).and_then(Value::as_array).filter(|a| a.len() == 2);
+        let id = p.and_then(|a| a[1].as_u64()).ok_or_else(|| format!("post_processor: '{key}' is not a [token, id] pair"))?;
+        ids_known(key, &[id as u32])
+    };
+    match kind(v, "post_processor")? {
+        "ByteLevel" => Ok(()),
+        "RobertaProcessing" | "BertProcessing" => {
+            pair("sep")?;
+            pair("cls")
+        }
+        "TemplateProcessing" => {
+            let specials = v.get("special_tokens").and_then(Value::as_object).ok_or("post_processor TemplateProcessing has no 'special_tokens'")?;
+            for (name, t) in specials {
+                let ids: Vec<u32> = t.get("ids").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_u64).map(|x| x as u32).collect()).unwrap_or_default();
+                if ids.is_empty() {
+                    return Err(format!("post_processor TemplateProcessing: special token {name:?} has no ids"));
+                }
+                ids_known(name, &ids)?;
+            }
+            for key in ["single", "pair"] {
+                let parts = v.get(key).and_then(Value::as_array).ok_or_else(|| format!("post_processor TemplateProcessing has no '{key}' template"))?;
+                for p in parts {
+                    if let Some(id) = p.get("SpecialToken").and_then(|s| s.get("id")).and_then(Value::as_str) {
+                        if !specials.contains_key(id) {
+                            return Err(format!("post_processor TemplateProcessing: {key} uses {id:?}, which is not in its special_tokens"));
+                        }
+                    } else if p.get("Sequence").is_none() {
+                        return Err(format!("post_processor TemplateProcessing: {key} has the piece {p}"));
+                    }
+                }
+            }
+            Ok(())
+        }
+        "Sequence" => {
+            for p in v.get("processors").and_then(Value::as_array).ok_or("post_processor Sequence has no 'processors' list")? {
+                check_post_processor(p, look)?;
+            }
+            Ok(())
+        }
+        other => Err(format!(
+            "post_processor {other} is not supported (supported: ByteLevel, TemplateProcessing, RobertaProcessing, BertProcessing, Sequence)"
+        )),
+    }
+}

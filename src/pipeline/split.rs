@@ -1,0 +1,270 @@
+//! `tokenizers`' pre-tokenizers, run step by step on owned pieces: the general path, for the
+//! compositions no scanner covers (those that reduce to one scanner or regex never come here,
+//! see [`PreTokenizer::as_pattern`]). Each step splits every piece of the step before; empty
+//! pieces are dropped, as `tokenizers` drops them.
+
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use super::{field_bool, kind, Literal};
+use crate::pretok::{Pattern, Regex};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Behavior {
+    Removed,
+    Isolated,
+    MergedWithPrevious,
+    MergedWithNext,
+    Contiguous,
+}
+
+pub enum Step {
+    Split { pattern: Literal, behavior: Behavior, invert: bool },
+    ByteLevel { add_prefix_space: bool, use_regex: bool },
+    Digits { individual: bool },
+    Punctuation(Behavior),
+    Whitespace,
+    WhitespaceSplit,
+}
+
+/// The steps of a `pre_tokenizer` (a Sequence flattened).
+pub struct PreTokenizer {
+    pub steps: Vec<Step>,
+}
+
+fn behavior(v: &Value, what: &str, default: Behavior) -> Result<Behavior, String> {
+    Ok(match v.get("behavior").and_then(Value::as_str) {
+        None => default,
+        Some("Removed") => Behavior::Removed,
+        Some("Isolated") => Behavior::Isolated,
+        Some("MergedWithPrevious") => Behavior::MergedWithPrevious,
+        Some("MergedWithNext") => Behavior::MergedWithNext,
+        Some("Contiguous") => Behavior::Contiguous,
+        Some(b) => return Err(format!("{what}: unknown behavior {b:?}")),
+    })
+}
+
+impl PreTokenizer {
+    /// Parses a `pre_tokenizer` object of a byte-level model: its last step must be ByteLevel.
+    pub fn parse(v: &Value) -> Result<PreTokenizer, String> {
+        if v.is_null() {
+            return Err("pre_tokenizer is null: not a byte-level BPE tokenizer (a ByteLevel pre-tokenizer is needed)".into());
+        }
+        let mut steps = Vec::new();
+        Self::flatten(v, &mut steps)?;
+        if !matches!(steps.last(), Some(Step::ByteLevel { .. })) {
+            return Err("pre_tokenizer does not end with ByteLevel: not a byte-level BPE tokenizer".into());
+        }
+        Ok(PreTokenizer { steps })
+    }
+
+    fn flatten(v: &Value, out: &mut Vec<Step>) -> Result<(), String> {
+        let k = kind(v, "pre_tokenizer")?;
+        let what = format!("pre_tokenizer {k}");
+        out.push(match k {
+            "Sequence" => {
+                let list = v.get("pretokenizers").and_then(Value::as_array).ok_or("pre_tokenizer Sequence has no 'pretokenizers' list")?;
+                for s in list {
+                    Self::flatten(s, out)?;
+                }
+                return Ok(());
+            }
+            "Split" => Step::Split {
+                pattern: Literal::parse(v.get("pattern").unwrap_or(&Value::Null), &what)?,
+                behavior: behavior(v, &what, Behavior::Isolated)?,
+                invert: field_bool(v, "invert", false, &what)?,
+            },
+            "ByteLevel" => Step::ByteLevel {
+                add_prefix_space: field_bool(v, "add_prefix_space", true, &what)?,
+                use_regex: field_bool(v, "use_regex", true, &what)?,
+            },
+            "Digits" => Step::Digits { individual: field_bool(v, "individual_digits", false, &what)? },
+            "Punctuation" => Step::Punctuation(behavior(v, &what, Behavior::Isolated)?),
+            "Whitespace" => Step::Whitespace,
+            "WhitespaceSplit" => Step::WhitespaceSplit,
+            other => {
+                return Err(format!(
+                    "pre_tokenizer {other} is not supported for byte-level BPE (supported: ByteLevel, Split, Digits, \
+                     Punctuation, Whitespace, WhitespaceSplit, Sequence)"
+                ))
+            }
+        });
+        Ok(())
+    }
+
+    /// The one scanner or regex these steps amount to, if they do: ByteLevel with its regex
+    /// alone (GPT-2's split), or a regex Split that keeps every byte (isolated, or a built-in
+    /// pattern's regex, whose matches tile any text, with the gaps removed) before a ByteLevel
+    /// that only maps bytes.
+    pub fn as_pattern(&self) -> Option<Pattern> {
+        match &self.steps[..] {
+            [Step::ByteLevel { add_prefix_space: false, use_regex: true }] => Some(Pattern::Gpt2),
+            [Step::Split { pattern: Literal::Regex(r), behavior, invert }, Step::ByteLevel { add_prefix_space: false, use_regex: false }] => {
+                let p = Pattern::from_spec(r.as_str()).ok()?;
+                let keeps_all = match (behavior, invert) {
+                    (Behavior::Isolated, _) => true,
+                    (Behavior::Removed, true) => p.is_builtin(),
+                    _ => false,
+                };
+                keeps_all.then_some(p)
+            }
+            _ => None,
+        }
+    }
+
+    /// The pieces of `text`, in order.
+    pub fn pieces(&self, text: &str) -> Result<Vec<String>, String> {
+        let mut cur = vec![text.to_string()];
+        for step in &self.steps {
+            let mut next = Vec::with_capacity(cur.len() * 2);
+            for p in &cur {
+                step.split(p, &mut next)?;
+            }
+            next.retain(|p: &String| !p.is_empty());
+            cur = next;
+        }
+        Ok(cur)
+    }
+}
+
+fn punctuation() -> &'static Regex {
+    static P: OnceLock<Regex> = OnceLock::new();
+    P.get_or_init(|| Regex::new(r"\p{P}").expect("a valid class"))
+}
+
+fn words() -> &'static Regex {
+    static W: OnceLock<Regex> = OnceLock::new();
+    W.get_or_init(|| Regex::new(r"\w+|[^\w\s]+").expect("a valid regex"))
+}
+
+fn is_punctuation(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_punctuation();
+    }
+    let mut b = [0u8; 4];
+    let s = c.encode_utf8(&mut b);
+    let mut hit = false;
+    let _ = punctuation().for_each_match(s, |_, _| hit = true);
+    hit
+}
+
+impl Step {
+    fn split(&self, s: &str, out: &mut Vec<String>) -> Result<(), String> {
+        let mut marks: Vec<((usize, usize), bool)> = Vec::new();
+        let behavior = match self {
+            Step::ByteLevel { add_prefix_space, use_regex } => {
+                let owned;
+                let s = if *add_prefix_space && !s.starts_with(' ') {
+                    owned = format!(" {s}");
+                    owned.as_str()
+                } else {
+                    s
+                };
+                if *use_regex {
+                    Pattern::Gpt2.for_each_piece(s, |a, b| out.push(s[a..b].to_string()))?;
+                } else {
+                    out.push(s.to_string());
+                }
+                return Ok(());
+            }
+            Step::Split { pattern, behavior, invert } => {
+                match_marks(s, |f| pattern.for_each_match(s, f), &mut marks)?;
+                if *invert {
+                    marks.iter_mut().for_each(|m| m.1 = !m.1);
+                }
+                *behavior
+            }
+            Step::Digits { individual } => {
+                char_marks(s, char::is_numeric, &mut marks);
+                if *individual { Behavior::Isolated } else { Behavior::Contiguous }
+            }
+            Step::Punctuation(b) => {
+                char_marks(s, is_punctuation, &mut marks);
+                *b
+            }
+            Step::Whitespace => {
+                match_marks(s, |f| words().for_each_match(s, f), &mut marks)?;
+                marks.iter_mut().for_each(|m| m.1 = !m.1);
+                Behavior::Removed
+            }
+            Step::WhitespaceSplit => {
+                char_marks(s, char::is_whitespace, &mut marks);
+                Behavior::Removed
+            }
+        };
+        for (a, b) in apply(marks, behavior) {
+            out.push(s[a..b].to_string());
+        }
+        Ok(())
+    }
+}
+
+/// The text as (range, is_match) runs of the matches `find` reports and the gaps between.
+fn match_marks(
+    s: &str,
+    find: impl FnOnce(&mut dyn FnMut(usize, usize)) -> Result<(), String>,
+    marks: &mut Vec<((usize, usize), bool)>,
+) -> Result<(), String> {
+    let mut last = 0;
+    find(&mut |a, b| {
+        if a > last {
+            marks.push(((last, a), false));
+        }
+        marks.push(((a, b), true));
+        last = b;
+    })?;
+    if last < s.len() {
+        marks.push(((last, s.len()), false));
+    }
+    Ok(())
+}
+
+/// The text as runs where each char `f` accepts is a match of its own.
+fn char_marks(s: &str, f: impl Fn(char) -> bool, marks: &mut Vec<((usize, usize), bool)>) {
+    let mut last = 0;
+    for (i, c) in s.char_indices() {
+        if f(c) {
+            if i > last {
+                marks.push(((last, i), false));
+            }
+            marks.push(((i, i + c.len_utf8()), true));
+            last = i + c.len_utf8();
+        }
+    }
+    if last < s.len() {
+        marks.push(((last, s.len()), false));
+    }
+}
+
+/// The kept ranges of `marks` under `behavior`, as `tokenizers`' `NormalizedString::split`.
+fn apply(marks: Vec<((usize, usize), bool)>, behavior: Behavior) -> Vec<(usize, usize)> {
+    let mut acc: Vec<(usize, usize)> = Vec::with_capacity(marks.len());
+    match behavior {
+        Behavior::Isolated => acc.extend(marks.iter().map(|m| m.0)),
+        Behavior::Removed => acc.extend(marks.iter().filter(|m| !m.1).map(|m| m.0)),
+        Behavior::Contiguous | Behavior::MergedWithPrevious => {
+            let mut prev = false;
+            for ((a, b), m) in marks {
+                let join = if behavior == Behavior::Contiguous { m == prev } else { m && !prev };
+                match acc.last_mut() {
+                    Some(last) if join => last.1 = b,
+                    _ => acc.push((a, b)),
+                }
+                prev = m;
+            }
+        }
+        Behavior::MergedWithNext => {
+            let mut prev = false;
+            for ((a, b), m) in marks.into_iter().rev() {
+                match acc.last_mut() {
+                    Some(last) if m && !prev => last.0 = a,
+                    _ => acc.push((a, b)),
+                }
+                prev = m;
+            }
+            acc.reverse();
+        }
+    }
+    acc
+}
