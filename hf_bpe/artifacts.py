@@ -9,6 +9,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Sequence
 
 from hf_bpe import _core
 from hf_bpe.alphabet import token_to_str
@@ -49,44 +50,61 @@ def _pre_tokenizer_json(pattern: str) -> dict:
     }
 
 
+def _added_json(special_tokens: dict[str, int], added_tokens: Sequence) -> list[dict]:
+    """``added_tokens`` entries: every added token with its flags (specials given only by name
+    have none)."""
+    entries = {t.content: {"id": t.id, "content": t.content, "single_word": t.single_word, "lstrip": t.lstrip,
+                           "rstrip": t.rstrip, "normalized": t.normalized, "special": t.special}
+               for t in added_tokens}
+    for s, i in special_tokens.items():
+        entries.setdefault(s, {"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+                               "normalized": False, "special": True})
+    return sorted(entries.values(), key=lambda e: e["id"])
+
+
 def tokenizer_json(
     vocab: dict[int, bytes],
     merges: list[tuple[bytes, bytes]],
     special_tokens: dict[str, int],
     pattern: str,
+    added_tokens: Sequence = (),
+    pipeline: str | None = None,
 ) -> dict:
-    """The HF ``tokenizers`` pipeline: split (regex) -> ByteLevel -> BPE -> ByteLevel decoder.
+    """The HF ``tokenizers`` pipeline: split (regex) -> ByteLevel -> BPE -> ByteLevel decoder, or
+    the components of an imported ``tokenizer.json`` (``pipeline``) as they were.
     ``pattern`` is ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex."""
-    added = [
-        {"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-         "normalized": False, "special": True}
-        for s, i in sorted(special_tokens.items(), key=lambda kv: kv[1])
-    ]
+    added = _added_json(special_tokens, added_tokens)
+    names = {e["content"]: e["id"] for e in added}
+    parts = json.loads(pipeline) if pipeline else {
+        "normalizer": None,
+        "pre_tokenizer": _pre_tokenizer_json(pattern),
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {},
+    }
+    options = {"dropout": None, "unk_token": None, "continuing_subword_prefix": None, "end_of_word_suffix": None,
+               "fuse_unk": False, "byte_fallback": False, "ignore_merges": False}
+    options.update({k: v for k, v in parts["model"].items() if k in options})
     return {
         "version": "1.0",
         "truncation": None,
         "padding": None,
         "added_tokens": added,
-        "normalizer": None,
-        "pre_tokenizer": _pre_tokenizer_json(pattern),
-        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "normalizer": parts["normalizer"],
+        "pre_tokenizer": parts["pre_tokenizer"],
+        "post_processor": parts["post_processor"],
+        "decoder": parts["decoder"],
         "model": {
             "type": "BPE",
-            "dropout": None,
-            "unk_token": None,
-            "continuing_subword_prefix": None,
-            "end_of_word_suffix": None,
-            "fuse_unk": False,
-            "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": _vocab_strings(vocab, special_tokens),
+            **options,
+            "vocab": _vocab_strings(vocab, names),
             "merges": [[token_to_str(a), token_to_str(b)] for a, b in merges],
         },
     }
 
 
-def tokenizer_config(special_tokens: dict[str, int], tokenizer_class: str | None = None) -> dict:
+def tokenizer_config(special_tokens: dict[str, int], tokenizer_class: str | None = None,
+                     added_tokens: Sequence = ()) -> dict:
     """``tokenizer_config.json``: what ``AutoTokenizer`` reads to pick and set up the class.
 
     The default class is ``BPETokenizer``: with ``hf_bpe`` imported, ``AutoTokenizer`` gives
@@ -107,9 +125,8 @@ def tokenizer_config(special_tokens: dict[str, int], tokenizer_class: str | None
         "eos_token": eos,
         "unk_token": eos,
         "added_tokens_decoder": {
-            str(i): {"content": s, "lstrip": False, "normalized": False, "rstrip": False,
-                     "single_word": False, "special": True}
-            for s, i in sorted(special_tokens.items(), key=lambda kv: kv[1])
+            str(e["id"]): {k: e[k] for k in ("content", "lstrip", "normalized", "rstrip", "single_word", "special")}
+            for e in _added_json(special_tokens, added_tokens)
         },
     }
     return cfg
@@ -127,15 +144,18 @@ def folder_files(
     special_tokens: dict[str, int],
     pattern: str,
     tokenizer_class: str | None = None,
+    added_tokens: Sequence = (),
+    pipeline: str | None = None,
 ) -> dict[str, bytes]:
     """The contents of every artifact (:data:`ARTIFACTS`), by file name."""
-    vocab_json = _dump(_vocab_strings(vocab, special_tokens), compact_ascii=True)
+    names = {e["content"]: e["id"] for e in _added_json(special_tokens, added_tokens)}
+    vocab_json = _dump(_vocab_strings(vocab, names), compact_ascii=True)
     merges_txt = ("#version: 0.2\n" + "".join(f"{token_to_str(a)} {token_to_str(b)}\n" for a, b in merges)).encode("utf-8")
     return {
         "vocab.json": vocab_json,
         "merges.txt": merges_txt,
-        "tokenizer.json": _dump(tokenizer_json(vocab, merges, special_tokens, pattern)),
-        "tokenizer_config.json": _dump(tokenizer_config(special_tokens, tokenizer_class)),
+        "tokenizer.json": _dump(tokenizer_json(vocab, merges, special_tokens, pattern, added_tokens, pipeline)),
+        "tokenizer_config.json": _dump(tokenizer_config(special_tokens, tokenizer_class, added_tokens)),
     }
 
 

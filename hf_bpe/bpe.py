@@ -37,32 +37,44 @@ class BPE:
         pattern: str = "gpt2",
         *,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        added_tokens: Sequence[formats.AddedToken] = (),
+        pipeline: str | None = None,
     ) -> None:
         """Builds a tokenizer from its tables.
 
         ``vocab`` maps every id to its bytes (special tokens may be left out, or given as their
         UTF-8 bytes); ``merges`` lists the merges in training order as byte pairs, or is ``None``
         for a tiktoken-style vocabulary where the id is the merge rank. ``pattern`` is
-        ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex. The native core checks the tables and
-        raises ``ValueError`` naming what is wrong.
+        ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex. ``added_tokens`` gives added tokens with
+        their flags (:class:`hf_bpe.formats.AddedToken`); ``pipeline`` the components of an
+        imported ``tokenizer.json`` (see :func:`hf_bpe.formats.read`). The native core checks
+        everything and raises ``ValueError`` naming what is wrong.
         """
         specials = dict(special_tokens or {})
         full = dict(vocab)
         for s, i in specials.items():
             if isinstance(s, str):
                 full.setdefault(i, s.encode())
+        added = [formats.AddedToken(*t) for t in added_tokens]
         byte_merges = None if merges is None else [(bytes(a), bytes(b)) for a, b in merges]
-        self._adopt(_core.Encoder(full, byte_merges, specials, pattern, _budget(cache_bytes)), full, byte_merges)
+        core = _core.Encoder(full, byte_merges, specials, pattern, _budget(cache_bytes), [tuple(t) for t in added], pipeline)
+        for t in added:  # the core keeps added tokens apart from the vocabulary it merges with
+            full.setdefault(t.id, t.content.encode())
+        self._adopt(core, full, byte_merges)
 
     def _adopt(self, core: _core.Encoder, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]] | None) -> None:
         # The core holds the tables; the dicts kept here only make the properties fast.
         self._core = core
         self._core_pid = os.getpid()
         self.special_tokens: dict[str, int] = dict(core.special_tokens)
+        self.added_tokens: list[formats.AddedToken] = [formats.AddedToken(*t) for t in core.added_tokens]
+        """Every added token with its flags, by id (special tokens among them)."""
+        self.pipeline: str | None = core.pipeline
+        """An imported ``tokenizer.json``'s components (JSON), or ``None``."""
         self.pattern: str = core.pattern
-        self.pattern_source: str = _core.pattern_source(self.pattern)
+        self.pattern_source: str = self.pattern if self.pattern.startswith("{") else _core.pattern_source(self.pattern)
         self._vocab = vocab
-        special_ids = set(self.special_tokens.values())
+        special_ids = {t.id for t in self.added_tokens}
         self._ids: dict[bytes, int] = {b: i for i, b in vocab.items() if i not in special_ids}
         self._merges = merges
         self._derived_merges: list[tuple[bytes, bytes]] | None = None
@@ -90,14 +102,20 @@ class BPE:
 
     @property
     def vocab_size(self) -> int:
-        """How many tokens there are: byte tokens + merged tokens + special tokens."""
+        """The largest id + 1 (tiktoken's ``n_vocab``): the size of an embedding table that every
+        id fits. ``len(bpe)`` counts the tokens, which is less where ids have holes."""
+        return self._core.n_vocab
+
+    def __len__(self) -> int:
+        """The number of tokens (byte tokens + merged tokens + added tokens)."""
         return len(self._vocab)
 
     def token_to_id(self, token: bytes | str) -> int | None:
-        """The id of a token given by its bytes, or of a special token given by its text."""
+        """The id of a token given by its bytes, or of an added token given by its text."""
         if isinstance(token, str):
-            if token in self.special_tokens:
-                return self.special_tokens[token]
+            for t in self.added_tokens:
+                if t.content == token:
+                    return t.id
             token = token.encode()
         return self._ids.get(token)
 
@@ -108,8 +126,9 @@ class BPE:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BPE):
             return NotImplemented
-        return (self._vocab == other._vocab and self.special_tokens == other.special_tokens
-                and self.pattern_source == other.pattern_source and self.merges == other.merges)
+        return (self._vocab == other._vocab and self.added_tokens == other.added_tokens
+                and self.pattern_source == other.pattern_source and self.merges == other.merges
+                and self.pipeline == other.pipeline)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -118,7 +137,8 @@ class BPE:
     def save(self, path: str | os.PathLike, *, tokenizer_class: str | None = None) -> Path:
         """Writes ``vocab.json``, ``merges.txt``, ``tokenizer.json`` and ``tokenizer_config.json``
         into the folder ``path`` (created if needed), atomically. Returns the folder."""
-        files = formats.folder_files(self._vocab, self.merges, self.special_tokens, self.pattern, tokenizer_class)
+        files = formats.folder_files(self._vocab, self.merges, self.special_tokens, self.pattern, tokenizer_class,
+                                     self.added_tokens, self.pipeline)
         return formats.write_folder(path, files)
 
     @classmethod
@@ -139,7 +159,8 @@ class BPE:
                     cache_bytes: int = DEFAULT_CACHE_BYTES) -> "BPE":
         """A BPE from a reader's tables; tables the core rejects raise ``FormatError`` naming ``source``."""
         try:
-            return cls(*tables, cache_bytes=cache_bytes)
+            return cls(tables.vocab, tables.merges, tables.special_tokens, tables.pattern, cache_bytes=cache_bytes,
+                       added_tokens=tables.added_tokens, pipeline=tables.pipeline)
         except ValueError as e:
             if source is None:
                 raise

@@ -26,6 +26,7 @@ from hf_bpe.regex_forms import for_oniguruma
 
 __all__ = [
     "FormatError",
+    "AddedToken",
     "Tables",
     "read",
     "read_tiktoken",
@@ -58,16 +59,37 @@ class FormatError(ValueError):
     """A tokenizer file is malformed; the message names the file and, where it can, the line."""
 
 
+class AddedToken(NamedTuple):
+    """A token matched in the text before the model, with the flags of ``tokenizers``'
+    ``AddedToken``: ``special`` ones follow ``allowed_special``/``disallowed_special`` (and are
+    skipped by ``decode(skip_special_tokens=True)``), the others always match; ``lstrip`` /
+    ``rstrip`` take the whitespace on that side into the token; ``single_word`` matches only
+    where no word character touches it; ``normalized`` ones are matched in the normalized text."""
+
+    content: str
+    id: int
+    special: bool = True
+    lstrip: bool = False
+    rstrip: bool = False
+    single_word: bool = False
+    normalized: bool = False
+
+
 class Tables(NamedTuple):
     """What a tokenizer file holds, as ``BPE``'s constructor takes it."""
 
     vocab: dict[int, bytes]
-    """Every id and its bytes (special tokens as their UTF-8 bytes)."""
+    """Every id and its bytes (added tokens as their UTF-8 bytes)."""
     merges: list[tuple[bytes, bytes]] | None
     """Merges in rank order, or ``None`` for tiktoken ranks."""
     special_tokens: dict[str, int]
     pattern: str
     """``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex."""
+    added_tokens: tuple[AddedToken, ...] = ()
+    """Added tokens with their flags (special ones also in ``special_tokens``)."""
+    pipeline: str | None = None
+    """An imported ``tokenizer.json``'s normalizer, pre-tokenizer, model options, post-processor
+    and decoder (JSON), checked and run by the core."""
 
 
 # Ids are 32-bit in the core (u32::MAX itself is reserved).
@@ -139,16 +161,10 @@ def _beside(folder: Path) -> Path | None:
 
 
 def _read_gpt2(vp: Path, mp: Path, tj: Path | None, declared: list[str]) -> Tables:
-    """``vocab.json`` + ``merges.txt``; a ``tokenizer.json`` beside them gives the pattern and
-    which added tokens are special."""
-    pattern = "gpt2"
-    added: list[str] = []
+    """``vocab.json`` + ``merges.txt``; a ``tokenizer.json`` beside them (or named) describes the
+    whole tokenizer, so it is read instead, as ``transformers`` does."""
     if tj is not None:
-        raw = _load_json(tj)
-        if isinstance(raw, dict):
-            declared = declared + _marked_special(raw)
-            added = _added(raw)
-            pattern = _pattern_from_pre_tokenizer(raw.get("pre_tokenizer"), tj)
+        return _read_tokenizer_json(tj, declared)
     vocab = _parse_vocab(_load_json(vp), vp)
     lines = _read_text(mp).split("\n")
     numbered = list(enumerate(lines, start=1))
@@ -157,11 +173,13 @@ def _read_gpt2(vp: Path, mp: Path, tj: Path | None, declared: list[str]) -> Tabl
             raise FormatError(f"{mp}: line 1: unknown header {lines[0]!r} (expected '#version: 0.2')")
         numbered = numbered[1:]
     numbered = [(n, line[:-1] if line.endswith("\r") else line) for n, line in numbered]
-    return _to_tables(vocab, _parse_merges(numbered, vocab, mp), declared, added, pattern, mp)
+    return _to_tables(vocab, _parse_merges(numbered, vocab, mp), declared, [], "gpt2", mp)
 
 
 def _read_tokenizer_json(p: Path, declared: list[str]) -> Tables:
-    """A byte-level BPE ``tokenizer.json``."""
+    """A byte-level BPE ``tokenizer.json``, all of it: the vocabulary and merges, the added
+    tokens with their flags, and the components around the model (the core checks those and
+    refuses what it cannot reproduce, naming the component)."""
     raw = _load_json(p)
     if not isinstance(raw, dict) or not isinstance(raw.get("model"), dict):
         raise FormatError(f"{p}: no 'model' object")
@@ -178,16 +196,70 @@ def _read_tokenizer_json(p: Path, declared: list[str]) -> Tables:
         else:
             raise FormatError(f"{p}: merge #{n} is {m!r}, not a pair of tokens")
     merges = _parse_merges(lines, vocab, p)
+    added = _added_tokens(raw, p, set(declared))
+    by_content = {t.content: t for t in added}
+    for d in declared:  # a vocabulary entry declared special becomes a special added token
+        if d not in by_content and d in vocab:
+            by_content[d] = AddedToken(d, vocab[d])
+            added.append(by_content[d])
+    added_ids = {t.id: t for t in added}
+    in_merges = {x for m in merges for x in (m[0], m[1], m[0] + m[1])}
+    out: dict[int, bytes] = {}
+    for s_, i in vocab.items():
+        b = str_to_token(s_)
+        if i in added_ids and b != added_ids[i].content.encode("utf-8"):
+            # The added token defines this id; merges may use it only if the bytes agree.
+            if s_ in in_merges:
+                raise FormatError(f"{p}: the added token {added_ids[i].content!r} takes id {i}, which merges use as {s_!r}")
+            continue
+        # A spelling outside the byte alphabet: a token no text maps to; decoded as its UTF-8.
+        out[i] = b if b is not None else s_.encode("utf-8")
+    byte_merges = [(str_to_token(a), str_to_token(b)) for a, b in merges]
+    parts = {k: raw.get(k) for k in ("normalizer", "pre_tokenizer", "post_processor", "decoder")}
+    parts["model"] = {k: v for k, v in model.items() if k not in ("vocab", "merges")}
+    specials = {t.content: t.id for t in added if t.special}
+    return Tables(out, byte_merges, specials, "gpt2", tuple(added), json.dumps(parts))  # type: ignore[arg-type]
+
+
+def _added_tokens(raw: dict, p: Path, declared: set[str]) -> list[AddedToken]:
+    """The ``added_tokens`` of a ``tokenizer.json`` (``declared`` ones made special), with the ids
+    ``tokenizers`` gives them on load: a content that is a model vocabulary entry takes that
+    entry's id, any other the next id from the size of the model's vocabulary on (the file's
+    ``id`` fields are not what it goes by; a file that disagrees gets a warning, as there)."""
+    vocab = raw["model"].get("vocab") or {}
+    out: list[AddedToken] = []
+    taken: dict[str, int] = {}
+    next_id = len(vocab)
     for n, t in enumerate(raw.get("added_tokens") or [], start=1):
         if not isinstance(t, dict) or not isinstance(t.get("content"), str) or not t["content"]:
             raise FormatError(f"{p}: added token #{n} is {json.dumps(t)[:100]}, not an object with a non-empty 'content'")
         i = t.get("id")
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < MAX_ID:
             raise FormatError(f"{p}: added token {t['content']!r} has id {i!r}, not an integer id below {MAX_ID}")
-        if t["content"] not in vocab:
-            vocab[t["content"]] = i
-    pattern = _pattern_from_pre_tokenizer(raw.get("pre_tokenizer"), p)
-    return _to_tables(vocab, merges, declared + _marked_special(raw), _added(raw), pattern, p)
+        flags = {}
+        for k, default in (("special", False), ("lstrip", False), ("rstrip", False), ("single_word", False)):
+            v = t.get(k, default)
+            if not isinstance(v, bool):
+                raise FormatError(f"{p}: added token {t['content']!r}: {k!r} is {v!r}, not true or false")
+            flags[k] = v
+        normalized = t.get("normalized", not flags["special"])
+        if not isinstance(normalized, bool):
+            raise FormatError(f"{p}: added token {t['content']!r}: 'normalized' is {normalized!r}, not true or false")
+        flags["special"] = flags["special"] or t["content"] in declared
+        c = t["content"]
+        if c in taken:
+            out = [x for x in out if x.content != c]
+            given = taken[c]
+        elif c in vocab:
+            given = vocab[c]
+        else:
+            given, next_id = next_id, next_id + 1
+        if given != i:
+            warnings.warn(f"{p}: added token {c!r} is listed with id {i} but gets id {given}, as tokenizers gives it",
+                          stacklevel=5)
+        taken[c] = given
+        out.append(AddedToken(c, given, normalized=normalized, **flags))
+    return out
 
 
 def _read_tiktoken_encoding(p: Path, declared: list[str]) -> Tables:
@@ -206,17 +278,6 @@ def _read_tiktoken_encoding(p: Path, declared: list[str]) -> Tables:
     for s, i in specials.items():
         vocab.setdefault(i, s.encode())
     return Tables(vocab, None, dict(specials), pattern)
-
-
-def _marked_special(raw: dict) -> list[str]:
-    """The ``added_tokens`` of a ``tokenizer.json`` marked ``"special": true``."""
-    return [t["content"] for t in raw.get("added_tokens") or []
-            if isinstance(t, dict) and t.get("special") and "content" in t]
-
-
-def _added(raw: dict) -> list[str]:
-    """Every ``added_tokens`` entry of a ``tokenizer.json`` (special or not)."""
-    return [t["content"] for t in raw.get("added_tokens") or [] if isinstance(t, dict) and "content" in t]
 
 
 def _to_tables(vocab: dict[str, int], merges: list[tuple[str, str]], declared: Iterable[str], added: Iterable[str],
@@ -318,27 +379,6 @@ def _parse_merges(lines: Iterable[tuple[int, str]], vocab: dict[str, int], path:
             raise FormatError(f"{path}: line {lineno}: the merge result {a + b!r} is not in the vocabulary")
         merges.append((a, b))
     return merges
-
-
-def _pattern_from_pre_tokenizer(pre: object, path: Path) -> str:
-    if not isinstance(pre, dict):
-        raise FormatError(f"{path}: no pre_tokenizer; only byte-level BPE tokenizers are supported")
-    kind = pre.get("type")
-    if kind == "ByteLevel":
-        if pre.get("use_regex", True) is False:
-            raise FormatError(f"{path}: ByteLevel pre_tokenizer without a regex is not supported")
-        if pre.get("add_prefix_space"):
-            raise FormatError(f"{path}: add_prefix_space=true is not supported")
-        return "gpt2"
-    if kind == "Sequence":
-        steps = pre.get("pretokenizers") or []
-        split = [s for s in steps if isinstance(s, dict) and s.get("type") == "Split"]
-        level = [s for s in steps if isinstance(s, dict) and s.get("type") == "ByteLevel"]
-        if len(split) == 1 and len(level) == 1 and len(steps) == 2 and not level[0].get("use_regex", True) is True:
-            pat = split[0].get("pattern", {})
-            if isinstance(pat, dict) and "Regex" in pat and split[0].get("behavior") == "Isolated" and not split[0].get("invert"):
-                return pat["Regex"]
-    raise FormatError(f"{path}: unsupported pre_tokenizer {json.dumps(pre)[:200]}")
 
 
 def read_tiktoken(path: str | os.PathLike) -> dict[bytes, int]:

@@ -62,7 +62,7 @@ fn threads_pool(n: usize) -> Option<crate::pool::Pool> {
 fn plan(enc: &Encoder, docs: &[&str], allowed: &SpecialSet, sep: Option<u32>, cut: Option<usize>) -> Vec<(u32, Item)> {
     let mut items: Vec<(u32, Item)> = Vec::with_capacity(docs.len());
     let mut scratch = Vec::new();
-    let cut = cut.filter(|_| enc.pattern.is_builtin());
+    let cut = cut.filter(|_| enc.pattern.is_builtin() && !enc.is_generic());
     let auto = enc.specials().automaton(allowed);
     for (di, d) in docs.iter().enumerate() {
         scratch.clear();
@@ -140,6 +140,7 @@ pub fn encode_docs(
     let seg = unit.min(SEGMENT_BYTES);
 
     let items = plan(enc, docs, allowed, sep, pool.is_some().then_some(seg));
+    let inner = enc.inner_automaton(allowed);
 
     // Encodes the items of `range` with cache slot `hint`, appending to `ids`; returns the
     // number of ids of each item.
@@ -150,7 +151,7 @@ pub fn encode_docs(
             let k = ids.len();
             match *it {
                 Item::Text(s, e) if fused => enc.encode_text_checked(&mut cache, &docs[*di as usize][s..e], ids)?,
-                Item::Text(s, e) => enc.encode_text(&mut cache, &docs[*di as usize][s..e], ids)?,
+                Item::Text(s, e) => enc.encode_text_with(&mut cache, &docs[*di as usize][s..e], inner.as_deref(), ids)?,
                 Item::Special(id, _, _) => ids.push(id),
             }
             lens.push((ids.len() - k) as u32);
@@ -316,16 +317,17 @@ fn encode_small(enc: &Encoder, text: &str, allowed: &SpecialSet, disallowed: &Op
     let mut ids = Vec::with_capacity(text.len() / 3 + 4);
     if enc.can_fuse_check(allowed, disallowed) {
         enc.encode_text_checked(&mut cache, text, &mut ids)?;
-    } else if allowed.is_empty() {
+    } else if enc.specials().matches_none(allowed) && !enc.specials().has_inner() {
         enc.check_disallowed(text, allowed, disallowed)?;
         enc.encode_text(&mut cache, text, &mut ids)?;
     } else {
         enc.check_disallowed(text, allowed, disallowed)?;
         let mut items = Vec::new();
         enc.split_specials(text, allowed, 0, &mut items);
+        let inner = enc.inner_automaton(allowed);
         for it in items {
             match it {
-                Item::Text(s, e) => enc.encode_text(&mut cache, &text[s..e], &mut ids)?,
+                Item::Text(s, e) => enc.encode_text_with(&mut cache, &text[s..e], inner.as_deref(), &mut ids)?,
                 Item::Special(id, _, _) => ids.push(id),
             }
         }
@@ -353,8 +355,22 @@ pub fn encode_with_offsets(
     let mut cache = enc.cache(0);
     let mut ids = Vec::new();
     let mut spans = Vec::new();
+    let inner = enc.inner_automaton(allowed);
     for it in items {
         match it {
+            Item::Text(s, e) if enc.is_generic() => {
+                // The tokens' bytes laid end to end from the stretch's start, kept inside it
+                // (exact where the pieces tile the text: no normalizer changed it, nothing
+                // was removed or added).
+                let k = ids.len();
+                enc.encode_text_with(&mut cache, &text[s..e], inner.as_deref(), &mut ids)?;
+                let mut p = s;
+                for &id in &ids[k..] {
+                    let q = (p + enc.token_bytes(id).map_or(0, <[u8]>::len)).min(e);
+                    spans.push((p, q));
+                    p = q;
+                }
+            }
             Item::Text(s, e) => enc.encode_text_spans(&mut cache, &text[s..e], s, &mut ids, &mut spans)?,
             Item::Special(id, s, e) => {
                 ids.push(id);

@@ -177,7 +177,7 @@ pub fn encode_file(
     let ropt = ReadOptions {
         errors: opt.errors,
         text_field: opt.text_field,
-        cut: if enc.pattern.is_builtin() { CutRule::Safe } else { CutRule::AfterSpecial },
+        cut: if enc.pattern.is_builtin() && !enc.is_generic() { CutRule::Safe } else { CutRule::AfterSpecial },
         specials: enc.specials(),
         allowed: &opt.allowed,
     };

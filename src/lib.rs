@@ -14,6 +14,7 @@ pub mod encode;
 pub mod files;
 pub mod keys;
 pub mod outbuf;
+pub mod pipeline;
 pub mod pool;
 pub mod pretok;
 pub mod reader;

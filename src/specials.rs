@@ -154,8 +154,6 @@ pub struct Specials {
     list: Vec<(String, u32)>,
     /// The flags of each entry of `list`.
     tokens: Vec<AddedToken>,
-    /// Whether `list[i]` is matched in the raw text (else in the normalized text: `inner`).
-    outer: Vec<bool>,
     /// The normalized group: (normalized content, index in `list`), when it is matched apart.
     inner: Vec<(String, usize)>,
     any_edges: bool,
@@ -193,6 +191,7 @@ impl Specials {
         if let Some(w) = texts.windows(2).find(|w| w[0] == w[1]) {
             return Err(format!("special token {:?} is listed twice", w[0]));
         }
+        // Whether each entry is matched in the raw text (else in the normalized text: `inner`).
         let mut inner = Vec::new();
         let outer: Vec<bool> = match normalize {
             None => vec![true; tokens.len()],
@@ -232,7 +231,7 @@ impl Specials {
             }
         }
         let max_len = list.iter().map(|(s, _)| s.len()).max().unwrap_or(0);
-        Ok(Specials { list, tokens, outer, inner, any_edges, all, overlapping, subsets: Mutex::new(Vec::new()), max_len, lead, second })
+        Ok(Specials { list, tokens, inner, any_edges, all, overlapping, subsets: Mutex::new(Vec::new()), max_len, lead, second })
     }
 
     /// Specials given by their text only (training): ids are their positions.
@@ -297,6 +296,12 @@ impl Specials {
             k.push(a.clone());
         }
         Some(a)
+    }
+
+    /// `(id, normalized content)` of the normalized group: what such a token decodes to (as
+    /// `tokenizers`: it stands for that text in the normalized string).
+    pub fn normalized_forms(&self) -> impl Iterator<Item = (u32, &str)> + '_ {
+        self.inner.iter().map(|(n, i)| (self.list[*i].1, n.as_str()))
     }
 
     /// Whether some tokens are matched in the normalized text (a second pass).

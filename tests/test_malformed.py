@@ -146,7 +146,7 @@ ARGS = [
     ("cache-bytes-negative", lambda: setattr(_bpe(), "cache_bytes", -5), ValueError, r"cache_bytes must be a number of bytes"),
     ("core-merge-missing", lambda: _core.Encoder({i: bytes([i]) for i in range(256)}, [(b"a", b"b")], {}, "gpt2"), ValueError, r"merge #0 \(b'a', b'b'\) uses b'ab', which is not in the vocabulary"),
     ("core-sparse-id", lambda: _core.Encoder({i: bytes([i]) for i in range(256)}, [], {"<x>": 2**30}, "gpt2"), ValueError, r"token ids go up to 1073741824, far beyond the 257 tokens given"),
-    ("core-empty-token", lambda: _core.Encoder({**{i: bytes([i]) for i in range(256)}, 300: b""}, [], {}, "gpt2"), ValueError, r"token 300 has empty bytes"),
+    ("core-empty-token", lambda: _core.Encoder({**{i: bytes([i]) for i in range(256)}, 300: b""}, None, {}, "gpt2"), ValueError, r"token 300 has empty bytes"),
 ]
 
 

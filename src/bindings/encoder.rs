@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use super::{no_panic, threads, value_error, with_progress};
-use crate::specials::SpecialSet;
+use crate::specials::{AddedToken, SpecialSet};
 use crate::{batch, encode, files, outbuf, reader};
 
 /// Owner of a batch's ids behind a numpy array (its `base`): when the array and all its views
@@ -163,7 +163,8 @@ fn flat_of(
 #[pymethods]
 impl Encoder {
     #[new]
-    #[pyo3(signature = (vocab, merges, special_tokens, pattern, cache_bytes=encode::DEFAULT_CACHE_BYTES))]
+    #[pyo3(signature = (vocab, merges, special_tokens, pattern, cache_bytes=encode::DEFAULT_CACHE_BYTES, added_tokens=None, pipeline=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         vocab: std::collections::HashMap<u32, Bound<'_, PyBytes>>,
@@ -171,13 +172,28 @@ impl Encoder {
         special_tokens: std::collections::HashMap<String, u32>,
         pattern: &str,
         cache_bytes: usize,
+        added_tokens: Option<Vec<(String, u32, bool, bool, bool, bool, bool)>>,
+        pipeline: Option<&str>,
     ) -> PyResult<Self> {
         // (Bytes objects, copied as slices: extracting a `Vec<u8>` walks them element by element.)
         let vocab: Vec<(u32, Box<[u8]>)> = vocab.into_iter().map(|(k, v)| (k, v.as_bytes().into())).collect();
         let merges = merges.map(|m| encode::Merges::Bytes(m.iter().map(|(a, b)| (a.as_bytes().into(), b.as_bytes().into())).collect()));
-        let specials: Vec<(String, u32)> = special_tokens.into_iter().collect();
+        // `added_tokens`: (content, id, special, lstrip, rstrip, single_word, normalized); a
+        // special token given in both places must agree.
+        let mut added: Vec<AddedToken> = added_tokens
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(content, id, special, lstrip, rstrip, single_word, normalized)| AddedToken { content, id, special, lstrip, rstrip, single_word, normalized })
+            .collect();
+        for (s, id) in special_tokens {
+            match added.iter().find(|t| t.content == s) {
+                Some(t) if t.id == id => {}
+                Some(t) => return Err(value_error(format!("special token {s:?} has id {id} and, as an added token, id {}", t.id))),
+                None => added.push(AddedToken::special(s, id)),
+            }
+        }
         let inner = py
-            .allow_threads(|| encode::Encoder::new(vocab, merges, specials, pattern, cache_bytes))
+            .allow_threads(|| encode::Encoder::build(vocab, merges, added, pattern, pipeline, cache_bytes))
             .map_err(value_error)?;
         Ok(Encoder { inner: std::sync::Arc::new(inner) })
     }
@@ -375,13 +391,33 @@ impl Encoder {
         self.inner.n_vocab()
     }
 
+    /// The added tokens marked special, `{content: id}`.
     #[getter]
     fn special_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (s, id) in self.inner.specials().list() {
-            d.set_item(s, id)?;
+        for t in self.inner.specials().tokens().iter().filter(|t| t.special) {
+            d.set_item(&t.content, t.id)?;
         }
         Ok(d)
+    }
+
+    /// Every added token as (content, id, special, lstrip, rstrip, single_word, normalized),
+    /// sorted by id.
+    #[getter]
+    fn added_tokens(&self) -> Vec<(String, u32, bool, bool, bool, bool, bool)> {
+        self.inner.specials().tokens().iter().map(|t| (t.content.clone(), t.id, t.special, t.lstrip, t.rstrip, t.single_word, t.normalized)).collect()
+    }
+
+    /// The imported tokenizer.json components as JSON (None for a vocabulary of our own).
+    #[getter]
+    fn pipeline(&self) -> Option<&str> {
+        self.inner.pipeline_json()
+    }
+
+    /// Whether text takes the general path (normalizer, several pre-tokenizer steps, ...).
+    #[getter]
+    fn is_generic(&self) -> bool {
+        self.inner.is_generic()
     }
 
     #[getter]

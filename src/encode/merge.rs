@@ -32,19 +32,28 @@ pub struct Ranks {
     pub byte_ids: [u32; 256],
     /// `(left << 32 | right) -> (rank << 32 | result)`.
     pairs: FxHashMap<u64, u64>,
-    /// tiktoken mode: whole-piece lookup of the mergeable tokens. None in merges mode.
+    /// Whole-piece lookup of the mergeable tokens: tiktoken mode, and merges mode with
+    /// `ignore_merges` (as `tokenizers`: a piece that is a token is that token).
     direct: Option<FxHashMap<Box<[u8]>, u32>>,
+    tiktoken: bool,
 }
 
 impl Ranks {
     /// Builds the tables from the mergeable tokens (`by_bytes`: bytes -> id, specials left out)
     /// and, in merges mode, the merges in rank order (their ids; checked here).
-    pub fn new(by_bytes: &FxHashMap<&[u8], u32>, vocab: &[(u32, Box<[u8]>)], merges: Option<&[(u32, u32)]>) -> Result<Self, String> {
+    /// A byte without a token (merges mode only, see `vocab.rs`) keeps `u32::MAX`: such
+    /// bytes never reach the merge (`crate::pipeline` takes them out first).
+    pub fn new(by_bytes: &FxHashMap<&[u8], u32>, vocab: &[(u32, Box<[u8]>)], merges: Option<&[(u32, u32)]>, ignore_merges: bool) -> Result<Self, String> {
         let token = |id: u32| vocab.binary_search_by_key(&id, |(v, _)| *v).ok().map(|i| &*vocab[i].1);
         let mut byte_ids = [u32::MAX; 256];
         for b in 0..=255u8 {
-            byte_ids[b as usize] = *by_bytes.get(&[b][..]).ok_or_else(|| format!("no token for byte 0x{b:02x}"))?;
+            match by_bytes.get(&[b][..]) {
+                Some(&id) => byte_ids[b as usize] = id,
+                None if merges.is_some() => {}
+                None => return Err(format!("no token for byte 0x{b:02x}")),
+            }
         }
+        let whole = || Some(by_bytes.iter().map(|(b, id)| (Box::<[u8]>::from(*b), *id)).collect());
         let mut pairs: FxHashMap<u64, u64> = FxHashMap::default();
         let direct = match merges {
             Some(m) => {
@@ -64,7 +73,7 @@ impl Ranks {
                     // Keep the first (lowest-rank) occurrence of a repeated merge.
                     pairs.entry(((a as u64) << 32) | b as u64).or_insert(((rank as u64) << 32) | r as u64);
                 }
-                None
+                if ignore_merges { whole() } else { None }
             }
             None => {
                 // Every split of every token into two tokens is a pair whose merge makes it.
@@ -75,14 +84,19 @@ impl Ranks {
                         }
                     }
                 }
-                Some(by_bytes.iter().map(|(b, id)| (Box::<[u8]>::from(*b), *id)).collect())
+                whole()
             }
         };
-        Ok(Ranks { byte_ids, pairs, direct })
+        Ok(Ranks { byte_ids, pairs, direct, tiktoken: merges.is_none() })
     }
 
     pub fn is_tiktoken(&self) -> bool {
-        self.direct.is_some()
+        self.tiktoken
+    }
+
+    /// The token that is all of `piece`, where whole pieces are looked up (see `direct`).
+    pub fn whole(&self, piece: &[u8]) -> Option<u32> {
+        self.direct.as_ref()?.get(piece).copied()
     }
 
     #[inline]

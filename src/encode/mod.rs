@@ -26,8 +26,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::cache::{CacheGuard, Caches, WordCache, MAX_CACHED_LEN};
 use crate::decode::TokenBytes;
+use std::sync::Arc;
+
+use crate::pipeline::{Lookup, Pipeline};
 use crate::pretok::Pattern;
-use crate::specials::{disallowed_error, Item, SpecialSet, Specials};
+use crate::specials::{disallowed_error, AddedToken, Automaton, Item, SpecialSet, Specials};
 
 pub use crate::cache::DEFAULT_CACHE_BYTES;
 pub use merge::LARGE_PIECE;
@@ -42,6 +45,12 @@ pub struct Encoder {
     pub pattern: Pattern,
     pattern_spec: String,
     caches: Caches,
+    /// The imported tokenizer.json components (always present; plain for our own vocabularies).
+    pipeline: Pipeline,
+    /// Whether ordinary text takes the pipeline's path instead of the hot path.
+    generic: bool,
+    /// The normalized group's matcher with no special allowed (see `Specials::inner_automaton`).
+    inner_plain: Option<Arc<Automaton>>,
     /// Ids per 1024 input bytes of the last batch (see [`Self::output_estimate`]).
     ids_per_kib: AtomicUsize,
 }
@@ -56,22 +65,112 @@ impl Encoder {
         pattern_spec: &str,
         cache_bytes: usize,
     ) -> Result<Self, String> {
-        let pattern = Pattern::from_spec(pattern_spec)?;
-        let specials = Specials::new(specials)?;
+        let added = specials.into_iter().map(|(s, i)| AddedToken::special(s, i)).collect();
+        Self::build(vocab, merges, added, pattern_spec, None, cache_bytes)
+    }
+
+    /// [`Self::new`] with added tokens and their flags, and the components of an imported
+    /// `tokenizer.json` (`pipeline`, see `crate::pipeline`); with a pipeline whose
+    /// pre-tokenizer is not one pattern, `pattern_spec` is ignored.
+    pub fn build(
+        vocab: Vec<(u32, Box<[u8]>)>,
+        merges: Option<Merges>,
+        added: Vec<AddedToken>,
+        pattern_spec: &str,
+        pipeline: Option<&str>,
+        cache_bytes: usize,
+    ) -> Result<Self, String> {
+        let (pipeline, from_pipeline) = {
+            let added_ids: rustc_hash::FxHashSet<u32> = added.iter().map(|t| t.id).collect();
+            let by_bytes: rustc_hash::FxHashMap<&[u8], u32> =
+                vocab.iter().filter(|(i, _)| !added_ids.contains(i)).map(|(i, b)| (&b[..], *i)).collect();
+            let unbyte = crate::train::unbyte_table();
+            let id_of = |s: &str| -> Option<u32> {
+                if let Some(t) = added.iter().find(|t| t.content == s) {
+                    return Some(t.id);
+                }
+                let b: Option<Vec<u8>> = s.chars().map(|c| unbyte.get(&c).copied()).collect();
+                by_bytes.get(&b?[..]).copied()
+            };
+            let known = |id: u32| added_ids.contains(&id) || vocab.iter().any(|(i, _)| *i == id);
+            let has_byte = |b: u8| by_bytes.contains_key(&[b][..]);
+            Pipeline::parse(pipeline, &Lookup { id_of: &id_of, known: &known, has_byte: &has_byte })?
+        };
+        let (pattern, pattern_spec) = match (from_pipeline, &pipeline.pre) {
+            (Some(p), _) => {
+                let spec = p.spec_name().map(str::to_string).unwrap_or_else(|| p.regex_source().to_string());
+                (p, spec)
+            }
+            (None, Some(pre)) => (Pattern::Gpt2, pre.json.clone()),
+            (None, None) => (Pattern::from_spec(pattern_spec)?, pattern_spec.to_string()),
+        };
+        // Two groups of added tokens when tokenizers' two passes can differ from one.
+        let has_normalized = added.iter().any(|t| t.normalized);
+        let has_raw = added.iter().any(|t| !t.normalized);
+        let norm = |s: &str| pipeline.normalize(s);
+        let two = has_normalized && (pipeline.normalizer.is_some() || has_raw);
+        let specials = Specials::with_tokens(added, if two { Some(&norm) } else { None })?;
         let tables = vocab::Tables::new(vocab, merges, &specials)?;
-        let ranks = merge::Ranks::new(&tables.mergeable(&specials)?, &tables.vocab, tables.merges.as_deref())?;
-        let all = tables.vocab.iter().map(|(i, b)| (*i, &b[..])).chain(specials.list().iter().map(|(s, i)| (*i, s.as_bytes())));
+        let ranks = merge::Ranks::new(&tables.mergeable(&specials)?, &tables.vocab, tables.merges.as_deref(), pipeline.ignore_merges)?;
+        let forms: rustc_hash::FxHashMap<u32, &str> = specials.normalized_forms().collect();
+        let all = tables.vocab.iter().map(|(i, b)| (*i, &b[..])).chain(
+            specials.list().iter().map(|(s, i)| (*i, forms.get(i).copied().unwrap_or(s).as_bytes())),
+        );
         let tokens = TokenBytes::new(all);
+        drop(forms);
+        let generic = pipeline.is_needed() || specials.has_inner();
+        let inner_plain = specials.inner_automaton(&SpecialSet::None);
         Ok(Encoder {
             tables,
             ranks,
             tokens,
             specials,
             pattern,
-            pattern_spec: pattern_spec.to_string(),
+            pattern_spec,
             caches: Caches::new(cache_bytes),
+            pipeline,
+            generic,
+            inner_plain,
             ids_per_kib: AtomicUsize::new(1024),
         })
+    }
+
+    /// Whether ordinary text takes the general path (`crate::pipeline`) rather than the hot
+    /// path: batches then never cut a text, and the disallowed check is never fused.
+    pub fn is_generic(&self) -> bool {
+        self.generic
+    }
+
+    /// The imported components as JSON (None for a vocabulary of our own).
+    pub fn pipeline_json(&self) -> Option<&str> {
+        self.pipeline.json.as_deref()
+    }
+
+    /// The id of `piece` as one whole token, where the vocabulary encodes whole pieces
+    /// directly (tiktoken ranks, `ignore_merges`).
+    pub fn whole_token(&self, piece: &[u8]) -> Option<u32> {
+        self.ranks.whole(piece)
+    }
+
+    /// The normalized group's matcher for `allowed` (None when there is none: one pass).
+    pub fn inner_automaton(&self, allowed: &SpecialSet) -> Option<Arc<Automaton>> {
+        if !self.specials.has_inner() {
+            return None;
+        }
+        if allowed.is_empty() {
+            return self.inner_plain.clone();
+        }
+        self.specials.inner_automaton(allowed)
+    }
+
+    /// Ordinary text (between raw-matched added tokens) with the normalized group's matcher
+    /// `inner`: the general path when the encoder needs it, else [`Self::encode_text`].
+    pub fn encode_text_with(&self, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, out: &mut Vec<u32>) -> Result<(), String> {
+        if self.generic {
+            self.pipeline.encode(self, cache, text, inner, out)
+        } else {
+            self.encode_text_inner(cache, text, out, false)
+        }
     }
 
     /// Room to reserve for the ids of `bytes` bytes of text: 1/8 more than the last batch's

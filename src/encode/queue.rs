@@ -261,6 +261,9 @@ impl Encoder {
     /// short table of a warm cache is tens of MB, far past L2, so without this nearly every
     /// lookup stalled on one cache miss, one after the other.
     pub fn encode_text(&self, cache: &mut WordCache, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
+        if self.is_generic() {
+            return self.encode_text_with(cache, text, self.inner_automaton(&SpecialSet::None).as_deref(), out);
+        }
         self.encode_text_inner(cache, text, out, false)
     }
 
@@ -277,7 +280,7 @@ impl Encoder {
     }
 
     #[inline(always)]
-    fn encode_text_inner(&self, cache: &mut WordCache, text: &str, out: &mut Vec<u32>, check: bool) -> Result<(), String> {
+    pub(super) fn encode_text_inner(&self, cache: &mut WordCache, text: &str, out: &mut Vec<u32>, check: bool) -> Result<(), String> {
         let b = text.as_bytes();
         let lead = self.specials.fused_lead().unwrap_or(0);
         let mut pq = PieceQueue { enc: self, cache, b, out, q: [Queued::default(); 2 * QUEUE], n: 0, check, lead, found: None };
@@ -296,7 +299,8 @@ impl Encoder {
     /// with one lead byte and hold no space or newline (so a batch's cuts, which are made
     /// after a newline or at a space, never split one).
     pub fn can_fuse_check(&self, allowed: &SpecialSet, disallowed: &Option<SpecialSet>) -> bool {
-        self.pattern.is_builtin()
+        !self.is_generic()
+            && self.pattern.is_builtin()
             && self.specials.fused_lead().is_some()
             && allowed.is_empty()
             && matches!(disallowed, None | Some(SpecialSet::All))

@@ -3,6 +3,7 @@
 //! Deterministic (sorted tables, no cache), so a pickle is the same bytes in every process.
 
 use super::{Encoder, Merges};
+use crate::specials::AddedToken;
 
 impl Encoder {
     /// The tables as bytes (never the cache): identical bytes for equal encoders, in every
@@ -28,11 +29,14 @@ impl Encoder {
                 }
             }
         }
-        v.extend_from_slice(&(self.specials.list().len() as u32).to_le_bytes());
-        for (s, id) in self.specials.list() {
-            v.extend_from_slice(&id.to_le_bytes());
-            put_bytes(&mut v, s.as_bytes());
+        v.extend_from_slice(&(self.specials.tokens().len() as u32).to_le_bytes());
+        for t in self.specials.tokens() {
+            v.extend_from_slice(&t.id.to_le_bytes());
+            put_bytes(&mut v, t.content.as_bytes());
+            let flags = [t.special, t.lstrip, t.rstrip, t.single_word, t.normalized];
+            v.push(flags.iter().enumerate().fold(0u8, |acc, (i, &f)| acc | ((f as u8) << i)));
         }
+        put_bytes(&mut v, self.pipeline_json().unwrap_or("").as_bytes());
         v
     }
 
@@ -68,20 +72,27 @@ impl Encoder {
             _ => return Err("bad merges flag in state".into()),
         };
         let k = r.u32()? as usize;
-        let mut specials = Vec::with_capacity(k);
+        let mut added = Vec::with_capacity(k);
         for _ in 0..k {
             let id = r.u32()?;
-            let s = String::from_utf8(r.bytes()?.to_vec()).map_err(|_| "bad special token in state".to_string())?;
-            specials.push((s, id));
+            let content = String::from_utf8(r.bytes()?.to_vec()).map_err(|_| "bad special token in state".to_string())?;
+            let f = r.take(1)?[0];
+            if f >= 1 << 5 {
+                return Err("bad added-token flags in state".into());
+            }
+            let bit = |i: u32| f & (1 << i) != 0;
+            added.push(AddedToken { content, id, special: bit(0), lstrip: bit(1), rstrip: bit(2), single_word: bit(3), normalized: bit(4) });
         }
+        let pipeline = String::from_utf8(r.bytes()?.to_vec()).map_err(|_| "bad pipeline in state".to_string())?;
         if r.p != b.len() {
             return Err("trailing bytes in Encoder state".into());
         }
-        Encoder::new(vocab, merges.map(Merges::Ids), specials, &pattern, budget.unwrap_or(cache_bytes))
+        let pipeline = (!pipeline.is_empty()).then_some(pipeline.as_str());
+        Encoder::build(vocab, merges.map(Merges::Ids), added, &pattern, pipeline, budget.unwrap_or(cache_bytes))
     }
 }
 
-const STATE_MAGIC: &[u8] = b"hf_bpe.Encoder/1\0";
+const STATE_MAGIC: &[u8] = b"hf_bpe.Encoder/2\0";
 
 fn put_bytes(v: &mut Vec<u8>, b: &[u8]) {
     v.extend_from_slice(&(b.len() as u32).to_le_bytes());

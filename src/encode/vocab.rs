@@ -3,8 +3,8 @@
 //!
 //! Invariants after [`Tables::new`]: ids are unique and dense enough to index tables; no token
 //! is empty; a special's id is either absent from the vocabulary or holds the special's bytes;
-//! the mergeable tokens (the vocabulary minus special ids) have distinct bytes and include all
-//! 256 single bytes; every merge names two mergeable tokens whose concatenation is one too.
+//! the mergeable tokens (the vocabulary minus special ids) have distinct bytes and, for tiktoken
+//! ranks, include all 256 single bytes; every merge names two mergeable tokens whose concatenation is one too.
 
 use rustc_hash::FxHashMap;
 
@@ -30,6 +30,7 @@ pub struct Tables {
     pub vocab: Vec<(u32, Box<[u8]>)>,
     /// Id pairs in rank order; None for tiktoken ranks.
     pub merges: Option<Vec<(u32, u32)>>,
+    merges_mode: bool,
 }
 
 impl Tables {
@@ -39,7 +40,10 @@ impl Tables {
         if let Some(w) = vocab.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(format!("vocab has id {} twice", w[0].0));
         }
-        if let Some((id, _)) = vocab.iter().find(|(_, b)| b.is_empty()) {
+        // An empty token is no piece's and no merge's part: `tokenizers` keeps such an entry
+        // (Whisper's id 50256) and decodes it to nothing; in tiktoken ranks it is an error.
+        let empty: Vec<u32> = vocab.iter().filter(|(_, b)| b.is_empty()).map(|(i, _)| *i).collect();
+        if let Some(id) = empty.first().filter(|_| merges.is_none() || empty.len() > 1) {
             return Err(format!("token {id} has empty bytes"));
         }
         let given = vocab.len() + specials.list().len();
@@ -66,32 +70,35 @@ impl Tables {
                 }
             }
         }
-        let t = Tables { vocab, merges: None };
+        let t = Tables { vocab, merges: None, merges_mode: merges.is_some() };
         let by_bytes = t.mergeable(specials)?;
         let merges = match merges {
             None => None,
             Some(Merges::Ids(m)) => Some(m),
             Some(Merges::Bytes(m)) => Some(resolve(&by_bytes, &m)?),
         };
-        Ok(Tables { vocab: t.vocab, merges })
+        Ok(Tables { vocab: t.vocab, merges, merges_mode: t.merges_mode })
     }
 
-    /// The mergeable tokens (the vocabulary minus special ids: tiktoken keeps specials out of
-    /// the ranks), bytes -> id; checked for repeated bytes and the 256 single bytes.
+    /// The mergeable tokens (the vocabulary; minus special ids for tiktoken ranks), bytes -> id; checked for repeated bytes and the 256 single bytes.
     pub fn mergeable(&self, specials: &Specials) -> Result<FxHashMap<&[u8], u32>, String> {
         let special_ids: rustc_hash::FxHashSet<u32> = specials.list().iter().map(|(_, id)| *id).collect();
         let mut by_bytes: FxHashMap<&[u8], u32> = FxHashMap::default();
         by_bytes.reserve(self.vocab.len());
         for (id, b) in &self.vocab {
-            if special_ids.contains(id) {
+            // tiktoken keeps specials out of the ranks; in merges mode an added token that is
+            // also a vocabulary entry (its own bytes at its id) stays one, as in `tokenizers`.
+            if special_ids.contains(id) && !self.merges_mode {
                 continue;
             }
             if let Some(old) = by_bytes.insert(b, *id) {
                 return Err(format!("vocab gives the same bytes {} to ids {old} and {id}", py_bytes(b)));
             }
         }
+        // Merges mode takes a vocabulary without some byte tokens, as `tokenizers` does
+        // (`crate::pipeline` says what such a byte becomes); tiktoken's ranks need all 256.
         let missing: Vec<u8> = (0..=255u8).filter(|b| !by_bytes.contains_key(&[*b][..])).collect();
-        if let Some(b) = missing.first() {
+        if let Some(b) = missing.first().filter(|_| !self.merges_mode) {
             return Err(format!(
                 "the vocabulary lacks {} of the 256 byte tokens (e.g. byte 0x{b:02x}); byte-level BPE needs all 256",
                 missing.len()

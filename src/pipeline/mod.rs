@@ -58,18 +58,22 @@ enum Missing {
     Present,
     Drop,
     Unk(u32),
-    Fallback(u32),
+    /// The `<0xNN>` tokens of the UTF-8 bytes of the byte's char in the byte alphabet (what
+    /// `tokenizers` looks up: the model sees byte-level chars): index into `fallback`.
+    Fallback(u16),
 }
 
 /// The checked components of an imported `tokenizer.json`.
 pub struct Pipeline {
-    /// `{"normalizer", "pre_tokenizer", "model" (options only), "post_processor", "decoder"}`.
-    pub json: String,
+    /// `{"normalizer", "pre_tokenizer", "model" (options only), "post_processor", "decoder"}`;
+    /// None for a vocabulary of our own (no tokenizer.json components).
+    pub json: Option<String>,
     pub normalizer: Option<Normalizer>,
     /// None when the pre-tokenizer is the encoder's pattern.
     pub pre: Option<PreTokenizer>,
     pub ignore_merges: bool,
     missing: Box<[Missing; 256]>,
+    fallback: Vec<Vec<u32>>,
     fuse_unk: bool,
 }
 
@@ -79,12 +83,18 @@ pub struct Lookup<'a> {
     pub id_of: &'a dyn Fn(&str) -> Option<u32>,
     /// Whether an id names a token.
     pub known: &'a dyn Fn(u32) -> bool,
+    /// Whether the vocabulary has the one-byte token of a byte.
+    pub has_byte: &'a dyn Fn(u8) -> bool,
 }
 
 impl Pipeline {
     /// Parses and checks the components; returns the pipeline and, if the pre-tokenizer is one
     /// scanner or regex, that pattern. The error names the component.
-    pub fn parse(json: &str, look: &Lookup) -> Result<(Pipeline, Option<Pattern>), String> {
+    pub fn parse(json: Option<&str>, look: &Lookup) -> Result<(Pipeline, Option<Pattern>), String> {
+        let Some(json) = json else {
+            let missing = Box::new(std::array::from_fn(|b| if (look.has_byte)(b as u8) { Missing::Present } else { Missing::Drop }));
+            return Ok((Pipeline { json: None, normalizer: None, pre: None, ignore_merges: false, missing, fallback: Vec::new(), fuse_unk: false }, None));
+        };
         let v: Value = serde_json::from_str(json).map_err(|e| format!("pipeline is not valid JSON: {e}"))?;
         let get = |k: &str| v.get(k).unwrap_or(&Value::Null);
         let normalizer = Normalizer::parse(get("normalizer"))?;
@@ -116,13 +126,23 @@ impl Pipeline {
             }
         };
         let mut missing = Box::new([Missing::Present; 256]);
+        let mut fallbacks = Vec::new();
+        let alphabet = crate::train::byte_alphabet();
         for (b, m) in missing.iter_mut().enumerate() {
-            if (look.id_of)(&crate::train::byte_alphabet()[b].to_string()).is_some() {
+            if (look.has_byte)(b as u8) {
                 continue;
             }
-            let fallback = if byte_fallback { (look.id_of)(&format!("<0x{b:02X}>")) } else { None };
+            let mut utf8 = [0u8; 4];
+            let fallback: Option<Vec<u32>> = if byte_fallback {
+                alphabet[b].encode_utf8(&mut utf8).bytes().map(|x| (look.id_of)(&format!("<0x{x:02X}>"))).collect()
+            } else {
+                None
+            };
             *m = match (fallback, unk) {
-                (Some(id), _) => Missing::Fallback(id),
+                (Some(ids), _) => {
+                    fallbacks.push(ids);
+                    Missing::Fallback(fallbacks.len() as u16 - 1)
+                }
                 (None, Some(u)) => Missing::Unk(u),
                 (None, None) => Missing::Drop,
             };
@@ -137,8 +157,20 @@ impl Pipeline {
             "post_processor": get("post_processor"),
             "decoder": get("decoder"),
         });
+        // Components that add nothing to the pattern (what hf_bpe writes for a vocabulary of its
+        // own) leave no pipeline: such a tokenizer is the plain one, equal to it.
+        let post = get("post_processor");
+        let plain_post = post.is_null() || (kind(post, "")? == "ByteLevel" && !field_bool(post, "trim_offsets", true, "")?);
+        let plain = normalizer.is_none()
+            && pattern.is_some()
+            && plain_post
+            && !ignore_merges
+            && unk.is_none()
+            && !byte_fallback
+            && kind(get("decoder"), "decoder")? == "ByteLevel";
         let pre = if pattern.is_some() { None } else { Some(pre) };
-        Ok((Pipeline { json: canonical.to_string(), normalizer, pre, ignore_merges, missing, fuse_unk }, pattern))
+        let json = if plain { None } else { Some(canonical.to_string()) };
+        Ok((Pipeline { json, normalizer, pre, ignore_merges, missing, fallback: fallbacks, fuse_unk }, pattern))
     }
 
     /// Whether text must take this path rather than the encoder's hot path: a normalizer, a
@@ -217,7 +249,7 @@ impl Pipeline {
                     match m {
                         Missing::Unk(u) if !(self.fuse_unk && last_unk) => out.push(u),
                         Missing::Unk(_) => {}
-                        Missing::Fallback(id) => out.push(id),
+                        Missing::Fallback(k) => out.extend_from_slice(&self.fallback[k as usize]),
                         _ => unreachable!(),
                     }
                     last_unk = matches!(m, Missing::Unk(_));

@@ -31,6 +31,8 @@ pub enum Step {
 /// The steps of a `pre_tokenizer` (a Sequence flattened).
 pub struct PreTokenizer {
     pub steps: Vec<Step>,
+    /// The `pre_tokenizer` object as given (JSON).
+    pub json: String,
 }
 
 fn behavior(v: &Value, what: &str, default: Behavior) -> Result<Behavior, String> {
@@ -56,7 +58,7 @@ impl PreTokenizer {
         if !matches!(steps.last(), Some(Step::ByteLevel { .. })) {
             return Err("pre_tokenizer does not end with ByteLevel: not a byte-level BPE tokenizer".into());
         }
-        Ok(PreTokenizer { steps })
+        Ok(PreTokenizer { steps, json: v.to_string() })
     }
 
     fn flatten(v: &Value, out: &mut Vec<Step>) -> Result<(), String> {

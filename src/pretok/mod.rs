@@ -207,6 +207,16 @@ impl Pattern {
         }
     }
 
+    /// The name of a built-in pattern (None for a custom regex).
+    pub fn spec_name(&self) -> Option<&'static str> {
+        match self {
+            Pattern::Gpt2 => Some("gpt2"),
+            Pattern::Cl100k => Some("cl100k"),
+            Pattern::O200k => Some("o200k"),
+            Pattern::Custom { .. } => None,
+        }
+    }
+
     /// The regex this pattern stands for (what `regex.findall` would use).
     pub fn regex_source(&self) -> &str {
         match self {

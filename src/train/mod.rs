@@ -27,7 +27,7 @@ use pairs::Pairs;
 use tokens::Tokens;
 use words::{Delta, Words};
 
-pub use tokens::{byte_alphabet, hf_byte_rank};
+pub use tokens::{byte_alphabet, hf_byte_rank, unbyte_table};
 
 /// How to choose among pairs with the same count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

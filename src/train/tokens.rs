@@ -21,6 +21,11 @@ pub fn byte_alphabet() -> [char; 256] {
     out
 }
 
+/// The byte each char of [`byte_alphabet`] stands for.
+pub fn unbyte_table() -> FxHashMap<char, u8> {
+    byte_alphabet().iter().enumerate().map(|(b, &c)| (c, b as u8)).collect()
+}
+
 /// Rank of a single byte in HF's byte-level alphabet: [`byte_alphabet`]'s characters sorted by
 /// code point (the printable bytes first, in byte order, then the other 68).
 pub fn hf_byte_rank() -> [u32; 256] {
