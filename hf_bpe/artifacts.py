@@ -1,6 +1,7 @@
 """Writing a tokenizer folder: GPT-2 ``vocab.json`` + ``merges.txt``, HF ``tokenizer.json`` and
 ``tokenizer_config.json`` (:func:`folder_files`), and the atomic folder write (:func:`write_folder`)
-that never leaves a folder that loads with a mix of old and new files."""
+that never leaves a folder that loads with a mix of old and new files; one file (a ``.tiktoken``
+rank file) is written atomically by :func:`write_file`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from hf_bpe import _core
 from hf_bpe.alphabet import token_to_str
 from hf_bpe.regex_forms import for_oniguruma
 
-__all__ = ["ARTIFACTS", "folder_files", "tokenizer_json", "tokenizer_config", "write_folder"]
+__all__ = ["ARTIFACTS", "folder_files", "gpt2_files", "tokenizer_json", "tokenizer_config", "write_folder",
+           "write_file"]
 
 # The files `save` writes, in the order they are moved into place (the config last).
 ARTIFACTS = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json")
@@ -138,6 +140,15 @@ def _dump(obj: dict, *, compact_ascii: bool = False) -> bytes:
     return (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
 
 
+def gpt2_files(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: dict[str, int]
+               ) -> dict[str, bytes]:
+    """GPT-2's two files, ``vocab.json`` (one line, ASCII escapes) and ``merges.txt``, by file name
+    (``special_tokens``: the added tokens, spelled as their content)."""
+    vocab_json = _dump(_vocab_strings(vocab, special_tokens), compact_ascii=True)
+    merges_txt = ("#version: 0.2\n" + "".join(f"{token_to_str(a)} {token_to_str(b)}\n" for a, b in merges)).encode("utf-8")
+    return {"vocab.json": vocab_json, "merges.txt": merges_txt}
+
+
 def folder_files(
     vocab: dict[int, bytes],
     merges: list[tuple[bytes, bytes]],
@@ -149,11 +160,8 @@ def folder_files(
 ) -> dict[str, bytes]:
     """The contents of every artifact (:data:`ARTIFACTS`), by file name."""
     names = {e["content"]: e["id"] for e in _added_json(special_tokens, added_tokens)}
-    vocab_json = _dump(_vocab_strings(vocab, names), compact_ascii=True)
-    merges_txt = ("#version: 0.2\n" + "".join(f"{token_to_str(a)} {token_to_str(b)}\n" for a, b in merges)).encode("utf-8")
     return {
-        "vocab.json": vocab_json,
-        "merges.txt": merges_txt,
+        **gpt2_files(vocab, merges, names),
         "tokenizer.json": _dump(tokenizer_json(vocab, merges, special_tokens, pattern, added_tokens, pipeline)),
         "tokenizer_config.json": _dump(tokenizer_config(special_tokens, tokenizer_class, added_tokens)),
     }
@@ -201,6 +209,29 @@ def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
         _step("remove old")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # the old contents after an exchange
+    return out
+
+
+def write_file(path: str | os.PathLike, data: bytes) -> Path:
+    """Writes one file atomically: a hidden temporary file beside it, synced, then renamed over
+    ``path``; readers see the old file or the whole new one, and a failure leaves the old one."""
+    out = Path(path)
+    if out.is_dir():
+        raise IsADirectoryError(f"{out} is a folder, not a file path")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the usual mode, after the umask
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        _step("rename")
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(out.parent)
     return out
 
 

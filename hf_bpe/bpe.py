@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Collection, Iterable, Literal, Sequence
 
-from hf_bpe import _core, formats
+from hf_bpe import _core, formats, tiktoken_io
 
 if TYPE_CHECKING:  # numpy is imported where it is used: `import hf_bpe` stays light (~16 MiB less RSS)
     import numpy as np
+    import tiktoken
 
 __all__ = ["BPE", "DEFAULT_CACHE_BYTES"]
 
@@ -92,7 +93,7 @@ class BPE:
         if self._merges is not None:
             return list(self._merges)
         if self._derived_merges is None:
-            self._derived_merges = _merges_from_ranks(self._ids, set(self.special_tokens.values()))
+            self._derived_merges = tiktoken_io.merges_from_ranks(self._ids, set(self.special_tokens.values()))
         return list(self._derived_merges)
 
     @property
@@ -179,6 +180,21 @@ class BPE:
         vocab = {r: t for t, r in formats.read_tiktoken(path).items()}
         return cls.from_tables(formats.Tables(vocab, None, dict(special_tokens or {}), pattern), path,
                                cache_bytes=cache_bytes)
+
+    def to_tiktoken(self, name: str | None = None) -> "tiktoken.Encoding":
+        """A ``tiktoken.Encoding`` (same pattern, ranks = ids, same special tokens) that gives the
+        ids of :meth:`encode` for every input. A merges-mode vocabulary is accepted only when
+        tiktoken's rule (join the pair whose token has the lowest id) reproduces its merges, as
+        for GPT-2's files and every trained vocabulary; otherwise ``ValueError`` names the token
+        or merge at fault. Needs the ``tiktoken`` package (the ``tiktoken`` extra)."""
+        return tiktoken_io.to_encoding(self, name)
+
+    def save_tiktoken(self, path: str | os.PathLike) -> Path:
+        """Writes the ``.tiktoken`` rank file (``base64(token) rank`` per line, by rank, as OpenAI's
+        files) to ``path``, atomically; refuses what :meth:`to_tiktoken` refuses. The file holds
+        neither the pattern nor the special tokens: pass them to :meth:`from_tiktoken` (or name the
+        file after a well-known encoding, ``cl100k_base.tiktoken``, for :meth:`load`)."""
+        return tiktoken_io.save(self, path)
 
     @property
     def cache_bytes(self) -> int:
@@ -317,25 +333,3 @@ def _from_state(state: bytes) -> BPE:
     bpe._adopt(core, core.vocab, core.merges)
     return bpe
 
-
-def _merges_from_ranks(ids: dict[bytes, int], special_ids: set[int]) -> list[tuple[bytes, bytes]]:
-    """Recovers merges from tiktoken ranks: a token's merge is the last step of encoding its own
-    bytes with the tokens of lower rank (byte pair merging by lowest rank of the concatenation)."""
-    merges = []
-    for tok, rank in sorted(ids.items(), key=lambda kv: kv[1]):
-        if len(tok) < 2 or rank in special_ids:
-            continue
-        parts = [tok[i:i + 1] for i in range(len(tok))]
-        while len(parts) > 2:
-            best, best_i = None, -1
-            for i in range(len(parts) - 1):
-                r = ids.get(parts[i] + parts[i + 1])
-                if r is not None and r < rank and (best is None or r < best):
-                    best, best_i = r, i
-            if best is None:
-                break
-            parts[best_i:best_i + 2] = [parts[best_i] + parts[best_i + 1]]
-        if len(parts) != 2:
-            raise ValueError(f"token {tok!r} (rank {rank}) cannot be built from two tokens of lower rank")
-        merges.append((parts[0], parts[1]))
-    return merges

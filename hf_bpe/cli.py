@@ -1,4 +1,4 @@
-"""Command line: ``hf-bpe train | demo | encode | stats``."""
+"""Command line: ``hf-bpe train | demo | encode | stats | convert``."""
 
 from __future__ import annotations
 
@@ -135,6 +135,60 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_input(args: argparse.Namespace) -> "object":
+    import hf_bpe
+
+    if args.pattern is None and not args.special_tokens:
+        return hf_bpe.BPE.load(args.input)
+    if not args.input.endswith(".tiktoken"):
+        raise ValueError("--pattern and --special-token describe a .tiktoken INPUT; other formats carry their own")
+    specials = {}
+    for item in args.special_tokens or []:
+        token, sep, i = item.rpartition("=")
+        if not sep or not token or not i.isdigit():
+            raise ValueError(f"--special-token {item!r}: expected TOKEN=ID, e.g. '<|endoftext|>=50256'")
+        specials[token] = int(i)
+    return hf_bpe.BPE.from_tiktoken(args.input, pattern=args.pattern or "cl100k", special_tokens=specials)
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from hf_bpe import formats
+
+    bpe = _load_input(args)
+    out = Path(args.out)
+    if args.to == "hf":
+        print(f"wrote {', '.join(formats.ARTIFACTS)} -> {bpe.save(out)}")
+    elif args.to == "gpt2":
+        if formats.pattern_name(bpe.pattern) != "gpt2":
+            raise ValueError(f"GPT-2's vocab.json + merges.txt have no place for the pattern {bpe.pattern!r} "
+                             "(they imply GPT-2's): use --to hf, which also writes tokenizer.json")
+        stale = [n for n in formats.ARTIFACTS[2:] if (out / n).exists()]
+        if stale:
+            raise ValueError(f"{out} holds {', '.join(stale)}, which readers would prefer to the new files: "
+                             "remove it or choose another folder")
+        formats.write_folder(out, formats.gpt2_files(bpe.vocab, bpe.merges, bpe.special_tokens))
+        print(f"wrote vocab.json, merges.txt -> {out}")
+        if bpe.special_tokens:
+            print(f"special tokens are plain vocab.json entries there; declare them when loading: "
+                  f"BPE.load({str(out)!r}, special_tokens={sorted(bpe.special_tokens)!r})")
+    else:
+        bpe.save_tiktoken(out)
+        pattern = formats.pattern_name(bpe.pattern)
+        print(f"wrote {len(bpe.vocab) - len(bpe.special_tokens)} ranks -> {out}")
+        print("a .tiktoken file holds neither the pattern nor the special tokens; rebuild with")
+        print(f"  BPE.from_tiktoken({str(out)!r}, pattern={pattern!r}, special_tokens={bpe.special_tokens!r})")
+        opts = " ".join([f"--pattern {_quote(pattern)}"] + [f"--special-token {_quote(f'{t}={i}')}"
+                                                           for t, i in bpe.special_tokens.items()])
+        print(f"  hf-bpe convert {_quote(str(out))} OUT --to hf {opts}")
+    return 0
+
+
+def _quote(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``hf-bpe`` command."""
     parser = argparse.ArgumentParser(prog="hf-bpe", description="Byte-level BPE: train, encode, inspect.")
@@ -165,6 +219,15 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--threads", type=int, default=None, help="default: all cores")
         p.add_argument("--quiet", action="store_true")
         p.set_defaults(func=func)
+
+    p = sub.add_parser("convert", help="write a tokenizer as our folder (hf), GPT-2 files or a .tiktoken file")
+    p.add_argument("input", metavar="INPUT", help="anything BPE.load reads (folder, vocab.json, tokenizer.json, .tiktoken)")
+    p.add_argument("out", metavar="OUT", help="output folder (hf, gpt2) or file (tiktoken)")
+    p.add_argument("--to", required=True, choices=["hf", "gpt2", "tiktoken"])
+    p.add_argument("--pattern", default=None, help="pattern of a .tiktoken INPUT not named after a known encoding")
+    p.add_argument("--special-token", action="append", dest="special_tokens", metavar="TOKEN=ID",
+                   help="a special token of a .tiktoken INPUT (repeatable)")
+    p.set_defaults(func=_cmd_convert)
 
     args = parser.parse_args(argv)
     try:

@@ -21,7 +21,7 @@ from typing import Iterable, NamedTuple
 
 from hf_bpe import _core
 from hf_bpe.alphabet import bytes_to_unicode, str_to_token, token_to_str
-from hf_bpe.artifacts import ARTIFACTS, folder_files, tokenizer_config, tokenizer_json, write_folder
+from hf_bpe.artifacts import ARTIFACTS, folder_files, gpt2_files, tokenizer_config, tokenizer_json, write_folder
 from hf_bpe.regex_forms import for_oniguruma
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "str_to_token",
     "ARTIFACTS",
     "folder_files",
+    "gpt2_files",
     "tokenizer_json",
     "tokenizer_config",
     "write_folder",
