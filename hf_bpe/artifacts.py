@@ -167,6 +167,15 @@ def folder_files(
     }
 
 
+def write_vocabulary(folder: str, files: dict[str, bytes], prefix: str | None = None) -> tuple[str, ...]:
+    """``save_vocabulary``'s files (vocab.json, merges.txt, tokenizer.json) into ``folder``, each
+    atomically; returns their paths."""
+    if not os.path.isdir(folder):
+        raise NotADirectoryError(f"{folder} is not a folder")
+    return tuple(str(write_file(os.path.join(folder, f"{prefix}-{n}" if prefix else n), files[n]))
+                 for n in ("vocab.json", "merges.txt", "tokenizer.json"))
+
+
 def _step(what: str) -> None:
     """Called before each filesystem step of :func:`write_folder` (tests kill the process here)."""
 

@@ -333,3 +333,13 @@ def _from_state(state: bytes) -> BPE:
     bpe._adopt(core, core.vocab, core.merges)
     return bpe
 
+
+def from_hf_files(vocab_file: str | None, merges_file: str | None, tokenizer_file: str | None) -> BPE:
+    """The BPE of the files transformers resolved: ``vocab.json`` + ``merges.txt`` (with
+    ``tokenizer.json`` for the pattern and which added tokens are special), or ``tokenizer.json``."""
+    if vocab_file and merges_file:
+        tables = formats.read(vocab_file, merges_file=merges_file, tokenizer_file=tokenizer_file or None)
+        return BPE.from_tables(tables, vocab_file)
+    if tokenizer_file:
+        return BPE.load(tokenizer_file)
+    raise ValueError("BPETokenizer needs vocab_file + merges_file, tokenizer_file, or bpe=hf_bpe.BPE(...)")

@@ -21,9 +21,10 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Trun
 from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import formats
-from hf_bpe.artifacts import save_staged
+from hf_bpe.artifacts import save_staged, write_vocabulary
 from hf_bpe.arrow import ArrowMapFn, arrow_columns, is_arrow_table, with_columns
-from hf_bpe.bpe import BPE
+from hf_bpe.bpe import BPE, from_hf_files
+from hf_bpe.post import template_of
 from hf_bpe.hf_encoding import (AddedSpec, decode_with_added, encode_texts, pad_rows, pair_keep, token_tables,
                                 windows)
 
@@ -81,7 +82,7 @@ class BPETokenizer(PreTrainedTokenizer):
         if add_prefix_space:
             raise ValueError("add_prefix_space=True is not supported by hf_bpe's BPETokenizer")
         if bpe is None:
-            bpe = _read_files(vocab_file, merges_file, tokenizer_file)
+            bpe = from_hf_files(vocab_file, merges_file, tokenizer_file)
         elif not isinstance(bpe, BPE):
             raise TypeError(f"bpe must be an hf_bpe.BPE, got {type(bpe).__name__}")
         if cache_bytes is not None:  # (from_pretrained passes it through): the encoder's memory bound
@@ -93,10 +94,8 @@ class BPETokenizer(PreTrainedTokenizer):
         unk_token = default if unk_token is _DEFAULT else unk_token
         bos_token = default if bos_token is _DEFAULT else bos_token
         eos_token = default if eos_token is _DEFAULT else eos_token
-        self._added_tokens_decoder = {
-            i: AddedToken(s, special=True, normalized=False, lstrip=False, rstrip=False, single_word=False)
-            for s, i in sorted(bpe.special_tokens.items(), key=lambda kv: kv[1])
-        }
+        self._added_tokens_decoder = {t.id: AddedToken(t.content, special=t.special, normalized=t.normalized, lstrip=t.lstrip,
+                                                       rstrip=t.rstrip, single_word=t.single_word) for t in bpe.added_tokens}
         kwargs.setdefault("clean_up_tokenization_spaces", False)
         super().__init__(errors=errors, unk_token=unk_token, bos_token=bos_token, eos_token=eos_token,
                          pad_token=pad_token, add_prefix_space=False, text_column=text_column, **kwargs)
@@ -111,6 +110,27 @@ class BPETokenizer(PreTrainedTokenizer):
     @property
     def vocab_size(self) -> int:
         return self.bpe.vocab_size
+
+    def __len__(self) -> int:
+        """The largest id + 1 (added tokens included): an embedding of this size fits every id."""
+        return max(self.bpe.vocab_size, max(self._added_tokens_decoder, default=-1) + 1)
+
+    # ---- the post-processor of an imported tokenizer.json (`hf_bpe.post`) -----------------
+    def build_inputs_with_special_tokens(self, ids_a: list[int], ids_b: list[int] | None = None) -> list[int]:
+        t = template_of(self.bpe.pipeline)
+        return t.apply(ids_a, ids_b)[0] if t else super().build_inputs_with_special_tokens(ids_a, ids_b)
+
+    def create_token_type_ids_from_sequences(self, ids_a: list[int], ids_b: list[int] | None = None) -> list[int]:
+        t = template_of(self.bpe.pipeline)
+        return t.apply(ids_a, ids_b)[1] if t else super().create_token_type_ids_from_sequences(ids_a, ids_b)
+
+    def get_special_tokens_mask(self, ids_a, ids_b=None, already_has_special_tokens: bool = False) -> list[int]:
+        t = None if already_has_special_tokens else template_of(self.bpe.pipeline)
+        return t.apply(ids_a, ids_b)[2] if t else super().get_special_tokens_mask(ids_a, ids_b, already_has_special_tokens)
+
+    def num_special_tokens_to_add(self, pair: bool = False) -> int:
+        t = template_of(self.bpe.pipeline)
+        return t.added(pair) if t else super().num_special_tokens_to_add(pair)
 
     def get_vocab(self) -> dict[str, int]:
         v = dict(token_tables(self.bpe).str_to_id)
@@ -145,7 +165,7 @@ class BPETokenizer(PreTrainedTokenizer):
         if (bad := next((i for i in ids if not isinstance(i, (int, np.integer)) or isinstance(i, bool)), None)) is not None:
             raise ValueError(f"token id {bad!r} is not a valid id (ids are integers)")
         if skip_special_tokens:
-            skip = set(self.all_special_ids)
+            skip = set(self.all_special_ids) | {i for i, t in self._added_tokens_decoder.items() if t.special}
             ids = [i for i in ids if i not in skip]
         own = token_tables(self.bpe).id_to_str
         added = {i: t.content for i, t in self._added_tokens_decoder.items() if i not in own}
@@ -157,20 +177,10 @@ class BPETokenizer(PreTrainedTokenizer):
     # ---- files -----------------------------------------------------------------------------
 
     def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str, ...]:
-        if not os.path.isdir(save_directory):
-            raise NotADirectoryError(f"{save_directory} is not a folder")
         b = self.bpe
-        files = formats.folder_files(b.vocab, b.merges, b.special_tokens, b.pattern, type(self).__name__)
-        prefix = f"{filename_prefix}-" if filename_prefix else ""
-        written = []
-        for fname in ("vocab.json", "merges.txt", "tokenizer.json"):
-            path = os.path.join(save_directory, prefix + fname)
-            tmp = path + ".tmp"
-            with open(tmp, "wb") as f:
-                f.write(files[fname])
-            os.replace(tmp, path)
-            written.append(path)
-        return tuple(written)
+        files = formats.folder_files(b.vocab, b.merges, b.special_tokens, b.pattern, type(self).__name__,
+                                     b.added_tokens, b.pipeline)
+        return write_vocabulary(save_directory, files, filename_prefix)
 
     def save_pretrained(self, save_directory, *args: Any, **kwargs: Any):
         """``PreTrainedTokenizer.save_pretrained``, all-or-nothing (:func:`hf_bpe.artifacts.save_staged`),
@@ -384,17 +394,6 @@ def map_fn(tok_or_bpe: "BPETokenizer | BPE", column: str = "text", attention_mas
     if isinstance(tok_or_bpe, BPE):
         return ArrowMapFn(tok_or_bpe, column, attention_mask, (), split_special_tokens)
     raise TypeError(f"expected an hf_bpe.BPETokenizer or hf_bpe.BPE, got {type(tok_or_bpe).__name__}")
-
-
-def _read_files(vocab_file: str | None, merges_file: str | None, tokenizer_file: str | None) -> BPE:
-    """The BPE of the files transformers resolved: ``vocab.json`` + ``merges.txt`` (with
-    ``tokenizer.json`` for the pattern and which added tokens are special), or ``tokenizer.json``."""
-    if vocab_file and merges_file:
-        tables = formats.read(vocab_file, merges_file=merges_file, tokenizer_file=tokenizer_file or None)
-        return BPE.from_tables(tables, vocab_file)
-    if tokenizer_file:
-        return BPE.load(tokenizer_file)
-    raise ValueError("BPETokenizer needs vocab_file + merges_file, tokenizer_file, or bpe=hf_bpe.BPE(...)")
 
 
 register()  # also when this module is imported directly (the import hook may have run too early)

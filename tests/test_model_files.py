@@ -296,3 +296,24 @@ def test_missing_byte_tokens_follow_tokenizers(tmp_path):
             except BaseException:  # tokenizers panics ("AddedVocabulary bad split") on a few
                 continue
             assert bpe.encode(t) == theirs, (unk, fallback, t)
+
+
+@pytest.mark.parametrize("which", REAL + ["llama3_file"])
+def test_transformers_class_adds_the_same_special_tokens(request, which):
+    """``BPETokenizer`` with special tokens added (single texts and pairs) equals transformers'
+    own fast tokenizer on the same file (the ``tokenizers`` backend, no hf_bpe)."""
+    transformers = pytest.importorskip("transformers")
+    from hf_bpe import BPETokenizer
+    path = request.getfixturevalue(which) if which in SHAPES else shared_data() / "hf-tokenizers" / which / "tokenizer.json"
+    ours = BPETokenizer(tokenizer_file=str(path))
+    ref = transformers.PreTrainedTokenizerFast(tokenizer_file=str(path))
+    texts = ["Hello world", "def f():\n        return 1", " <|endoftext|> x", "日本語 😀 12345"]
+    for t in texts:
+        assert ours(t)["input_ids"] == ref(t)["input_ids"], t
+        got, want = ours(t, "second part", return_token_type_ids=True), ref(t, "second part", return_token_type_ids=True)
+        assert got["input_ids"] == want["input_ids"] and got["token_type_ids"] == want["token_type_ids"], t
+        assert ours(t, return_special_tokens_mask=True)["special_tokens_mask"] == \
+            ref(t, return_special_tokens_mask=True)["special_tokens_mask"], t
+    ids = ref(texts[0])["input_ids"]
+    assert ours.decode(ids) == ref.decode(ids) and ours.decode(ids, skip_special_tokens=True) == ref.decode(ids, skip_special_tokens=True)
+    assert len(ours) == len(ref)

@@ -1,0 +1,74 @@
+"""The post-processor of an imported ``tokenizer.json`` as ids: what ``BPETokenizer`` adds around
+one sequence or a pair when ``add_special_tokens=True`` (a BOS, ``<s> A </s></s> B </s>``, ...),
+with the ``token_type_ids`` and special-token mask ``tokenizers`` gives. The core has checked
+the component (its types and token ids) on load; ``ByteLevel`` only affects offsets and adds
+nothing. A tokenizer without one adds nothing, as GPT-2's."""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+__all__ = ["Template", "template_of"]
+
+# A piece of a template: ("A" | "B", type_id) for a sequence, (ids, type_id) for special tokens.
+_Piece = tuple[object, int]
+
+
+class Template(NamedTuple):
+    single: tuple[_Piece, ...]
+    pair: tuple[_Piece, ...]
+
+    def apply(self, a: list[int], b: list[int] | None) -> tuple[list[int], list[int], list[int]]:
+        """``(ids, token_type_ids, special_tokens_mask)`` of ``a`` (and ``b``) wrapped."""
+        ids: list[int] = []
+        types: list[int] = []
+        mask: list[int] = []
+        for what, t in (self.single if b is None else self.pair):
+            part = a if what == "A" else b if what == "B" else what
+            assert isinstance(part, list)
+            ids += part
+            types += [t] * len(part)
+            mask += [0 if what in ("A", "B") else 1] * len(part)
+        return ids, types, mask
+
+    def added(self, pair: bool) -> int:
+        """How many special tokens the template adds."""
+        return sum(len(w) for w, _ in (self.pair if pair else self.single) if isinstance(w, list))
+
+
+def _template(spec: dict) -> Template | None:
+    kind = spec.get("type")
+    if kind == "TemplateProcessing":
+        specials = {k: list(v["ids"]) for k, v in spec["special_tokens"].items()}
+
+        def pieces(key: str) -> tuple[_Piece, ...]:
+            out = []
+            for p in spec[key]:
+                if "Sequence" in p:
+                    out.append((p["Sequence"]["id"], int(p["Sequence"].get("type_id", 0))))
+                else:
+                    out.append((specials[p["SpecialToken"]["id"]], int(p["SpecialToken"].get("type_id", 0))))
+            return tuple(out)
+
+        return Template(pieces("single"), pieces("pair"))
+    if kind in ("RobertaProcessing", "BertProcessing"):
+        cls, sep = [int(spec["cls"][1])], [int(spec["sep"][1])]
+        second = 0 if kind == "RobertaProcessing" else 1
+        head = ((cls, 0), ("A", 0), (sep, 0))
+        tail = ((sep, second),) if kind == "RobertaProcessing" else ()
+        return Template(head, head + tail + (("B", second), (sep, second)))
+    if kind == "Sequence":
+        found = [t for t in (_template(p) for p in spec.get("processors") or []) if t is not None]
+        if len(found) > 1:
+            raise ValueError("a Sequence post-processor with more than one template is not supported")
+        return found[0] if found else None
+    return None  # ByteLevel: offsets only
+
+
+def template_of(pipeline: str | None) -> Template | None:
+    """The template of a core pipeline's post-processor (None when it adds nothing)."""
+    if not pipeline:
+        return None
+    spec = json.loads(pipeline).get("post_processor")
+    return _template(spec) if spec else None
