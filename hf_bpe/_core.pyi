@@ -57,11 +57,25 @@ class Encoder:
     """
 
     def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]] | None,
-                 special_tokens: dict[str, int], pattern: str, cache_bytes: int = ...) -> None:
-        """Checks the tables (all 256 byte tokens, distinct bytes per id, merges of tokens into
-        tokens, specials consistent with ``vocab``, a valid pattern) and raises ``ValueError``
-        naming the problem. ``merges`` are byte pairs in rank order; ``None`` means tiktoken
-        ranks. ``vocab`` may leave out the special tokens' ids."""
+                 special_tokens: dict[str, int], pattern: str, cache_bytes: int = ...,
+                 added_tokens: Sequence[tuple[str, int, bool, bool, bool, bool, bool]] | None = None,
+                 pipeline: str | None = None) -> None:
+        """Checks the tables (distinct bytes per id, all 256 byte tokens for tiktoken ranks, merges
+        of tokens into tokens, specials consistent with ``vocab``, a valid pattern) and raises
+        ``ValueError`` naming the problem. ``merges`` are byte pairs in rank order; ``None`` means
+        tiktoken ranks. ``vocab`` may leave out the special tokens' ids. ``added_tokens``:
+        ``(content, id, special, lstrip, rstrip, single_word, normalized)``; ``pipeline``: an
+        imported tokenizer.json's normalizer, pre_tokenizer, model options, post_processor and
+        decoder as JSON (unsupported components raise, naming them)."""
+    @property
+    def added_tokens(self) -> list[tuple[str, int, bool, bool, bool, bool, bool]]:
+        """Every added token with its flags, by id."""
+    @property
+    def pipeline(self) -> str | None:
+        """The imported tokenizer.json components (JSON), or None."""
+    @property
+    def is_generic(self) -> bool:
+        """Whether text takes the general path (normalizer, pre-tokenizer steps, ...)."""
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of ``text`` with special tokens treated as ordinary text."""
     def encode(self, text: str, allowed_special: _Specials = None, disallowed_special: _Specials = None) -> list[int]:

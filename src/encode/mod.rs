@@ -163,6 +163,11 @@ impl Encoder {
         self.specials.inner_automaton(allowed)
     }
 
+    /// The hot path on ordinary text, whatever the pipeline (for the pipeline's own stretches).
+    pub fn encode_plain(&self, cache: &mut WordCache, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
+        self.encode_text_inner(cache, text, out, false)
+    }
+
     /// Ordinary text (between raw-matched added tokens) with the normalized group's matcher
     /// `inner`: the general path when the encoder needs it, else [`Self::encode_text`].
     pub fn encode_text_with(&self, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, out: &mut Vec<u32>) -> Result<(), String> {

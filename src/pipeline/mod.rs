@@ -75,6 +75,8 @@ pub struct Pipeline {
     missing: Box<[Missing; 256]>,
     fallback: Vec<Vec<u32>>,
     fuse_unk: bool,
+    /// Whether some byte that UTF-8 text can hold lacks a token.
+    missing_any: bool,
 }
 
 /// What [`Pipeline::parse`] needs to know of the vocabulary.
@@ -93,7 +95,7 @@ impl Pipeline {
     pub fn parse(json: Option<&str>, look: &Lookup) -> Result<(Pipeline, Option<Pattern>), String> {
         let Some(json) = json else {
             let missing = Box::new(std::array::from_fn(|b| if (look.has_byte)(b as u8) { Missing::Present } else { Missing::Drop }));
-            return Ok((Pipeline { json: None, normalizer: None, pre: None, ignore_merges: false, missing, fallback: Vec::new(), fuse_unk: false }, None));
+            return Ok((Pipeline { json: None, normalizer: None, pre: None, ignore_merges: false, missing_any: in_utf8(&missing), missing, fallback: Vec::new(), fuse_unk: false }, None));
         };
         let v: Value = serde_json::from_str(json).map_err(|e| format!("pipeline is not valid JSON: {e}"))?;
         let get = |k: &str| v.get(k).unwrap_or(&Value::Null);
@@ -170,7 +172,8 @@ impl Pipeline {
             && kind(get("decoder"), "decoder")? == "ByteLevel";
         let pre = if pattern.is_some() { None } else { Some(pre) };
         let json = if plain { None } else { Some(canonical.to_string()) };
-        Ok((Pipeline { json, normalizer, pre, ignore_merges, missing, fallback: fallbacks, fuse_unk }, pattern))
+        let missing_any = in_utf8(&missing);
+        Ok((Pipeline { json, normalizer, pre, ignore_merges, missing, fallback: fallbacks, fuse_unk, missing_any }, pattern))
     }
 
     /// Whether text must take this path rather than the encoder's hot path: a normalizer, a
@@ -178,9 +181,7 @@ impl Pipeline {
     /// (0xC0, 0xC1 and 0xF5..=0xFF never occur in it). The second group of added tokens is the
     /// encoder's to tell ([`crate::specials::Specials::has_inner`]).
     pub fn is_needed(&self) -> bool {
-        self.normalizer.is_some()
-            || self.pre.is_some()
-            || (0..256).any(|b| self.missing[b] != Missing::Present && !matches!(b, 0xC0 | 0xC1 | 0xF5..=0xFF))
+        self.normalizer.is_some() || self.pre.is_some() || self.missing_any
     }
 
     /// The normalized form of an added token's content (for the second group's matcher).
@@ -211,6 +212,8 @@ impl Pipeline {
 
     fn encode_stretch(&self, enc: &Encoder, cache: &mut WordCache, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
         match &self.pre {
+            // One pattern and every byte a token: the encoder's hot loop.
+            None if !self.missing_any => enc.encode_plain(cache, text, out),
             None => enc.pattern.for_each_piece(text, |s: usize, e: usize| self.encode_piece(enc, cache, &text.as_bytes()[s..e], out)),
             Some(pre) => {
                 for p in pre.pieces(text)? {
@@ -260,6 +263,11 @@ impl Pipeline {
             enc.encode_piece(cache, &run, out);
         }
     }
+}
+
+/// Whether a byte that UTF-8 text can hold lacks a token (0xC0, 0xC1, 0xF5..=0xFF never occur).
+fn in_utf8(missing: &[Missing; 256]) -> bool {
+    (0..256).any(|b| missing[b] != Missing::Present && !matches!(b, 0xC0 | 0xC1 | 0xF5..=0xFF))
 }
 
 fn check_decoder(v: &Value) -> Result<(), String> {

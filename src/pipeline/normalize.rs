@@ -2,7 +2,7 @@
 //! raw-matched added tokens, before the normalized ones are matched and before pre-tokenizing.
 
 use serde_json::Value;
-use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized, UnicodeNormalization};
 
 use super::{field_bool, field_str, kind, Literal};
 use crate::pretok::Regex;
@@ -65,6 +65,11 @@ impl Normalizer {
     /// The normalized text.
     pub fn apply(&self, s: &str) -> Result<String, String> {
         Ok(match self {
+            // (The quick checks say "yes" for nearly all text: it is then returned as is.)
+            Normalizer::Nfc if is_nfc_quick(s.chars()) == IsNormalized::Yes => s.to_string(),
+            Normalizer::Nfd if is_nfd_quick(s.chars()) == IsNormalized::Yes => s.to_string(),
+            Normalizer::Nfkc if is_nfkc_quick(s.chars()) == IsNormalized::Yes => s.to_string(),
+            Normalizer::Nfkd if is_nfkd_quick(s.chars()) == IsNormalized::Yes => s.to_string(),
             Normalizer::Nfc => s.nfc().collect(),
             Normalizer::Nfd => s.nfd().collect(),
             Normalizer::Nfkc => s.nfkc().collect(),
