@@ -103,10 +103,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--mb", type=float, default=8)
-    ap.add_argument("--only", default="", help="comma-separated regex names")
+    ap.add_argument("--only", default="", help="semicolon-separated regex names")
     args = ap.parse_args()
     roots = {"before": args.before, "after": str(REPO), "tiktoken": str(REPO), "builtin": str(REPO)}
-    names = [n for n in REGEXES if not args.only or n in args.only.split(",")]
+    names = [n for n in REGEXES if not args.only or n in args.only.split(";")]
     results: dict = {}
     for _ in range(args.rounds):
         for name in names:

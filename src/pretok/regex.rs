@@ -153,26 +153,29 @@ impl Fast {
     #[inline(always)]
     fn run(&self, b: &[u8], p: usize, mut sid: StateID) -> Option<(usize, PatternID)> {
         let dfa = &self.dfa;
-        let mut last = None;
-        let mut i = p;
         // Matches are reported one byte late: the state after byte `i` says whether `b[p..i]`
-        // matched.
+        // matched. Inside a word nearly every state is a match state, so only the state and
+        // position are kept there; the branch is looked up once at the end.
+        let (mut last, mut last_sid) = (usize::MAX, sid);
+        let mut i = p;
         while i < b.len() {
             sid = dfa.next_state(sid, b[i]);
             if dfa.is_special_state(sid) {
                 if dfa.is_match_state(sid) {
-                    last = Some((i, dfa.match_pattern(sid, 0)));
+                    (last, last_sid) = (i, sid);
                 } else if dfa.is_dead_state(sid) {
-                    return last;
+                    break;
                 }
             }
             i += 1;
         }
-        sid = dfa.next_eoi_state(sid);
-        if dfa.is_match_state(sid) {
-            last = Some((b.len(), dfa.match_pattern(sid, 0)));
+        if i == b.len() {
+            sid = dfa.next_eoi_state(sid);
+            if dfa.is_match_state(sid) {
+                (last, last_sid) = (i, sid);
+            }
         }
-        last
+        (last != usize::MAX).then(|| (last, dfa.match_pattern(last_sid, 0)))
     }
 
     fn for_each_match(&self, b: &[u8], mut f: impl FnMut(usize, usize)) {
