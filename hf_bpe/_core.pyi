@@ -12,6 +12,9 @@ def pretokenize(pattern: str, text: str) -> list[str]:
 def pattern_source(pattern: str) -> str:
     """The regex a pattern name stands for (a regex is returned as is, after compiling it)."""
 
+def pattern_engine(pattern: str) -> Literal["builtin", "dfa", "fancy-regex"]:
+    """Which engine splits text for ``pattern``: a built-in scanner, the DFA or fancy-regex."""
+
 def byte_alphabet() -> list[str]:
     """GPT-2's byte-level alphabet: ``[b]`` is the printable character that stands for byte ``b``."""
 

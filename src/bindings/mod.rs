@@ -76,10 +76,30 @@ pub(crate) fn no_panic<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, St
     }
 }
 
+/// The compiled pattern for `spec`, from a small cache of the last few: a regex's DFA can take
+/// ~0.2 s to build (`pretok/regex.rs`), and `pretokenize` is often called in a loop.
+fn compiled(spec: &str) -> Result<std::sync::Arc<Pattern>, String> {
+    use std::sync::{Arc, Mutex};
+    static LAST: Mutex<Vec<(String, Arc<Pattern>)>> = Mutex::new(Vec::new());
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = last.iter().position(|(s, _)| s == spec) {
+        let hit = last.remove(i);
+        let p = hit.1.clone();
+        last.push(hit);
+        return Ok(p);
+    }
+    let p = Arc::new(Pattern::from_spec(spec)?);
+    if last.len() >= 8 {
+        last.remove(0);
+    }
+    last.push((spec.to_string(), p.clone()));
+    Ok(p)
+}
+
 /// Splits `text` into pre-tokens with a built-in pattern name or a regex.
 #[pyfunction]
 fn pretokenize<'py>(py: Python<'py>, pattern: &str, text: &str) -> PyResult<Bound<'py, PyList>> {
-    let p = Pattern::from_spec(pattern).map_err(value_error)?;
+    let p = compiled(pattern).map_err(value_error)?;
     // Split without the GIL into byte ranges, then build the Python strings straight from
     // slices of `text` (no intermediate Rust `String` per piece).
     let ranges = py
@@ -95,7 +115,7 @@ fn pretokenize<'py>(py: Python<'py>, pattern: &str, text: &str) -> PyResult<Boun
 /// Number of pre-tokens of `text`, without building Python strings (for benchmarks).
 #[pyfunction]
 fn count_pieces(py: Python<'_>, pattern: &str, text: &str) -> PyResult<usize> {
-    let p = Pattern::from_spec(pattern).map_err(value_error)?;
+    let p = compiled(pattern).map_err(value_error)?;
     py.allow_threads(|| {
         let mut n = 0usize;
         p.for_each_piece(text, |_, _| n += 1)?;
@@ -116,10 +136,21 @@ fn pattern_source(pattern: &str) -> PyResult<String> {
     Ok(Pattern::from_spec(pattern).map_err(value_error)?.regex_source().to_string())
 }
 
+/// Which engine splits text for a pattern: `"builtin"` (a hand-written scanner), `"dfa"` or
+/// `"fancy-regex"` (see `pretok/regex.rs`).
+#[pyfunction]
+fn pattern_engine(pattern: &str) -> PyResult<&'static str> {
+    Ok(match &*compiled(pattern).map_err(value_error)? {
+        Pattern::Custom { regex, .. } => regex.engine(),
+        _ => "builtin",
+    })
+}
+
 /// Fills the extension module.
 pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_source, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_engine, m)?)?;
     m.add_function(wrap_pyfunction!(byte_alphabet, m)?)?;
     m.add_function(wrap_pyfunction!(count_pieces, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_merges, m)?)?;

@@ -2,8 +2,9 @@
 //!
 //! Built-in patterns (`gpt2`/`r50k`, `cl100k`, `o200k`) use hand-written scanners (one module
 //! each) that produce exactly the splits of the regex as the Python `regex` module runs it;
-//! any other regex goes through fancy-regex. Character classes come from
-//! `unicode_tables.rs`, generated from the `regex` module by `scripts/gen_unicode_tables.py`.
+//! any other regex goes through `regex.rs` (a DFA where provably equal, else fancy-regex).
+//! The scanners' character classes come from `unicode_tables.rs`, generated from the `regex`
+//! module by `scripts/gen_unicode_tables.py`.
 //!
 //! Each scanner has two paths over the same rules:
 //! * the **window path** (`scan_windows!`, `masks.rs`): while 64 bytes remain, classify the 64
