@@ -23,6 +23,7 @@ from hf_bpe import _core
 from hf_bpe.alphabet import bytes_to_unicode, str_to_token, token_to_str
 from hf_bpe.artifacts import ARTIFACTS, folder_files, gpt2_files, tokenizer_config, tokenizer_json, write_folder
 from hf_bpe.regex_forms import for_oniguruma
+from hf_bpe.tiktoken_io import read_tiktoken
 
 __all__ = [
     "FormatError",
@@ -380,36 +381,3 @@ def _parse_merges(lines: Iterable[tuple[int, str]], vocab: dict[str, int], path:
             raise FormatError(f"{path}: line {lineno}: the merge result {a + b!r} is not in the vocabulary")
         merges.append((a, b))
     return merges
-
-
-def read_tiktoken(path: str | os.PathLike) -> dict[bytes, int]:
-    """Reads a tiktoken rank file (``base64(token) rank`` per line)."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{p}: no such file") from None
-    ranks: dict[bytes, int] = {}
-    seen: dict[int, int] = {}
-    for lineno, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        parts = line.split()
-        if len(parts) != 2:
-            raise FormatError(f"{p}: line {lineno}: expected 'base64-token rank', got {line[:80]!r}")
-        try:
-            tok = base64.b64decode(parts[0], validate=True)
-            rank = int(parts[1])
-        except ValueError:
-            raise FormatError(f"{p}: line {lineno}: bad token or rank {line[:80]!r}") from None
-        if rank < 0:
-            raise FormatError(f"{p}: line {lineno}: negative rank {rank}")
-        if tok in ranks:
-            raise FormatError(f"{p}: line {lineno}: token {tok!r} already has rank {ranks[tok]}")
-        if rank in seen:
-            raise FormatError(f"{p}: line {lineno}: rank {rank} already used on line {seen[rank]}")
-        ranks[tok] = rank
-        seen[rank] = lineno
-    if not ranks:
-        raise FormatError(f"{p}: no tokens")
-    return ranks

@@ -19,6 +19,12 @@ from typing import TYPE_CHECKING, Sequence
 
 from hf_bpe.artifacts import write_file
 
+
+def _format_error(msg: str) -> Exception:
+    from hf_bpe.formats import FormatError  # (formats imports this module)
+
+    return FormatError(msg)
+
 if TYPE_CHECKING:
     import tiktoken
 
@@ -118,7 +124,7 @@ def mergeable_ranks(bpe: "BPE") -> dict[bytes, int]:
         raise ValueError("tiktoken cannot reproduce this tokenizer: it has a normalizer, several pre-tokenizer "
                          "steps, a second group of added tokens or missing byte tokens (see bpe.pipeline)")
     flagged = [t.content for t in bpe.added_tokens
-               if not t.special or t.lstrip or t.rstrip or t.single_word or t.normalized]
+               if not t.special or t.lstrip or t.rstrip or t.single_word]
     if flagged:
         raise ValueError(f"tiktoken cannot reproduce this tokenizer: its added token {flagged[0]!r} is not a plain "
                          "special token (tiktoken has no non-special added tokens and no lstrip/rstrip/single_word)")
@@ -151,3 +157,36 @@ def rank_file(ranks: dict[bytes, int]) -> bytes:
 def save(bpe: "BPE", path: str | os.PathLike) -> Path:
     """Writes ``bpe``'s rank file to ``path`` atomically (see ``BPE.save_tiktoken``)."""
     return write_file(path, rank_file(mergeable_ranks(bpe)))
+
+
+def read_tiktoken(path: str | os.PathLike) -> dict[bytes, int]:
+    """Reads a tiktoken rank file (``base64(token) rank`` per line)."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{p}: no such file") from None
+    ranks: dict[bytes, int] = {}
+    seen: dict[int, int] = {}
+    for lineno, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise _format_error(f"{p}: line {lineno}: expected 'base64-token rank', got {line[:80]!r}")
+        try:
+            tok = base64.b64decode(parts[0], validate=True)
+            rank = int(parts[1])
+        except ValueError:
+            raise _format_error(f"{p}: line {lineno}: bad token or rank {line[:80]!r}") from None
+        if rank < 0:
+            raise _format_error(f"{p}: line {lineno}: negative rank {rank}")
+        if tok in ranks:
+            raise _format_error(f"{p}: line {lineno}: token {tok!r} already has rank {ranks[tok]}")
+        if rank in seen:
+            raise _format_error(f"{p}: line {lineno}: rank {rank} already used on line {seen[rank]}")
+        ranks[tok] = rank
+        seen[rank] = lineno
+    if not ranks:
+        raise _format_error(f"{p}: no tokens")
+    return ranks

@@ -66,7 +66,6 @@ FILES = [
     ("vocab-huge-id", lambda t: lambda: BPE.load(_gpt2(t / "d", vocab={**BYTES, "Ġt": 2**32})), FormatError, r"vocab\.json: token 'Ġt' has id 4294967296, beyond the largest id"),
     ("vocab-key-twice", lambda t: lambda: BPE.load(_gpt2(t / "d", raw_vocab=b'{"a": 1, "a": 2}')), FormatError, r"vocab\.json: key 'a' appears twice"),
     ("vocab-not-utf8", lambda t: lambda: BPE.load(_gpt2(t / "d", raw_vocab=b'{"\xff": 1}')), FormatError, r"vocab\.json: line 1: not valid UTF-8"),
-    ("vocab-lacks-bytes", lambda t: lambda: BPE.load(_gpt2(t / "d", vocab={k: v for k, v in list(BYTES.items())[1:]}, merges="#version: 0.2\n")), FormatError, r"/d: the vocabulary lacks 1 of the 256 byte tokens \(e\.g\. byte 0x00\)"),
     # merges.txt
     ("merges-bad-header", lambda t: lambda: BPE.load(_gpt2(t / "d", merges="#version: 9\nĠ t\n")), FormatError, r"merges\.txt: line 1: unknown header"),
     ("merges-three-tokens", lambda t: lambda: BPE.load(_gpt2(t / "d", merges="#version: 0.2\nĠ t x\n")), FormatError, r"merges\.txt: line 2: expected two tokens"),
@@ -81,9 +80,7 @@ FILES = [
     ("tj-bad-merge", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r["model"].update(merges=[["Ġ"]]))), FormatError, r"tokenizer\.json: merge #1 is \['Ġ'\], not a pair of tokens"),
     ("tj-added-no-content", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(added_tokens=[{"id": 300}]))), FormatError, r"tokenizer\.json: added token #1 is .*not an object with a non-empty 'content'"),
     ("tj-added-bad-id", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(added_tokens=[{"id": "x", "content": "<s>", "special": True}]))), FormatError, r"tokenizer\.json: added token '<s>' has id 'x'"),
-    ("tj-unsupported-pre", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(pre_tokenizer={"type": "Metaspace"}))), FormatError, r"tokenizer\.json: unsupported pre_tokenizer"),
-    ("tj-prefix-space", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r["pre_tokenizer"].update(add_prefix_space=True))), FormatError, r"tokenizer\.json: add_prefix_space=true is not supported"),
-    ("tj-lacks-bytes", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r["model"].update(vocab={**{k: v for k, v in list(BYTES.items())[:200]}}, merges=[]))), FormatError, r"tokenizer\.json: the vocabulary lacks 56 of the 256 byte tokens"),
+    ("tj-unsupported-pre", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(pre_tokenizer={"type": "Metaspace"}))), FormatError, r"tokenizer\.json: pre_tokenizer Metaspace is not supported"),
     # .tiktoken
     ("tik-one-field", lambda t: lambda: BPE.from_tiktoken(_tik(t, _full_tik() + b"QUJD\n")), FormatError, r"x\.tiktoken: line 257: expected 'base64-token rank'"),
     ("tik-bad-base64", lambda t: lambda: BPE.from_tiktoken(_tik(t, _full_tik() + b"!!! 300\n")), FormatError, r"x\.tiktoken: line 257: bad token or rank"),

@@ -112,12 +112,16 @@ def test_well_known_tiktoken_files_load_by_name(tmp_path):
 
 
 def test_core_rejections_name_the_file(saved, tmp_path):
-    v = json.loads((saved / "vocab.json").read_text())
-    del v["A"]
-    (saved / "vocab.json").write_text(json.dumps(v))
-    for path in (saved, saved / "vocab.json"):
-        with pytest.raises(FormatError, match=r"tok(/vocab\.json)?: the vocabulary lacks 1 of the 256 byte tokens"):
+    raw = json.loads((saved / "tokenizer.json").read_text())
+    raw["normalizer"] = {"type": "Precompiled"}
+    (saved / "tokenizer.json").write_text(json.dumps(raw))
+    for path in (saved, saved / "vocab.json", saved / "tokenizer.json"):
+        with pytest.raises(FormatError, match=r"tok(/vocab\.json|/tokenizer\.json)?: normalizer Precompiled is not supported"):
             BPE.load(path)
+    p = tmp_path / "cl100k_base.tiktoken"
+    p.write_text("".join(f"{__import__('base64').b64encode(bytes([b])).decode()} {b}\n" for b in range(1, 256)))
+    with pytest.raises(FormatError, match=r"cl100k_base\.tiktoken: the vocabulary lacks 1 of the 256 byte tokens"):
+        BPE.load(p)
     with pytest.raises(FormatError, match=r"r\.tiktoken: special token .* has id 0"):
         p = tmp_path / "r.tiktoken"
         p.write_text("".join(f"{__import__('base64').b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
@@ -127,7 +131,7 @@ def test_core_rejections_name_the_file(saved, tmp_path):
 def test_constructor_errors_come_from_the_core():
     vocab = {i: bytes([i]) for i in range(256)}
     with pytest.raises(ValueError, match=r"lacks 1 of the 256 byte tokens \(e\.g\. byte 0x00\)"):
-        BPE({i: b for i, b in vocab.items() if i}, [])
+        BPE({i: b for i, b in vocab.items() if i}, None)
     with pytest.raises(ValueError, match=r"merge #0 \(b'a', b'b'\) uses b'ab', which is not in the vocabulary"):
         BPE(vocab, [(b"a", b"b")])
     with pytest.raises(ValueError, match="special token"):

@@ -95,6 +95,9 @@ pub use regex::Regex;
 pub const GPT2_PATTERN: &str =
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
 pub const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+/// cl100k's regex as hf_bpe writes it into a tokenizer.json (`hf_bpe/regex_forms.py`: Oniguruma
+/// reads a possessive bounded repeat differently, so it is written as an atomic group).
+pub const CL100K_ONIGURUMA: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|(?>\p{N}{1,3})| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 pub const O200K_PATTERN: &str = concat!(
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
     "|",
@@ -196,7 +199,7 @@ impl Pattern {
             "cl100k" | "cl100k_base" => Ok(Pattern::Cl100k),
             "o200k" | "o200k_base" => Ok(Pattern::O200k),
             s if s == GPT2_PATTERN => Ok(Pattern::Gpt2),
-            s if s == CL100K_PATTERN => Ok(Pattern::Cl100k),
+            s if s == CL100K_PATTERN || s == CL100K_ONIGURUMA => Ok(Pattern::Cl100k),
             s if s == O200K_PATTERN => Ok(Pattern::O200k),
             s => {
                 if s.is_empty() {
