@@ -181,6 +181,8 @@ pub enum NonAscii {
     /// cl100k: letters that cannot be part of a contraction (`ſ` can), and "other" (marks
     /// too); not numbers (`\p{N}{1,3}` counts chars, the window bytes) or whitespace.
     Cl100k,
+    /// Qwen3.5: as cl100k, with marks as letters (its words are `[\p{L}\p{M}]+`).
+    Qwen35,
     /// o200k: only "other" (not letters or marks, whose upper/lower classes overlap; not
     /// numbers or whitespace).
     O200k,
@@ -203,14 +205,16 @@ pub fn add_non_ascii(b: &[u8], p: usize, m: &mut Masks, policy: NonAscii) {
         let cls = class_of_valid(cp);
         let take = match policy {
             NonAscii::Gpt2 => cls & WS == 0,
-            NonAscii::Cl100k => cls & (WS | N) == 0 && (cls & L == 0 || fold_non_ascii_contraction_letter(cp) == 0),
+            NonAscii::Cl100k | NonAscii::Qwen35 => {
+                cls & (WS | N) == 0 && (cls & L == 0 || fold_non_ascii_contraction_letter(cp) == 0)
+            }
             NonAscii::O200k => cls & (WS | N | L | M) == 0,
         };
         if !take {
             return;
         }
         let bits = if j + len >= 64 { !0u64 << j } else { ((1u64 << len) - 1) << j };
-        if cls & L != 0 {
+        if cls & L != 0 || (policy == NonAscii::Qwen35 && cls & M != 0) {
             m.letter |= bits;
         } else if cls & N != 0 {
             m.digit |= bits;
