@@ -43,7 +43,8 @@ class BPE:
         ``vocab`` maps every id to its bytes (special tokens may be left out, or given as their
         UTF-8 bytes); ``merges`` lists the merges in training order as byte pairs, or is ``None``
         for a tiktoken-style vocabulary where the id is the merge rank. ``pattern`` is
-        ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex. The native core checks the tables and
+        a built-in name (``"gpt2"``, ``"cl100k"``, ``"o200k"``, ``"llama3"``, ``"qwen2"``, ``"qwen3.5"``,
+        ``"nemotron"``, ``"deepseek-v3"``) or a regex. The native core checks the tables and
         raises ``ValueError`` naming what is wrong.
         """
         specials = dict(special_tokens or {})

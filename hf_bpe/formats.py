@@ -75,12 +75,12 @@ MAX_ID = (1 << 32) - 1
 
 
 def pattern_name(pattern: str) -> str:
-    """``"gpt2"``, ``"cl100k"`` or ``"o200k"`` if ``pattern`` is that name or its regex, else ``pattern``."""
-    for name in ("gpt2", "cl100k", "o200k"):
-        source = _core.pattern_source(name)
-        if pattern in (name, source, for_oniguruma(source)):
-            return name
-    return pattern
+    """The built-in pattern's canonical name (``"gpt2"``, ``"cl100k"``, ``"llama3"``, ...) if
+    ``pattern`` is a canonical name or a regex the core has a scanner for (in any spelling it
+    knows, e.g. the Oniguruma form of cl100k's), else ``pattern``."""
+    if pattern in ("gpt2", "cl100k", "o200k"):
+        return pattern
+    return _core.pattern_from_splits([pattern]) or pattern
 
 
 def read(
@@ -338,6 +338,15 @@ def _pattern_from_pre_tokenizer(pre: object, path: Path) -> str:
             pat = split[0].get("pattern", {})
             if isinstance(pat, dict) and "Regex" in pat and split[0].get("behavior") == "Isolated" and not split[0].get("invert"):
                 return pat["Regex"]
+        # A Sequence of isolated splits the core has one scanner for (DeepSeek-V3's three).
+        if len(split) > 1 and len(level) == 1 and len(steps) == len(split) + 1 and steps[-1] is level[0] \
+                and level[0].get("use_regex", True) is False and not level[0].get("add_prefix_space", True):
+            pats = [s.get("pattern", {}) for s in split]
+            if all(isinstance(p, dict) and "Regex" in p and s.get("behavior") == "Isolated" and not s.get("invert")
+                   for p, s in zip(pats, split)):
+                name = _core.pattern_from_splits([p["Regex"] for p in pats])
+                if name:
+                    return name
     raise FormatError(f"{path}: unsupported pre_tokenizer {json.dumps(pre)[:200]}")
 
 

@@ -284,6 +284,22 @@ impl Pattern {
         }]
     }
 
+    /// The canonical name of a built-in pattern (`None` for a custom regex).
+    pub fn name(&self) -> Option<&'static str> {
+        let k = match self {
+            Pattern::Gpt2 => Known::Gpt2,
+            Pattern::Cl100k => Known::Cl100k,
+            Pattern::O200k => Known::O200k,
+            Pattern::Llama3 => Known::Llama3,
+            Pattern::Qwen2 => Known::Qwen2,
+            Pattern::Qwen35 => Known::Qwen35,
+            Pattern::Nemotron => Known::Nemotron,
+            Pattern::DeepSeekV3 => Known::DeepSeekV3,
+            Pattern::Custom { .. } => return None,
+        };
+        spec::canonical_name(k)
+    }
+
     /// True for the built-in patterns, whose pieces never span a `'\n'` followed by a
     /// non-whitespace character other than `'/'` (so text may be cut there without changing
     /// the split). The `'/'` exception is o200k's `[\r\n/]*` tail: `";\n//"` is one piece.

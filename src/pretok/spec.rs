@@ -73,6 +73,12 @@ pub const NAMES: [(&str, Known); 22] = [
     ("deepseek_v3", Known::DeepSeekV3),
 ];
 
+/// The canonical name of a scanner.
+pub fn canonical_name(k: Known) -> Option<&'static str> {
+    let canonical = ["gpt2", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "nemotron", "deepseek-v3"];
+    canonical.into_iter().find(|n| by_name(n) == Some(k))
+}
+
 /// The main regex sources (one per single-regex scanner).
 fn sources() -> [(&'static str, Known); 7] {
     [
@@ -98,8 +104,7 @@ pub fn by_name(name: &str) -> Option<Known> {
 
 /// The error for a name-like spec that names nothing.
 pub fn unknown_name(name: &str) -> String {
-    let mut names: Vec<&str> = NAMES.iter().map(|(n, _)| *n).collect();
-    names.dedup();
+    let names: Vec<&str> = NAMES.iter().map(|(n, _)| *n).collect();
     format!("unknown pattern name {name:?}; known names: {} (or give a regex)", names.join(", "))
 }
 
