@@ -22,10 +22,12 @@
 //!   letter (a control or format char, an unassigned one): it joins the gap piece before the
 //!   next match.
 //!
-//! Design: per-char only (no window path yet); segment ends are found first, so the R3 code
-//! reuses the shared run helpers on the segment as a slice ([log](../../docs/performance.md#model-scanners)).
+//! Design: the window path of cl100k with the differences in [`window_starts`]; the per-char
+//! path finds a segment's end first and runs R3 on the segment as a slice, so the shared run
+//! helpers stop at its end ([log](../../docs/performance.md#model-scanners)).
 
 use super::chars::*;
+use super::masks::*;
 use super::PieceSink;
 
 /// Whether the char at `i` (lead byte `c >= 0x80`) is in split 2's CJK ranges.
@@ -45,29 +47,77 @@ fn is_cjk(b: &[u8], i: usize, c: u8) -> bool {
 
 #[inline(always)]
 pub fn scan(text: &str, f: &mut impl PieceSink) {
-    let b = text.as_bytes();
-    let n = b.len();
-    let mut i = 0;
-    while i < n {
-        let c = at(b, i);
-        if c.is_ascii_digit() || (c >= 0x80 && class_at(b, i).0 & N != 0) {
-            let mut e = i;
-            for _ in 0..3 {
-                let (cls, len) = class_or_end(b, e);
-                if cls & N == 0 {
-                    break;
-                }
-                e += len;
+    let mut state = State { blk: Blocks::new(Swar::Letter), seg_end: 0 };
+    scan_windows!(text.as_bytes(), f, LOOKAHEAD, NonAscii::DeepSeek, window_starts, piece_end, state);
+}
+
+/// A start at `j` depends on the byte after it (a whitespace run gives its last char back
+/// before non-whitespace that is not a number).
+const LOOKAHEAD: u32 = 1;
+
+/// The per-char path's state: the word blocks, and the end of the segment it is in.
+pub struct State {
+    blk: Blocks,
+    seg_end: usize,
+}
+
+/// Piece starts of a window (see `cl100k::window_starts`, whose rules these are but for):
+/// no contractions (`"'s"` is A: punctuation prefixing a word); a whitespace run keeps its
+/// last char before a number (the number ends the segment, where `\s+(?!\S)` takes the run
+/// whole); only a one-byte char (ASCII punctuation) prefixes a word (the non-ASCII chars a
+/// window takes are P/S, which B's prefix excludes); and trust ends before a control char.
+#[inline(always)]
+fn window_starts(_b: &[u8], _p: usize, m: &Masks, lim: u32) -> (u64, u32) {
+    let lim = lim.min(m.ctl.trailing_zeros().saturating_sub(LOOKAHEAD + 1));
+    let lim = crlf_run_limit(m, lim);
+    let w = m.ws;
+    let t = w & !m.crlf;
+    let o = !(m.letter | m.digit | w);
+    let word = m.letter & !prev(m.letter);
+    // First bytes of O runs not led by a space: at a lead byte, so a multi-byte char's bit is
+    // not right before the word it precedes.
+    let first_o = o & !prev(o) & !prev(m.space);
+    let attach = word & (prev(t) | prev(first_o));
+    let mut st = (w & !prev(w))
+        | (t & (prev(m.crlf) | (prev(w) & next(!w & !m.digit))))
+        | (word & !attach)
+        | (m.digit & !prev(m.digit))
+        | first_o
+        | 1;
+    other_run_tails(m, o, m.crlf, &mut st);
+    digit_chunks(m.digit, &mut st);
+    (st, lim)
+}
+
+/// One piece at `i` by the per-char rules: a number chunk, or R3's match (or gap) in the
+/// segment at `i`, whose end is kept in `state` while the scan is inside it.
+#[inline(always)]
+fn piece_end(b: &[u8], i: usize, state: &mut State) -> usize {
+    let c = at(b, i);
+    if c.is_ascii_digit() || (c >= 0x80 && class_at(b, i).0 & N != 0) {
+        let mut e = i;
+        for _ in 0..3 {
+            let (cls, len) = class_or_end(b, e);
+            if cls & N == 0 {
+                break;
             }
-            f.piece(i, e);
-            i = e;
-            continue;
+            e += len;
         }
-        let cjk = c >= 0x80 && is_cjk(b, i, c);
-        let end = if cjk { cjk_end(b, i) } else { plain_end(b, i) };
-        segment(&b[..end], i, f);
-        i = end;
+        return e;
     }
+    if i >= state.seg_end {
+        state.seg_end = if c >= 0x80 && is_cjk(b, i, c) { cjk_end(b, i) } else { plain_end(b, i) };
+    }
+    let seg = &b[..state.seg_end];
+    if let Some(e) = r3(seg, i, &mut state.blk) {
+        return e;
+    }
+    // A gap: it ends where R3 matches again (or at the segment's end).
+    let mut j = i + class_at(seg, i).1;
+    while j < seg.len() && r3(seg, j, &mut state.blk).is_none() {
+        j += class_at(seg, j).1;
+    }
+    j
 }
 
 /// End of the CJK run at `i`.
@@ -103,35 +153,6 @@ fn plain_end(b: &[u8], mut i: usize) -> usize {
         i += len;
     }
     i
-}
-
-/// The pieces of R3 over a segment (`b` ends where the segment does), from `i`.
-#[inline(always)]
-fn segment(b: &[u8], mut i: usize, f: &mut impl PieceSink) {
-    let n = b.len();
-    let mut blk = Blocks::new(Swar::Letter);
-    let mut gap = usize::MAX;
-    while i < n {
-        match r3(b, i, &mut blk) {
-            Some(e) => {
-                if gap != usize::MAX {
-                    f.piece(gap, i);
-                    gap = usize::MAX;
-                }
-                f.piece(i, e);
-                i = e;
-            }
-            None => {
-                if gap == usize::MAX {
-                    gap = i;
-                }
-                i += class_at(b, i).1;
-            }
-        }
-    }
-    if gap != usize::MAX {
-        f.piece(gap, n);
-    }
 }
 
 /// ASCII punctuation and symbols (A's class: every ASCII char that is none of letter, digit,
