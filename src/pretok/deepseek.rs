@@ -64,8 +64,9 @@ pub struct State {
 /// Piece starts of a window (see `cl100k::window_starts`, whose rules these are but for):
 /// no contractions (`"'s"` is A: punctuation prefixing a word); a whitespace run keeps its
 /// last char before a number (the number ends the segment, where `\s+(?!\S)` takes the run
-/// whole); only a one-byte char (ASCII punctuation) prefixes a word (the non-ASCII chars a
-/// window takes are P/S, which B's prefix excludes); and trust ends before a control char.
+/// whole); only ASCII punctuation prefixes a word, and only one that starts with an ASCII
+/// letter, and then the word ends at its first non-ASCII letter or mark (A's `[A-Za-z]+`; B's
+/// prefix excludes P/S); and trust ends before a control char.
 #[inline(always)]
 fn window_starts(_b: &[u8], _p: usize, m: &Masks, lim: u32) -> (u64, u32) {
     let lim = lim.min(m.ctl.trailing_zeros().saturating_sub(LOOKAHEAD + 1));
@@ -77,10 +78,15 @@ fn window_starts(_b: &[u8], _p: usize, m: &Masks, lim: u32) -> (u64, u32) {
     // First bytes of O runs not led by a space: at a lead byte, so a multi-byte char's bit is
     // not right before the word it precedes.
     let first_o = o & !prev(o) & !prev(m.space);
-    let attach = word & (prev(t) | prev(first_o));
+    let ascii_letter = m.letter & !m.high0;
+    let by_a = word & ascii_letter & prev(first_o);
+    // Where the ASCII letters of an A word end (carry through the run), a non-ASCII letter
+    // or mark starts B's piece.
+    let a_ends = ascii_letter.wrapping_add(by_a) & !ascii_letter & m.letter;
     let mut st = (w & !prev(w))
         | (t & (prev(m.crlf) | (prev(w) & next(!w & !m.digit))))
-        | (word & !attach)
+        | (word & !(prev(t) | by_a))
+        | a_ends
         | (m.digit & !prev(m.digit))
         | first_o
         | 1;
