@@ -37,7 +37,8 @@ def _vocab_strings(vocab: dict[int, bytes], special_tokens: dict[str, int]) -> d
 
 
 def _pre_tokenizer_json(pattern: str) -> dict:
-    """GPT-2's regex is ByteLevel's own; any other pattern is a Split on its regex, then ByteLevel."""
+    """GPT-2's regex is ByteLevel's own; any other pattern is a Split on each of its regexes
+    (DeepSeek-V3 has three, applied in sequence), then ByteLevel."""
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
     source = _core.pattern_source(pattern)
     if source == _core.pattern_source("gpt2"):
@@ -46,7 +47,8 @@ def _pre_tokenizer_json(pattern: str) -> dict:
         "type": "Sequence",
         "pretokenizers": [
             # Written so that Oniguruma (tokenizers' engine) splits exactly as we do.
-            {"type": "Split", "pattern": {"Regex": for_oniguruma(source)}, "behavior": "Isolated", "invert": False},
+            *({"type": "Split", "pattern": {"Regex": for_oniguruma(s)}, "behavior": "Isolated", "invert": False}
+              for s in _core.pattern_splits(pattern)),
             dict(byte_level, use_regex=False),
         ],
     }

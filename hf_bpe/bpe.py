@@ -46,10 +46,16 @@ class BPE:
         ``vocab`` maps every id to its bytes (special tokens may be left out, or given as their
         UTF-8 bytes); ``merges`` lists the merges in training order as byte pairs, or is ``None``
         for a tiktoken-style vocabulary where the id is the merge rank. ``pattern`` is
+<<<<<<< HEAD
         ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex. ``added_tokens`` gives added tokens with
         their flags (:class:`hf_bpe.formats.AddedToken`); ``pipeline`` the components of an
         imported ``tokenizer.json`` (see :func:`hf_bpe.formats.read`). The native core checks
         everything and raises ``ValueError`` naming what is wrong.
+=======
+        a built-in name (``"gpt2"``, ``"cl100k"``, ``"o200k"``, ``"llama3"``, ``"qwen2"``, ``"qwen3.5"``,
+        ``"nemotron"``, ``"deepseek-v3"``) or a regex. The native core checks the tables and
+        raises ``ValueError`` naming what is wrong.
+>>>>>>> model-scanners
         """
         specials = dict(special_tokens or {})
         full = dict(vocab)

@@ -99,12 +99,12 @@ MAX_ID = (1 << 32) - 1
 
 
 def pattern_name(pattern: str) -> str:
-    """``"gpt2"``, ``"cl100k"`` or ``"o200k"`` if ``pattern`` is that name or its regex, else ``pattern``."""
-    for name in ("gpt2", "cl100k", "o200k"):
-        source = _core.pattern_source(name)
-        if pattern in (name, source, for_oniguruma(source)):
-            return name
-    return pattern
+    """The built-in pattern's canonical name (``"gpt2"``, ``"cl100k"``, ``"llama3"``, ...) if
+    ``pattern`` is a canonical name or a regex the core has a scanner for (in any spelling it
+    knows, e.g. the Oniguruma form of cl100k's), else ``pattern``."""
+    if pattern in ("gpt2", "cl100k", "o200k"):
+        return pattern
+    return _core.pattern_from_splits([pattern]) or pattern
 
 
 def read(

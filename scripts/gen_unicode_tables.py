@@ -24,6 +24,7 @@ CLASSES = [  # (Rust constant, bit, regex class)
     ("UP", 8, r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"),
     ("LO", 16, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"),
     ("M", 32, r"\p{M}"),
+    ("PS", 64, r"[\p{P}\p{S}]"),  # DeepSeek-V3's punctuation/symbol classes
 ]
 CONTRACTION_LETTERS = "sdmtlver"  # letters of 's 't 're 've 'm 'll 'd
 
@@ -49,6 +50,8 @@ def main() -> None:
             assert b & (8 | 16), hex(cp)  # every letter is in UP or LO
         if b & 32:
             assert b & 8 and b & 16 and not b & 1, hex(cp)  # a mark is in UP and LO, not L
+        if b & 64:
+            assert not b & (1 | 2 | 4 | 32), hex(cp)  # punctuation/symbols are none of L N \s M
     for cp in range(128):
         if bits[cp] & 32:
             raise AssertionError("ASCII mark?")

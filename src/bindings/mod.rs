@@ -146,11 +146,29 @@ fn pattern_engine(pattern: &str) -> PyResult<&'static str> {
     })
 }
 
+/// The regexes of the Sequence of `Isolated` splits a pattern stands for (one but for
+/// DeepSeek-V3's three).
+#[pyfunction]
+fn pattern_splits(pattern: &str) -> PyResult<Vec<String>> {
+    let p = Pattern::from_spec(pattern).map_err(value_error)?;
+    Ok(p.split_sources().into_iter().map(str::to_string).collect())
+}
+
+/// The built-in pattern's name that a Sequence of `Isolated` splits with these regexes
+/// amounts to, or None.
+#[pyfunction]
+fn pattern_from_splits(regexes: Vec<String>) -> Option<&'static str> {
+    let r: Vec<&str> = regexes.iter().map(String::as_str).collect();
+    Pattern::from_splits(&r).and_then(|p| p.name())
+}
+
 /// Fills the extension module.
 pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_source, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_engine, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_splits, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_from_splits, m)?)?;
     m.add_function(wrap_pyfunction!(byte_alphabet, m)?)?;
     m.add_function(wrap_pyfunction!(count_pieces, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_merges, m)?)?;

@@ -111,6 +111,10 @@ impl PreTokenizer {
                 };
                 keeps_all.then_some(p)
             }
+            // DeepSeek-V3's three isolated splits (`Pattern::from_splits`).
+            [Step::Split { pattern: Literal::Regex(a), behavior: Behavior::Isolated, invert: false }, Step::Split { pattern: Literal::Regex(b), behavior: Behavior::Isolated, invert: false }, Step::Split { pattern: Literal::Regex(c), behavior: Behavior::Isolated, invert: false }, Step::ByteLevel { add_prefix_space: false, use_regex: false }] => {
+                Pattern::from_splits(&[a.as_str(), b.as_str(), c.as_str()])
+            }
             _ => None,
         }
     }

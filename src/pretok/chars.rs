@@ -23,7 +23,7 @@
 //! * Bounds: we index with `get_unchecked` only where the index was checked against `b.len()`
 //!   just before, or where UTF-8 validity of `&str` guarantees continuation bytes exist.
 
-pub use crate::unicode_tables::{L, LO, M, N, UP, WS};
+pub use crate::unicode_tables::{L, LO, M, N, PS, UP, WS};
 use crate::unicode_tables::{fold_non_ascii_contraction_letter, ASCII, BLOCKS, BLOCK_INDEX};
 #[cfg(test)]
 use crate::unicode_tables::class_of;

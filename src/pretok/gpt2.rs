@@ -89,7 +89,7 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
         if i + 1 < n && ascii_class(at(b, i + 1)) & (WS | NON_ASCII) == 0 {
             return i + 1;
         }
-    } else if c != b'\'' && ascii_class(c) == 0 {
+    } else if c != b'\'' && ascii_class(c) & (L | N | WS | NON_ASCII) == 0 {
         // ASCII punctuation (not a possible contraction start): ` ?[^\s\p{L}\p{N}]+`.
         return run_not(b, i + 1, L | N | WS);
     }

@@ -36,10 +36,15 @@ pub struct Masks {
     /// `'/'` (o200k's "other"-run tail `[\r\n/]*`; a scanner that does not read it pays nothing:
     /// `classify` is inlined and the unused compare is dropped)
     pub slash: u64,
+    /// ASCII control chars that are not whitespace (`\0`..`\x08`, `\x0e`..`\x1f`, `\x7f`):
+    /// none of DeepSeek-V3's classes, so its window stops there (unused elsewhere, and dropped)
+    pub ctl: u64,
     /// bytes >= 0x80 (parts of non-ASCII chars)
     pub high: u64,
     /// bytes 0x80..=0xBF (UTF-8 continuation bytes)
     pub cont: u64,
+    /// bytes >= 0x80, as classified (`high` loses the chars [`add_non_ascii`] takes)
+    pub high0: u64,
 }
 
 /// Classifies the 64 bytes at `p` (`p + 64 <= b.len()`).
@@ -67,7 +72,7 @@ unsafe fn classify_sse2(b: &[u8], p: usize) -> Masks {
     unsafe fn below(t: __m128i, len: i8) -> __m128i {
         _mm_cmplt_epi8(_mm_xor_si128(t, _mm_set1_epi8(-128)), _mm_set1_epi8(len ^ -128))
     }
-    let mut m = Masks { letter: 0, lower: 0, digit: 0, ws: 0, space: 0, apos: 0, crlf: 0, slash: 0, high: 0, cont: 0 };
+    let mut m = Masks { letter: 0, lower: 0, digit: 0, ws: 0, space: 0, apos: 0, crlf: 0, slash: 0, ctl: 0, high: 0, cont: 0, high0: 0 };
     for k in 0..4 {
         let v = _mm_loadu_si128(b.as_ptr().add(p + 16 * k) as *const __m128i);
         let sh = 16 * k;
@@ -86,10 +91,14 @@ unsafe fn classify_sse2(b: &[u8], p: usize) -> Masks {
         m.apos |= mask(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\'' as i8)));
         m.crlf |= mask(crlf);
         m.slash |= mask(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'/' as i8)));
+        // Signed `v < 0x20` also holds for bytes >= 0x80, cleared below.
+        m.ctl |= mask(_mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)), _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f))));
         m.high |= mask(v);
         // 0x80..=0xBF are -128..=-65 as i8.
         m.cont |= mask(_mm_cmplt_epi8(v, _mm_set1_epi8(-64)));
     }
+    m.ctl &= !(m.high | m.ws);
+    m.high0 = m.high;
     m
 }
 
@@ -120,12 +129,13 @@ pub fn eq_mask(b: &[u8], p: usize, x: u8) -> u64 {
 /// Portable [`classify`] (also the test oracle for the SSE2 version).
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 pub fn classify_table(b: &[u8], p: usize) -> Masks {
-    let mut m = Masks { letter: 0, lower: 0, digit: 0, ws: 0, space: 0, apos: 0, crlf: 0, slash: 0, high: 0, cont: 0 };
+    let mut m = Masks { letter: 0, lower: 0, digit: 0, ws: 0, space: 0, apos: 0, crlf: 0, slash: 0, ctl: 0, high: 0, cont: 0, high0: 0 };
     for j in 0..64 {
         let c = b[p + j];
         let bit = 1u64 << j;
         if c >= 0x80 {
             m.high |= bit;
+            m.high0 |= bit;
             if c < 0xC0 {
                 m.cont |= bit;
             }
@@ -156,6 +166,9 @@ pub fn classify_table(b: &[u8], p: usize) -> Masks {
         if c == b'/' {
             m.slash |= bit;
         }
+        if (c < 0x20 && cls & WS == 0) || c == 0x7f {
+            m.ctl |= bit;
+        }
     }
     m
 }
@@ -181,6 +194,11 @@ pub enum NonAscii {
     /// cl100k: letters that cannot be part of a contraction (`ſ` can), and "other" (marks
     /// too); not numbers (`\p{N}{1,3}` counts chars, the window bytes) or whitespace.
     Cl100k,
+    /// Qwen3.5: as cl100k, with marks as letters (its words are `[\p{L}\p{M}]+`).
+    Qwen35,
+    /// DeepSeek-V3: letters, marks (as letters) and P/S chars outside its CJK ranges (CJK
+    /// chars and numbers end segments); not whitespace or chars of none of its classes.
+    DeepSeek,
     /// o200k: only "other" (not letters or marks, whose upper/lower classes overlap; not
     /// numbers or whitespace).
     O200k,
@@ -203,14 +221,19 @@ pub fn add_non_ascii(b: &[u8], p: usize, m: &mut Masks, policy: NonAscii) {
         let cls = class_of_valid(cp);
         let take = match policy {
             NonAscii::Gpt2 => cls & WS == 0,
-            NonAscii::Cl100k => cls & (WS | N) == 0 && (cls & L == 0 || fold_non_ascii_contraction_letter(cp) == 0),
+            NonAscii::Cl100k | NonAscii::Qwen35 => {
+                cls & (WS | N) == 0 && (cls & L == 0 || fold_non_ascii_contraction_letter(cp) == 0)
+            }
             NonAscii::O200k => cls & (WS | N | L | M) == 0,
+            NonAscii::DeepSeek => {
+                cls & (PS | L | M) != 0 && !(0x3040..=0x30FF).contains(&cp) && !(0x4E00..=0x9FA5).contains(&cp)
+            }
         };
         if !take {
             return;
         }
         let bits = if j + len >= 64 { !0u64 << j } else { ((1u64 << len) - 1) << j };
-        if cls & L != 0 {
+        if cls & L != 0 || (matches!(policy, NonAscii::Qwen35 | NonAscii::DeepSeek) && cls & M != 0) {
             m.letter |= bits;
         } else if cls & N != 0 {
             m.digit |= bits;

@@ -1,10 +1,12 @@
 //! Pre-tokenization: splitting text into the pieces ("pre-tokens") that BPE merges never cross.
 //!
-//! Built-in patterns (`gpt2`/`r50k`, `cl100k`, `o200k`) use hand-written scanners (one module
-//! each) that produce exactly the splits of the regex as the Python `regex` module runs it;
+//! Built-in patterns (`gpt2`/`r50k`, `cl100k`, `o200k`, and the released models' variants:
+//! `llama3`, `qwen2`, `qwen3.5`, `nemotron`, `deepseek-v3`; names and sources in `spec.rs`) use
+//! hand-written scanners (`cl100k.rs` and `o200k.rs` are generic over the rules the variants
+//! change) that produce exactly the splits of the regex as the Python `regex` module runs it;
 //! any other regex goes through `regex.rs` (a DFA where provably equal, else fancy-regex).
-//! The scanners' character classes come from `unicode_tables.rs`, generated from the `regex`
-//! module by `scripts/gen_unicode_tables.py`.
+//! Character classes come from
+//! `unicode_tables.rs`, generated from the `regex` module by `scripts/gen_unicode_tables.py`.
 //!
 //! Each scanner has two paths over the same rules:
 //! * the **window path** (`scan_windows!`, `masks.rs`): while 64 bytes remain, classify the 64
@@ -35,7 +37,7 @@
 /// the window), the per-char path `$piece_end(b, i, &mut $blk)` takes over, for one piece or
 /// up to the window's last non-ASCII byte. Then the per-char path finishes the text.
 macro_rules! scan_windows {
-    ($b:expr, $f:expr, $lookahead:expr, $non_ascii:expr, $starts:expr, $piece_end:ident, $blk:ident) => {{
+    ($b:expr, $f:expr, $lookahead:expr, $non_ascii:expr, $starts:expr, $piece_end:expr, $blk:ident) => {{
         use $crate::pretok::masks::{add_non_ascii, classify, trusted};
         let b: &[u8] = $b;
         let n = b.len();
@@ -84,6 +86,7 @@ pub fn char_class(c: char) -> u8 {
     chars::class_at(c.encode_utf8(&mut buf).as_bytes(), 0).0
 }
 mod cl100k;
+mod deepseek;
 mod gpt2;
 mod masks;
 pub use masks::eq_mask;
@@ -91,13 +94,13 @@ mod o200k;
 
 mod regex;
 pub use regex::Regex;
+pub mod spec;
+use spec::Known;
+pub use spec::{DEEPSEEK_V3_SPLITS, LLAMA3_PATTERN, NEMOTRON_PATTERN, QWEN2_PATTERN, QWEN35_PATTERN};
 
 pub const GPT2_PATTERN: &str =
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
 pub const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
-/// cl100k's regex as hf_bpe writes it into a tokenizer.json (`hf_bpe/regex_forms.py`: Oniguruma
-/// reads a possessive bounded repeat differently, so it is written as an atomic group).
-pub const CL100K_ONIGURUMA: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|(?>\p{N}{1,3})| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 pub const O200K_PATTERN: &str = concat!(
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
     "|",
@@ -155,7 +158,7 @@ impl<F: FnMut(usize, usize)> PieceSink for F {
 /// a variable shift must go through `cl`, and `leading_zeros` is `bsr` plus a fix-up.
 #[cfg(target_arch = "x86_64")]
 mod v3 {
-    use super::{cl100k, gpt2, o200k, PieceSink};
+    use super::{cl100k, deepseek, gpt2, o200k, PieceSink};
 
     /// Whether this CPU has the features below (`is_x86_feature_detected!` caches the answer).
     #[inline]
@@ -173,14 +176,33 @@ mod v3 {
     }
 
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    pub unsafe fn cl100k(text: &str, f: &mut impl PieceSink) {
-        cl100k::scan(text, f)
+    pub unsafe fn cl100k<const D: usize, const E: bool, const M: bool>(text: &str, f: &mut impl PieceSink) {
+        cl100k::scan::<D, E, M>(text, f)
     }
 
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    pub unsafe fn o200k(text: &str, f: &mut impl PieceSink) {
-        o200k::scan(text, f)
+    pub unsafe fn o200k<const C: bool, const D: usize>(text: &str, f: &mut impl PieceSink) {
+        o200k::scan::<C, D>(text, f)
     }
+
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    pub unsafe fn deepseek(text: &str, f: &mut impl PieceSink) {
+        deepseek::scan(text, f)
+    }
+}
+
+/// Runs a scanner: its x86-64-v3 copy where the CPU has the features, else the baseline one.
+macro_rules! run_scanner {
+    ($name:ident $(::<$($g:tt),*>)?, $mod:ident, $text:expr, $f:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        if v3::available() {
+            // SAFETY: the CPU has the features `v3` is compiled for (checked).
+            unsafe { v3::$name $(::<$($g),*>)?($text, $f) };
+            return Ok(());
+        }
+        $mod::scan $(::<$($g),*>)?($text, $f);
+        return Ok(());
+    }};
 }
 
 /// Which splitter to use. Built-in names map to hand-written scanners; anything else is a regex.
@@ -188,47 +210,100 @@ pub enum Pattern {
     Gpt2,
     Cl100k,
     O200k,
+    /// Llama-3 / OLMo-2: cl100k without `\s++$`.
+    Llama3,
+    /// Qwen2 / Qwen2.5 / Qwen3: Llama-3's with single numbers.
+    Qwen2,
+    /// Qwen3.5: Qwen2's with marks in words.
+    Qwen35,
+    /// Mistral's Tekken (Nemotron): o200k without contractions, single numbers.
+    Nemotron,
+    /// DeepSeek-V3: three `Isolated` splits in sequence ([`DEEPSEEK_V3_SPLITS`]).
+    DeepSeekV3,
     Custom { source: String, regex: Regex },
 }
 
 impl Pattern {
-    /// `"gpt2"` (alias `"r50k"`), `"cl100k"`, `"o200k"`, or a regex string (look-around allowed).
+    /// A known name (`"gpt2"` (alias `"r50k"`), `"cl100k"`, `"o200k"`, `"llama3"`, `"qwen2"`,
+    /// `"qwen3.5"`, `"nemotron"`, `"deepseek-v3"`, aliases in [`spec::NAMES`]), the regex source
+    /// of one of them (as tiktoken or a tokenizer.json writes it), or any regex (look-around
+    /// allowed). A spec made only of `[A-Za-z0-9_.-]` that is no known name is an error.
     pub fn from_spec(spec: &str) -> Result<Pattern, String> {
-        match spec {
-            "gpt2" | "r50k" | "p50k" | "gpt-2" => Ok(Pattern::Gpt2),
-            "cl100k" | "cl100k_base" => Ok(Pattern::Cl100k),
-            "o200k" | "o200k_base" => Ok(Pattern::O200k),
-            s if s == GPT2_PATTERN => Ok(Pattern::Gpt2),
-            s if s == CL100K_PATTERN || s == CL100K_ONIGURUMA => Ok(Pattern::Cl100k),
-            s if s == O200K_PATTERN => Ok(Pattern::O200k),
-            s => {
-                if s.is_empty() {
-                    return Err("pattern is empty".into());
-                }
-                let regex = Regex::new(s)?;
-                Ok(Pattern::Custom { source: s.to_string(), regex })
-            }
+        if spec.is_empty() {
+            return Err("pattern is empty".into());
+        }
+        if let Some(k) = spec::by_name(spec).or_else(|| spec::by_source(spec)) {
+            return Ok(Pattern::known(k));
+        }
+        if spec::looks_like_name(spec) {
+            return Err(spec::unknown_name(spec));
+        }
+        let regex = Regex::new(spec)?;
+        Ok(Pattern::Custom { source: spec.to_string(), regex })
+    }
+
+    /// The scanner for a Sequence of `Isolated` Splits with these regexes (one known source,
+    /// or DeepSeek-V3's three), or `None` (then the splits need the general pipeline).
+    pub fn from_splits(regexes: &[&str]) -> Option<Pattern> {
+        spec::by_splits(regexes).map(Pattern::known)
+    }
+
+    fn known(k: Known) -> Pattern {
+        match k {
+            Known::Gpt2 => Pattern::Gpt2,
+            Known::Cl100k => Pattern::Cl100k,
+            Known::O200k => Pattern::O200k,
+            Known::Llama3 => Pattern::Llama3,
+            Known::Qwen2 => Pattern::Qwen2,
+            Known::Qwen35 => Pattern::Qwen35,
+            Known::Nemotron => Pattern::Nemotron,
+            Known::DeepSeekV3 => Pattern::DeepSeekV3,
         }
     }
 
     /// The name of a built-in pattern (None for a custom regex).
     pub fn spec_name(&self) -> Option<&'static str> {
-        match self {
-            Pattern::Gpt2 => Some("gpt2"),
-            Pattern::Cl100k => Some("cl100k"),
-            Pattern::O200k => Some("o200k"),
-            Pattern::Custom { .. } => None,
-        }
+        self.name()
     }
 
-    /// The regex this pattern stands for (what `regex.findall` would use).
+    /// The regex this pattern stands for (what `regex.findall` would use). For DeepSeek-V3,
+    /// whose split is three regexes applied in sequence, it is the first (`\p{N}{1,3}`):
+    /// no single regex has its splits, so callers that rebuild the split use
+    /// [`Pattern::split_sources`].
     pub fn regex_source(&self) -> &str {
-        match self {
+        self.split_sources()[0]
+    }
+
+    /// The regexes of the Sequence of `Isolated` splits this pattern stands for, in order (one
+    /// for all but DeepSeek-V3).
+    pub fn split_sources(&self) -> Vec<&str> {
+        vec![match self {
             Pattern::Gpt2 => GPT2_PATTERN,
             Pattern::Cl100k => CL100K_PATTERN,
             Pattern::O200k => O200K_PATTERN,
+            Pattern::Llama3 => LLAMA3_PATTERN,
+            Pattern::Qwen2 => QWEN2_PATTERN,
+            Pattern::Qwen35 => QWEN35_PATTERN,
+            Pattern::Nemotron => NEMOTRON_PATTERN,
+            Pattern::DeepSeekV3 => return DEEPSEEK_V3_SPLITS.to_vec(),
             Pattern::Custom { source, .. } => source,
-        }
+        }]
+    }
+
+    /// The canonical name of a built-in pattern (`None` for a custom regex).
+    pub fn name(&self) -> Option<&'static str> {
+        let k = match self {
+            Pattern::Gpt2 => Known::Gpt2,
+            Pattern::Cl100k => Known::Cl100k,
+            Pattern::O200k => Known::O200k,
+            Pattern::Llama3 => Known::Llama3,
+            Pattern::Qwen2 => Known::Qwen2,
+            Pattern::Qwen35 => Known::Qwen35,
+            Pattern::Nemotron => Known::Nemotron,
+            Pattern::DeepSeekV3 => Known::DeepSeekV3,
+            Pattern::Custom { .. } => return None,
+        };
+        spec::canonical_name(k)
     }
 
     /// True for the built-in patterns, whose pieces never span a `'\n'` followed by a
@@ -242,38 +317,17 @@ impl Pattern {
     /// The pieces tile `text` exactly: with a custom regex, the text between two matches is a
     /// piece too.
     pub fn for_each_piece(&self, text: &str, mut f: impl PieceSink) -> Result<(), String> {
+        let f = &mut f;
         let re: &Regex = match self {
             Pattern::Custom { regex, .. } => regex,
-            Pattern::Gpt2 => {
-                #[cfg(target_arch = "x86_64")]
-                if v3::available() {
-                    // SAFETY: the CPU has the features `v3` is compiled for (checked).
-                    unsafe { v3::gpt2(text, &mut f) };
-                    return Ok(());
-                }
-                gpt2::scan(text, &mut f);
-                return Ok(());
-            }
-            Pattern::Cl100k => {
-                #[cfg(target_arch = "x86_64")]
-                if v3::available() {
-                    // SAFETY: as above.
-                    unsafe { v3::cl100k(text, &mut f) };
-                    return Ok(());
-                }
-                cl100k::scan(text, &mut f);
-                return Ok(());
-            }
-            Pattern::O200k => {
-                #[cfg(target_arch = "x86_64")]
-                if v3::available() {
-                    // SAFETY: as above.
-                    unsafe { v3::o200k(text, &mut f) };
-                    return Ok(());
-                }
-                o200k::scan(text, &mut f);
-                return Ok(());
-            }
+            Pattern::Gpt2 => run_scanner!(gpt2, gpt2, text, f),
+            Pattern::Cl100k => run_scanner!(cl100k::<3, true, false>, cl100k, text, f),
+            Pattern::Llama3 => run_scanner!(cl100k::<3, false, false>, cl100k, text, f),
+            Pattern::Qwen2 => run_scanner!(cl100k::<1, false, false>, cl100k, text, f),
+            Pattern::Qwen35 => run_scanner!(cl100k::<1, false, true>, cl100k, text, f),
+            Pattern::O200k => run_scanner!(o200k::<true, 3>, o200k, text, f),
+            Pattern::Nemotron => run_scanner!(o200k::<false, 1>, o200k, text, f),
+            Pattern::DeepSeekV3 => run_scanner!(deepseek, deepseek, text, f),
         };
         // The text between matches is a piece of its own, and an empty match cuts the text
         // where it stands (as `tokenizers`' Split with `behavior="isolated"`, which is what a
@@ -306,6 +360,33 @@ mod tests {
         v
     }
 
+    const ALL: [&str; 8] = ["gpt2", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "nemotron", "deepseek-v3"];
+
+    #[test]
+    fn model_variants_exact() {
+        assert_eq!(split("llama3", "a \n "), ["a", " \n", " "]);
+        assert_eq!(split("cl100k", "a \n "), ["a", " \n "]);
+        assert_eq!(split("qwen2", "x 12345"), ["x", " ", "1", "2", "3", "4", "5"]);
+        assert_eq!(split("qwen3.5", "e\u{301}t\u{e9} \u{301}x"), ["e\u{301}t\u{e9}", " \u{301}x"]);
+        assert_eq!(split("nemotron", "HTTPServer isn'T 12"), ["HTTPServer", " isn", "'T", " ", "1", "2"]);
+        assert_eq!(
+            split("deepseek-v3", "Hello, WORLD!! it's 12345 日本語ですx a  1\u{0}"),
+            ["Hello", ",", " WORLD", "!!", " it", "'s", " ", "123", "45", " ", "日本語です", "x", " a", "  ", "1", "\u{0}"]
+        );
+    }
+
+    #[test]
+    fn unknown_names_fail_and_regexes_still_work() {
+        let e = Pattern::from_spec("gpt4").err().unwrap();
+        assert!(e.contains("unknown pattern name") && e.contains("llama3"), "{e}");
+        assert!(Pattern::from_spec(r"\w+|\s").is_ok());
+        assert!(matches!(Pattern::from_spec(LLAMA3_PATTERN), Ok(Pattern::Llama3)));
+        let ds: Vec<&str> = DEEPSEEK_V3_SPLITS.to_vec();
+        assert!(matches!(Pattern::from_splits(&ds), Some(Pattern::DeepSeekV3)));
+        assert_eq!(Pattern::DeepSeekV3.split_sources(), ds);
+        assert!(Pattern::from_splits(&ds[..2]).is_none());
+    }
+
     #[test]
     fn gpt2_exact() {
         assert_eq!(
@@ -336,7 +417,7 @@ mod tests {
     fn window_reads_stay_inside_the_text() {
         // Texts ending right at a window's end with an apostrophe or a start of a contraction:
         // the window path must not look past the end (`at` asserts it in debug builds).
-        for p in ["gpt2", "cl100k", "o200k"] {
+        for p in ALL {
             for tail in ["'", "a'", "a'r", "'l", "a's", " '", "\r\n", " \n", "1234", "\u{e9}'"] {
                 for n in 60..140usize {
                     let t = "a".repeat(n.saturating_sub(tail.len())) + tail;
@@ -372,14 +453,17 @@ mod tests {
             }
             // SAFETY (all v3 calls): `v3::available()` was checked above.
             assert_eq!(run(&t, |t, f| gpt2::scan(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::gpt2(t, &mut &mut *f) }), "{t:?}");
-            assert_eq!(run(&t, |t, f| cl100k::scan(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::cl100k(t, &mut &mut *f) }), "{t:?}");
-            assert_eq!(run(&t, |t, f| o200k::scan(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::o200k(t, &mut &mut *f) }), "{t:?}");
+            assert_eq!(run(&t, |t, f| cl100k::scan::<3, true, false>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::cl100k::<3, true, false>(t, &mut &mut *f) }), "{t:?}");
+            assert_eq!(run(&t, |t, f| cl100k::scan::<1, false, true>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::cl100k::<1, false, true>(t, &mut &mut *f) }), "{t:?}");
+            assert_eq!(run(&t, |t, f| o200k::scan::<true, 3>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::o200k::<true, 3>(t, &mut &mut *f) }), "{t:?}");
+            assert_eq!(run(&t, |t, f| o200k::scan::<false, 1>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::o200k::<false, 1>(t, &mut &mut *f) }), "{t:?}");
+            assert_eq!(run(&t, |t, f| deepseek::scan(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::deepseek(t, &mut &mut *f) }), "{t:?}");
         }
     }
 
     #[test]
     fn never_panics_on_odd_inputs() {
-        for p in ["gpt2", "cl100k", "o200k"] {
+        for p in ALL {
             for t in ["", " ", "\n", "'", "\u{301}", "a", "\r\n \u{3000}", "😀\u{200d}😀", "'\u{17f}"] {
                 let pieces = split(p, t);
                 assert_eq!(pieces.concat(), t);

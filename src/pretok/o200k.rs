@@ -34,10 +34,22 @@ use super::chars::*;
 use super::masks::*;
 use super::PieceSink;
 
+/// `C`: the optional contraction after a word; `DIGITS`: the `\p{N}{1,3}` limit. o200k is
+/// `<true, 3>`; Mistral's Tekken (Nemotron) has neither, `<false, 1>` (see `pretok::spec`).
 #[inline(always)]
-pub fn scan(text: &str, f: &mut impl PieceSink) {
+pub fn scan<const C: bool, const DIGITS: usize>(text: &str, f: &mut impl PieceSink) {
     let mut blk = Blocks::new(Swar::Lower);
-    scan_windows!(text.as_bytes(), f, LOOKAHEAD, NonAscii::O200k, window_starts, piece_end, blk);
+    scan_windows!(text.as_bytes(), f, LOOKAHEAD, NonAscii::O200k, window_starts::<C, DIGITS>, piece_end::<C, DIGITS>, blk);
+}
+
+/// A word ending at `e`, with the optional contraction (`C`) after it.
+#[inline(always)]
+fn tail<const C: bool>(b: &[u8], e: usize) -> usize {
+    if C {
+        e + contraction_ci(b, e)
+    } else {
+        e
+    }
 }
 
 /// A start at `j` depends on bytes up to `j + 3` (the apostrophe and letters of `'re`, and the
@@ -61,7 +73,7 @@ const LOOKAHEAD: u32 = 3;
 ///   GPT-2 (the last char before non-whitespace is given back). A run with `\r\n` after other
 ///   whitespace (`" \n"`) is rare and left to the per-char path: `lim` stops before it.
 #[inline(always)]
-fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
+fn window_starts<const C: bool, const DIGITS: usize>(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
     let le = m.letter;
     let up = le & !m.lower;
     let (mut st, o) = prefix_word_starts(m, le & (!prev(le) | (up & prev(m.lower))));
@@ -74,7 +86,7 @@ fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
     let ends = other_run_tails(m, o, m.crlf | m.slash, &mut st);
     st &= !(prev(whole_chars(ends & o, m.cont & o)) & le);
     // Contractions after a word (not after a contraction: `"it's's"` is `"it's"`, `"'s"`).
-    let mut cands = m.apos & prev(le);
+    let mut cands = if C { m.apos & prev(le) } else { 0 };
     let mut last_end = usize::MAX;
     while cands != 0 {
         let j = cands.trailing_zeros() as usize;
@@ -89,13 +101,17 @@ fn window_starts(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
             last_end = j + len;
         }
     }
-    digit_chunks(m.digit, &mut st);
+    if DIGITS == 1 {
+        st |= m.digit;
+    } else {
+        digit_chunks(m.digit, &mut st);
+    }
     (st, lim)
 }
 
 /// Alternative A starting after the prefix decision at `s`.
 #[inline(always)]
-fn alt_a(b: &[u8], s: usize) -> Option<usize> {
+fn alt_a<const C: bool>(b: &[u8], s: usize) -> Option<usize> {
     // Maximal UP run s..e, remembering the end of its last LO char.
     let mut e = s;
     let mut last_lo_end = 0;
@@ -105,7 +121,7 @@ fn alt_a(b: &[u8], s: usize) -> Option<usize> {
             if cls & LO != 0 {
                 // j == e: LO run from e.
                 let e_l = run(b, e + len, LO, Swar::Lower);
-                return Some(e_l + contraction_ci(b, e_l));
+                return Some(tail::<C>(b, e_l));
             }
             break;
         }
@@ -121,19 +137,19 @@ fn alt_a(b: &[u8], s: usize) -> Option<usize> {
     if last_lo_end == 0 {
         return None;
     }
-    Some(last_lo_end + contraction_ci(b, last_lo_end))
+    Some(tail::<C>(b, last_lo_end))
 }
 
 /// Alternative B starting after the prefix decision at `s`.
 #[inline(always)]
-fn alt_b(b: &[u8], s: usize) -> Option<usize> {
+fn alt_b<const C: bool>(b: &[u8], s: usize) -> Option<usize> {
     let (cls, len) = class_or_end(b, s);
     if cls & UP == 0 {
         return None;
     }
     let e = run(b, s + len, UP, Swar::Upper);
     let e = run(b, e, LO, Swar::Lower);
-    Some(e + contraction_ci(b, e))
+    Some(tail::<C>(b, e))
 }
 
 /// A word that starts with an ASCII uppercase letter (already consumed; `s` is just after
@@ -143,13 +159,13 @@ fn alt_b(b: &[u8], s: usize) -> Option<usize> {
 ///   uppercase run, its LO* is empty, then the optional contraction (`"HTTP'S"`).
 /// * b[e] non-ASCII: `None`, the general path decides (it may be an Lm/Lo/M char).
 #[inline(always)]
-fn ascii_upper_word(b: &[u8], s: usize, blk: &mut Blocks) -> Option<usize> {
+fn ascii_upper_word<const C: bool>(b: &[u8], s: usize, blk: &mut Blocks) -> Option<usize> {
     let n = b.len();
     // "The": the common capitalised word. Checked first so that the lowercase run starts at
     // a constant offset from the piece start (no SWAR result on the dependency chain).
     if s < n && at(b, s).is_ascii_lowercase() {
         let e = blk.run(b, s + 1, LO);
-        return Some(e + contraction_ci(b, e));
+        return Some(tail::<C>(b, e));
     }
     let mut e = swar_skip(b, s, Swar::Upper);
     while e < n && at(b, e).is_ascii_uppercase() {
@@ -161,16 +177,16 @@ fn ascii_upper_word(b: &[u8], s: usize, blk: &mut Blocks) -> Option<usize> {
     let d = at(b, e);
     if d.is_ascii_lowercase() {
         let e = blk.run(b, e + 1, LO);
-        return Some(e + contraction_ci(b, e));
+        return Some(tail::<C>(b, e));
     }
     if d < 0x80 {
-        return Some(e + contraction_ci(b, e));
+        return Some(tail::<C>(b, e));
     }
     None
 }
 
 #[inline(always)]
-fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
+fn piece_end<const C: bool, const DIGITS: usize>(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
     let n = b.len();
     let c = at(b, i);
     // Fast paths for the common ASCII shapes of A: " word", "word", " Word", "Word". With an
@@ -193,29 +209,29 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
             let c1 = at(b, i + 1);
             if c1.is_ascii_lowercase() {
                 let e = blk.run(b, i + 2, LO);
-                return e + contraction_ci(b, e);
+                return tail::<C>(b, e);
             }
             if c1.is_ascii_uppercase() {
-                if let Some(e) = ascii_upper_word(b, i + 2, blk) {
+                if let Some(e) = ascii_upper_word::<C>(b, i + 2, blk) {
                     return e;
                 }
             }
         }
     } else if c.is_ascii_lowercase() {
         let e = blk.run(b, i + 1, LO);
-        return e + contraction_ci(b, e);
+        return tail::<C>(b, e);
     } else if c.is_ascii_uppercase() {
-        if let Some(e) = ascii_upper_word(b, i + 1, blk) {
+        if let Some(e) = ascii_upper_word::<C>(b, i + 1, blk) {
             return e;
         }
     } else if c.is_ascii_digit() {
         // C: up to three numbers; fall back to the general path at a non-ASCII byte (which
         // may be a non-ASCII number).
         let mut e = i + 1;
-        while e < n && e < i + 3 && at(b, e).is_ascii_digit() {
+        while e < n && e < i + DIGITS && at(b, e).is_ascii_digit() {
             e += 1;
         }
-        if e == n || e == i + 3 || at(b, e) < 0x80 {
+        if e == n || e == i + DIGITS || at(b, e) < 0x80 {
             return e;
         }
     }
@@ -224,7 +240,7 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
     // A single "\n" before ASCII non-whitespace is E with one char.
     if c < 0x80 {
         let next = if i + 1 < n { ascii_class(at(b, i + 1)) } else { 0 };
-        let this = ascii_class(c);
+        let this = ascii_class(c) & (L | N | WS);
         if this == 0 {
             if next & (L | NON_ASCII) == 0 {
                 let e = run_not(b, i + 1, L | N | WS);
@@ -235,10 +251,10 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
             let c1 = at(b, i + 1); // next != 0, so i + 1 < n
             if c1.is_ascii_lowercase() {
                 let e = blk.run(b, i + 2, LO);
-                return e + contraction_ci(b, e);
+                return tail::<C>(b, e);
             }
             if c1.is_ascii_uppercase() {
-                if let Some(e) = ascii_upper_word(b, i + 2, blk) {
+                if let Some(e) = ascii_upper_word::<C>(b, i + 2, blk) {
                     return e;
                 }
             }
@@ -250,10 +266,10 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
     let (cls, len) = class_at(b, i);
     if cls & L != 0 {
         // No prefix possible (a letter is not in P).
-        if let Some(e) = alt_a(b, i) {
+        if let Some(e) = alt_a::<C>(b, i) {
             return e;
         }
-        if let Some(e) = alt_b(b, i) {
+        if let Some(e) = alt_b::<C>(b, i) {
             return e;
         }
         unreachable_letter();
@@ -261,7 +277,7 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
     }
     if cls & N != 0 {
         let mut e = i + len;
-        for _ in 0..2 {
+        for _ in 1..DIGITS {
             let (c2, l2) = class_or_end(b, e);
             if c2 & N == 0 {
                 break;
@@ -272,17 +288,17 @@ fn piece_end(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
     }
     let is_prefix = c != b'\r' && c != b'\n';
     if is_prefix {
-        if let Some(e) = alt_a(b, i + len) {
+        if let Some(e) = alt_a::<C>(b, i + len) {
             return e;
         }
     }
     if cls & M != 0 {
-        if let Some(e) = alt_a(b, i) {
+        if let Some(e) = alt_a::<C>(b, i) {
             return e;
         }
     }
     if is_prefix {
-        if let Some(e) = alt_b(b, i + len) {
+        if let Some(e) = alt_b::<C>(b, i + len) {
             return e;
         }
     }
