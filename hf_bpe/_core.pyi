@@ -12,16 +12,14 @@ def pretokenize(pattern: str, text: str) -> list[str]:
 def pattern_source(pattern: str) -> str:
     """The regex a pattern name stands for (a regex is returned as is, after compiling it)."""
 
-<<<<<<< HEAD
 def pattern_engine(pattern: str) -> Literal["builtin", "dfa", "fancy-regex"]:
     """Which engine splits text for ``pattern``: a built-in scanner, the DFA or fancy-regex."""
-=======
+
 def pattern_splits(pattern: str) -> list[str]:
     """The regexes of the Sequence of isolated splits a pattern stands for (DeepSeek-V3 has three)."""
 
 def pattern_from_splits(regexes: list[str]) -> str | None:
     """The built-in pattern's name that isolated splits with these regexes amount to, or None."""
->>>>>>> model-scanners
 
 def byte_alphabet() -> list[str]:
     """GPT-2's byte-level alphabet: ``[b]`` is the printable character that stands for byte ``b``."""

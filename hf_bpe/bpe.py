@@ -46,16 +46,11 @@ class BPE:
         ``vocab`` maps every id to its bytes (special tokens may be left out, or given as their
         UTF-8 bytes); ``merges`` lists the merges in training order as byte pairs, or is ``None``
         for a tiktoken-style vocabulary where the id is the merge rank. ``pattern`` is
-<<<<<<< HEAD
-        ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex. ``added_tokens`` gives added tokens with
+        a built-in name (``"gpt2"``, ``"cl100k"``, ``"o200k"``, ``"llama3"``, ``"qwen2"``, ``"qwen3.5"``,
+        ``"nemotron"``, ``"deepseek-v3"``) or a regex. ``added_tokens`` gives added tokens with
         their flags (:class:`hf_bpe.formats.AddedToken`); ``pipeline`` the components of an
         imported ``tokenizer.json`` (see :func:`hf_bpe.formats.read`). The native core checks
         everything and raises ``ValueError`` naming what is wrong.
-=======
-        a built-in name (``"gpt2"``, ``"cl100k"``, ``"o200k"``, ``"llama3"``, ``"qwen2"``, ``"qwen3.5"``,
-        ``"nemotron"``, ``"deepseek-v3"``) or a regex. The native core checks the tables and
-        raises ``ValueError`` naming what is wrong.
->>>>>>> model-scanners
         """
         specials = dict(special_tokens or {})
         full = dict(vocab)
@@ -133,7 +128,11 @@ class BPE:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BPE):
             return NotImplemented
-        return (self._vocab == other._vocab and self.added_tokens == other.added_tokens
+        # (`normalized` means nothing without a normalizer: GPT-2's own file sets it.)
+        def added(b: BPE) -> list:
+            return [t if b.pipeline else t._replace(normalized=False) for t in b.added_tokens]
+
+        return (self._vocab == other._vocab and added(self) == added(other)
                 and self.pattern_source == other.pattern_source and self.merges == other.merges
                 and self.pipeline == other.pipeline)
 

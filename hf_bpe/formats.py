@@ -205,15 +205,9 @@ def _read_tokenizer_json(p: Path, declared: list[str]) -> Tables:
             by_content[d] = AddedToken(d, vocab[d])
             added.append(by_content[d])
     added_ids = {t.id: t for t in added}
-    in_merges = {x for m in merges for x in (m[0], m[1], m[0] + m[1])}
     out: dict[int, bytes] = {}
     for s_, i in vocab.items():
         b = str_to_token(s_)
-        if i in added_ids and b != added_ids[i].content.encode("utf-8"):
-            # The added token defines this id; merges may use it only if the bytes agree.
-            if s_ in in_merges:
-                raise FormatError(f"{p}: the added token {added_ids[i].content!r} takes id {i}, which merges use as {s_!r}")
-            continue
         # A spelling outside the byte alphabet: a token no text maps to; decoded as its UTF-8.
         out[i] = b if b is not None else s_.encode("utf-8")
     byte_merges = [(str_to_token(a), str_to_token(b)) for a, b in merges]

@@ -114,7 +114,11 @@ impl Encoder {
         let ranks = merge::Ranks::new(&tables.mergeable(&specials)?, &tables.vocab, tables.merges.as_deref(), pipeline.ignore_merges)?;
         let forms: rustc_hash::FxHashMap<u32, &str> = specials.normalized_forms().collect();
         let all = tables.vocab.iter().map(|(i, b)| (*i, &b[..])).chain(
-            specials.list().iter().map(|(s, i)| (*i, forms.get(i).copied().unwrap_or(s).as_bytes())),
+            specials
+                .list()
+                .iter()
+                .filter(|(_, i)| tables.vocab.binary_search_by_key(i, |(v, _)| *v).is_err())
+                .map(|(s, i)| (*i, forms.get(i).copied().unwrap_or(s).as_bytes())),
         );
         let tokens = TokenBytes::new(all);
         drop(forms);

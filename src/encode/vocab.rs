@@ -60,7 +60,9 @@ impl Tables {
                 SPARE_IDS
             ));
         }
-        for (s, id) in specials.list() {
+        // (In merges mode an added token may take the id of the vocabulary entry spelled like
+        // it, as `tokenizers` gives it: it matches its content and decodes as that entry.)
+        for (s, id) in specials.list().iter().filter(|_| merges.is_none()) {
             if let Ok(i) = vocab.binary_search_by_key(id, |(v, _)| *v) {
                 if &*vocab[i].1 != s.as_bytes() {
                     return Err(format!(
