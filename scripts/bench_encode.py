@@ -9,13 +9,19 @@ What is measured
     ``\\n<|endoftext|>\\n``). They are decompressed once into ``bench_out/corpus/`` as one text
     file with the documents joined by ``<|endoftext|>`` (the input of the file paths); the batch
     APIs get the same documents as a list of Python ``str``.
-  * Vocabularies: GPT-2 (r50k_base) and o200k_base, both read from the local files.
+  * Vocabularies (``--vocabs``, default gpt2,o200k): GPT-2 (r50k_base), o200k_base and cl100k_base
+    read from the local rank files; the model vocabularies ``olmo2`` (OLMo-2's released
+    tokenizer.json), ``llama3`` and ``qwen2`` (those models' regexes on the cl100k ranks), and
+    ``gpt2-n12`` (GPT-2's ranks with a regex no scanner has: the generic engine; the script stops
+    if hf_bpe ran it on a scanner), and ``neox`` (GPT-NeoX-20B's released file, whose NFC
+    normalizer takes hf_bpe's general pipeline path; reference ids from tokenizers). Vocabularies without a tokenizer.json of their own are saved
+    as one by hf_bpe for the tools that load one; tiktoken gets the same ranks and regex.
   * Every tool/output form, for 1 and 2 threads: one warm-up run, then up to ``--runs`` timed
     runs (fewer when they would take longer than ``--budget`` seconds, never fewer than 3).
     MB/s = UTF-8 bytes of the documents (separators not counted) / median wall time, MB = 1e6.
     Warm means the tools' word caches are filled by the warm-up: that is how they run on a corpus.
-  * Ids: every output (the warm-up's and the last timed run's) is compared with tiktoken's
-    ``encode_ordinary_batch`` on the same documents. A mismatch is reported in the table and
+  * Ids: every output (the warm-up's and the last timed run's) is compared with the reference:
+    tiktoken's ``encode_ordinary_batch`` on the same documents (tokenizers' ids for ``neox``). A mismatch is reported in the table and
     printed with the first differing document; it is never hidden.
 
 How the thread count is enforced
@@ -37,11 +43,12 @@ Noise
   (``/proc/stat`` busy time minus our own CPU time, "other CPUs"); figures taken while others
   used more than half a CPU are marked with a dagger.
 
-Optional peers (tokie, fastokens, wordchipper) are used if importable; to install them without
-touching the environment: ``pip install --no-deps --target bench_out/peers tokie fastokens
-wordchipper`` (``bench_out/peers`` is put on the workers' path). wordchipper only loads OpenAI
-vocabularies by name from its disk cache; the local rank files are copied into a cache folder
-under ``bench_out/`` so it never downloads.
+Optional peers (tokie, fastokens, wordchipper, kitoken, bpe-openai) are used if importable; to
+install them without touching the environment: ``pip install --no-deps --target bench_out/peers
+tokie fastokens wordchipper kitoken bpe-openai`` (``bench_out/peers`` is put on the workers'
+path). wordchipper only loads OpenAI vocabularies by name from its disk cache; the local rank
+files are copied into a cache folder under ``bench_out/`` so it never downloads. bpe-openai has
+cl100k and o200k built in and no batch call (one ``encode`` per document).
 """
 
 from __future__ import annotations
@@ -68,12 +75,35 @@ EOT = "<|endoftext|>"
 CORPUS_SEP = f"\n{EOT}\n"
 CORPORA = ("english", "code", "multilingual")
 
-# tiktoken's constructor (in tiktoken_ext.openai_public) and rank file for each vocabulary.
+# Vocabularies. The OpenAI ones use tiktoken's own constructor (in tiktoken_ext.openai_public)
+# with the local rank file; the model ones are a rank file with a model's regex ("pat"), and
+# OLMo-2 is its released tokenizer.json ("file": what hf_bpe, tokenizers and the peers load;
+# tiktoken gets the cl100k ranks its first 100,256 ids are, with its regex).
+HF = DATA / "hf-tokenizers"
+CL100K_RANKS = DATA / "tiktoken" / "cl100k_base.tiktoken"
+LLAMA3_RE = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+QWEN2_RE = LLAMA3_RE.replace(r"\p{N}{1,3}", r"\p{N}")
+# GPT-2's regex with numbers of at most two digits: no scanner has it, so it runs on the
+# generic engine (the worker records which engine hf_bpe picked).
+GPT2_N12_RE = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}{1,2}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 VOCABS = {
     "gpt2": {"tiktoken_name": "r50k_base", "rank_file": DATA / "tiktoken" / "r50k_base.tiktoken",
              "eot": 50256},
     "o200k": {"tiktoken_name": "o200k_base", "rank_file": DATA / "tiktoken" / "o200k_base.tiktoken",
               "eot": 199999, "specials": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}},
+    "cl100k": {"tiktoken_name": "cl100k_base", "rank_file": CL100K_RANKS, "eot": 100257,
+               "specials": {"<|endoftext|>": 100257}},
+    "olmo2": {"file": HF / "olmo-2-dolma2" / "tokenizer.json", "rank_file": CL100K_RANKS, "pat": LLAMA3_RE,
+              "eot": 100257, "specials": {"<|endoftext|>": 100257}},
+    "llama3": {"rank_file": CL100K_RANKS, "pat": LLAMA3_RE, "pattern": "llama3", "eot": 100257,
+               "specials": {"<|endoftext|>": 100257}},
+    "qwen2": {"rank_file": CL100K_RANKS, "pat": QWEN2_RE, "pattern": "qwen2", "eot": 100257,
+              "specials": {"<|endoftext|>": 100257}},
+    # GPT-NeoX-20B's file: an NFC normalizer, so hf_bpe runs its general pipeline path; no
+    # tiktoken equivalent, the reference ids are tokenizers'.
+    "neox": {"file": HF / "gpt-neox-20b" / "tokenizer.json", "reference": "tokenizers", "eot": 0},
+    "gpt2-n12": {"rank_file": DATA / "tiktoken" / "r50k_base.tiktoken", "pat": GPT2_N12_RE, "pattern": GPT2_N12_RE,
+                 "eot": 50256, "specials": {"<|endoftext|>": 50256}},
 }
 
 
@@ -94,6 +124,8 @@ class Paths:
     def tokenizer_json(self, vocab: str) -> Path:
         if vocab == "gpt2":
             return DATA / "gpt2" / "tokenizer.json"
+        if "file" in VOCABS[vocab]:
+            return VOCABS[vocab]["file"]
         return self.cache / "vocab" / vocab / "tokenizer.json"
 
     @property
@@ -138,12 +170,17 @@ def read_docs(path: Path) -> list[str]:
 
 def tiktoken_encoding(vocab: str):
     """tiktoken's own definition of the encoding (pattern, special tokens), with the ranks read
-    from the local file instead of downloaded."""
+    from the local file instead of downloaded; for a model vocabulary, its ranks and regex."""
     import tiktoken
     import tiktoken.load
     import tiktoken_ext.openai_public as openai_public
 
     v = VOCABS[vocab]
+    if "rank_file" not in v:
+        raise ValueError(f"{vocab} has no tiktoken equivalent")
+    if "tiktoken_name" not in v:
+        ranks = tiktoken.load.load_tiktoken_bpe(str(v["rank_file"]))
+        return tiktoken.Encoding(vocab, pat_str=v["pat"], mergeable_ranks=ranks, special_tokens=v["specials"])
     local = lambda _url, expected_hash=None: tiktoken.load.load_tiktoken_bpe(str(v["rank_file"]), expected_hash)  # noqa: E731
     saved = openai_public.load_tiktoken_bpe
     openai_public.load_tiktoken_bpe = local
@@ -155,42 +192,51 @@ def tiktoken_encoding(vocab: str):
 
 
 def prepare_reference(paths: Paths, vocab: str, name: str, mb: float) -> Path:
-    """tiktoken's ids for the documents, as flat ids + offsets."""
+    """The reference ids for the documents (tiktoken's, or tokenizers' where the vocabulary says
+    so), as flat ids + offsets."""
     out = paths.reference(vocab, name, mb)
     if out.exists():
         return out
     docs = read_docs(paths.corpus(name, mb))
-    lists = tiktoken_encoding(vocab).encode_ordinary_batch(docs, num_threads=os.cpu_count() or 1)
+    if VOCABS[vocab].get("reference") == "tokenizers":
+        import tokenizers
+
+        tok = tokenizers.Tokenizer.from_file(str(VOCABS[vocab]["file"]))
+        lists = [e.ids for e in tok.encode_batch_fast(docs, add_special_tokens=False)]
+    else:
+        lists = tiktoken_encoding(vocab).encode_ordinary_batch(docs, num_threads=os.cpu_count() or 1)
     ids, offsets = flatten_lists(lists)
     out.parent.mkdir(parents=True, exist_ok=True)
     np.savez(out, ids=ids, offsets=offsets)
     return out
 
 
-def prepare_vocab_files(paths: Paths) -> None:
-    """o200k as a tokenizer.json (saved by hf_bpe) for tokenizers / gigatoken / tokie /
-    fastokens; the rank files where wordchipper's disk cache looks for them."""
-    import hf_bpe
-
-    o200k = paths.tokenizer_json("o200k")
-    if not o200k.exists():
-        load_ours("o200k").save(o200k.parent)
-    for vocab in VOCABS.values():
-        name = vocab["tiktoken_name"]
-        dst = paths.wordchipper_cache / "openai" / name / f"{name}.tiktoken"
-        if not dst.exists():
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            dst.write_bytes(vocab["rank_file"].read_bytes())
-    del hf_bpe
+def prepare_vocab_files(paths: Paths, vocabs: list[str]) -> None:
+    """The vocabularies without a tokenizer.json of their own as one (saved by hf_bpe) for
+    tokenizers / gigatoken / tokie / fastokens; the OpenAI rank files where wordchipper's disk
+    cache looks for them."""
+    for vocab in vocabs:
+        path = paths.tokenizer_json(vocab)
+        if not path.exists():
+            load_ours(vocab).save(path.parent)
+        v = VOCABS[vocab]
+        if "tiktoken_name" in v:
+            name = v["tiktoken_name"]
+            dst = paths.wordchipper_cache / "openai" / name / f"{name}.tiktoken"
+            if not dst.exists():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_bytes(v["rank_file"].read_bytes())
 
 
 def load_ours(vocab: str):
     import hf_bpe
 
+    v = VOCABS[vocab]
     if vocab == "gpt2":
         return hf_bpe.BPE.load(DATA / "gpt2", special_tokens=[EOT])
-    v = VOCABS[vocab]
-    return hf_bpe.BPE.from_tiktoken(v["rank_file"], pattern=vocab, special_tokens=v["specials"])
+    if "file" in v:
+        return hf_bpe.BPE.load(v["file"])
+    return hf_bpe.BPE.from_tiktoken(v["rank_file"], pattern=v.get("pattern", vocab), special_tokens=v["specials"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,7 +370,7 @@ def _tokie(form: str):
 def _fastokens(vocab, ctx):
     import fastokens
 
-    if vocab == "gpt2":
+    if vocab != "o200k":
         tok = fastokens.Tokenizer.from_file(str(ctx.paths.tokenizer_json(vocab)))
     else:  # it refuses o200k's tokenizer.json: "non-contiguous tokens - token 199998 is missing"
         v = VOCABS[vocab]
@@ -336,11 +382,30 @@ def _fastokens(vocab, ctx):
 def _wordchipper(vocab, ctx):
     import wordchipper
 
+    if "tiktoken_name" not in VOCABS[vocab]:
+        raise ValueError("wordchipper loads OpenAI vocabularies by name only")
     opts = wordchipper.TokenizerOptions.default()
     opts.set_parallel(ctx.threads > 1)
     tok = wordchipper.Tokenizer.from_pretrained("openai:" + VOCABS[vocab]["tiktoken_name"], opts)
     none = wordchipper.SpecialFilter.include_none()
     return (lambda docs: tok.encode_batch(docs, special_filter=none)), flatten_lists
+
+
+def _kitoken(vocab, ctx):
+    import kitoken
+
+    tok = kitoken.Kitoken.from_tokenizers_file(str(ctx.paths.tokenizer_json(vocab)))
+    return (lambda docs: tok.encode_all(docs)), flatten_lists
+
+
+def _bpe_openai(vocab, ctx):
+    import bpe_openai
+
+    if vocab not in ("cl100k", "o200k"):
+        raise ValueError("bpe-openai has cl100k_base and o200k_base only")
+    tok = bpe_openai.tokenizer_for_encoding(VOCABS[vocab]["tiktoken_name"])
+    # No batch call: one encode per document (one thread).
+    return (lambda docs: [tok.encode(d) for d in docs]), flatten_lists
 
 
 TOOLS = [
@@ -356,6 +421,8 @@ TOOLS = [
     Tool("tokie file", "tokie", "file", _tokie("file")),
     Tool("fastokens flat", "fastokens", "docs", _fastokens),
     Tool("wordchipper lists", "wordchipper", "docs", _wordchipper),
+    Tool("kitoken lists", "kitoken", "docs", _kitoken),
+    Tool("bpe-openai lists", "bpe_openai", "docs", _bpe_openai),
 ]
 BASELINE = "hf_bpe flat"
 
@@ -388,6 +455,8 @@ def worker(spec: dict) -> None:
             ref = (z["ids"], z["offsets"])
         arg = docs if tool.input == "docs" else path
         res = {**spec, "corpus": corpus, "bytes": nbytes, "docs": len(docs), "tokens": int(len(ref[0]))}
+        if tool.package == "hf_bpe":
+            res["engine"] = engine_of(vocab)
         try:
             t = time.perf_counter()
             out = encode(arg)
@@ -406,6 +475,14 @@ def worker(spec: dict) -> None:
         except Exception as e:
             res["error"] = f"{type(e).__name__}: {e}"
         emit(res)
+
+
+def engine_of(vocab: str) -> str:
+    """Which engine splits hf_bpe's text for this vocabulary ("builtin" = a hand-written scanner)."""
+    from hf_bpe import _core
+
+    pattern = load_ours(vocab).pattern
+    return "pipeline" if pattern.startswith("{") else _core.pattern_engine(pattern)
 
 
 def busy_cpu_seconds() -> float:
@@ -478,7 +555,7 @@ def versions(peers: str) -> dict:
 
     sys.path.insert(0, peers)
     out = {}
-    for pkg in ("tiktoken", "tokenizers", "gigatoken", "tokie", "fastokens", "wordchipper", "awkward", "numpy"):
+    for pkg in ("tiktoken", "tokenizers", "gigatoken", "tokie", "fastokens", "wordchipper", "kitoken", "bpe_openai", "awkward", "numpy"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -540,7 +617,7 @@ def report(results: list[dict], args, info: dict, vers: dict, load_before, load_
                  f"the round least disturbed by other processes; warm-up + up to {args.runs} timed runs "
                  f"(≥3, stopping after {args.budget:g} s); **median MB/s** (MB = 1e6 bytes of UTF-8 text) and, "
                  f"in brackets, the ratio to `{BASELINE}` with the same vocabulary, corpus and threads. "
-                 "`≠ids` = ids differ from tiktoken's (see below). "
+                 "`≠ids` = ids differ from the reference (tiktoken's; tokenizers' for neox) (see below). "
                  f"† = other processes used more than {BUSY} CPU on average during the timed runs (the machine is shared): "
                  "treat that figure, above all a 2-thread one, as a lower bound.")
     lines.append("")
@@ -573,6 +650,10 @@ def report(results: list[dict], args, info: dict, vers: dict, load_before, load_
         util = sum(r["cpu"]) / sum(t)
         ids = "equal" if not r["mismatch"] else f"**MISMATCH**: {r['mismatch']}"
         lines.append(f"{head} {len(t)} | {med:.3f} | {mbps(r):,.1f} ({lo:,.1f}–{hi:,.1f}) | {util:.2f} | {busy_others(r):.2f} | {ids} |")
+    lines.append("")
+    engines = {r["vocab"]: r["engine"] for r in results if "engine" in r}
+    lines.append("hf_bpe's splitter per vocabulary (`builtin` = a hand-written scanner, `dfa` / `fancy-regex` = the generic "
+                 "regex engines): " + ", ".join(f"{v} `{e}`" for v, e in engines.items()) + ".")
     lines.append("")
     sizes = {(r["corpus"], r["vocab"]): r for r in results if "bytes" in r}
     lines.append("Inputs: " + "; ".join(
@@ -642,7 +723,7 @@ def main(argv=None) -> None:
         prepare_corpus(paths, c, args.mb)
         for v in args.vocabs:
             prepare_reference(paths, v, c, args.mb)
-    prepare_vocab_files(paths)
+    prepare_vocab_files(paths, args.vocabs)
 
     info, vers = machine_info(), versions(str(paths.peers))
     load_before = os.getloadavg()
@@ -662,7 +743,7 @@ def main(argv=None) -> None:
                 msg = (f"{mbps(r):9.1f} MB/s  cpu/wall {sum(r['cpu']) / sum(r['times']):.2f}"
                        f"  others {busy_others(r):.2f} CPUs")
                 if r["mismatch"]:
-                    msg += f"  !!! IDS DIFFER FROM TIKTOKEN: {r['mismatch']}"
+                    msg += f"  !!! IDS DIFFER FROM THE REFERENCE: {r['mismatch']}"
             print(f"r{round_} {vocab:6s} {r['corpus']:12s} {threads}t {tool.name:20s} {msg}", file=sys.stderr, flush=True)
     load_after = os.getloadavg()
     results = least_disturbed(results)
@@ -674,6 +755,10 @@ def main(argv=None) -> None:
         args.out_md.write_text(md, encoding="utf-8")
     if args.out_json:
         args.out_json.write_text(json.dumps({"machine": info, "versions": vers, "results": results}, indent=1))
+    # The generic-engine cell must have run on the generic engine, not a scanner.
+    for r in results:
+        if r["vocab"] == "gpt2-n12" and r.get("engine") == "builtin":
+            sys.exit("gpt2-n12 ran on a built-in scanner: its figures do not measure the generic engine")
     bad = [r for r in results if r.get("mismatch") or "error" in r]
     if bad:
         print(f"\n!!! {len(bad)} measurement(s) with differing ids or errors: see the Details table.", file=sys.stderr)

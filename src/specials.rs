@@ -284,18 +284,7 @@ impl Specials {
                 a
             })
         };
-        let mut kept = self.subsets.try_lock().ok();
-        if let Some(a) = kept.as_ref().and_then(|k| k.iter().find(|a| a.index == key).cloned()) {
-            return Some(a);
-        }
-        let a = Arc::new(build(key).ok()?);
-        if let Some(k) = kept.as_mut() {
-            if k.len() >= SUBSETS_KEPT {
-                k.remove(0);
-            }
-            k.push(a.clone());
-        }
-        Some(a)
+        self.kept_or_build(key, build)
     }
 
     /// `(id, normalized content)` of the normalized group: what such a token decodes to (as
@@ -322,19 +311,24 @@ impl Specials {
         &self.tokens
     }
 
-    fn subset(&self, index: Vec<usize>, all: &Arc<Automaton>, build: impl Fn(Vec<usize>) -> Result<Automaton, String>) -> Option<Arc<Automaton>> {
+    fn subset(&self, index: Vec<usize>, all: &Arc<Automaton>, build: impl FnOnce(Vec<usize>) -> Result<Automaton, String>) -> Option<Arc<Automaton>> {
         if index.is_empty() {
             return None;
         }
         if index == all.index {
             return Some(all.clone());
         }
+        self.kept_or_build(index, build)
+    }
+
+    /// The kept automaton with this index, or a new one (then kept, the oldest dropped).
+    fn kept_or_build(&self, key: Vec<usize>, build: impl FnOnce(Vec<usize>) -> Result<Automaton, String>) -> Option<Arc<Automaton>> {
         // A busy (or poisoned) cache only means building one more.
         let mut kept = self.subsets.try_lock().ok();
-        if let Some(a) = kept.as_ref().and_then(|k| k.iter().find(|a| a.index == index).cloned()) {
+        if let Some(a) = kept.as_ref().and_then(|k| k.iter().find(|a| a.index == key).cloned()) {
             return Some(a);
         }
-        let a = Arc::new(build(index).ok()?);
+        let a = Arc::new(build(key).ok()?);
         if let Some(k) = kept.as_mut() {
             if k.len() >= SUBSETS_KEPT {
                 k.remove(0);

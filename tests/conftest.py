@@ -3,6 +3,7 @@ tests that need it skip with a clear reason in a fresh clone that lacks it (CI h
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 from pathlib import Path
@@ -72,6 +73,27 @@ def corpus_slice(name: str, max_bytes: int, offset: int = 0) -> str:
 @pytest.fixture
 def gpt2_dir() -> Path:
     return shared_data() / "gpt2"
+
+
+@functools.cache
+def normalization_unstable_chars() -> frozenset[str]:
+    """The characters whose NFC/NFD/NFKC/NFKD form differs between Python's Unicode data and
+    tokenizers' (older) normalization tables: 73 characters whose decompositions came in Unicode
+    12-14 (U+32FF, U+A7F2.., U+10781.., U+1FBF0..), which our normalizers apply as current
+    Unicode does (the README's caveat)."""
+    import unicodedata
+
+    from tokenizers import normalizers
+
+    forms = {f: getattr(normalizers, f)() for f in ("NFC", "NFD", "NFKC", "NFKD")}
+    out = set()
+    for cp in range(0x110000):
+        c = chr(cp)
+        if 0xD800 <= cp < 0xE000 or unicodedata.normalize("NFKD", c) == c:
+            continue
+        if any(unicodedata.normalize(f, c) != n.normalize_str(c) for f, n in forms.items()):
+            out.add(c)
+    return frozenset(out)
 
 
 def peer_stable_chars():

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import corpus_docs, shared_data
+from conftest import corpus_docs, normalization_unstable_chars, peer_stable_chars, shared_data
 from hf_bpe import BPE
 from hf_bpe.alphabet import bytes_to_unicode
 from hf_bpe.formats import FormatError
@@ -212,7 +212,10 @@ def test_nfc_normalizer_applies():
 _pieces = st.sampled_from(["e\u0301", "\u00e9", "A\u030a", "\ufb01", "12", "3456789", "  ", "    ", "\t", "\n", "\r\n", " \n ",
                            "word", " word ", "words", "<mask>", " <mask>", "<sep>  ", "<|endoftext|>", "Caf\u00e9", "Cafe\u0301",
                            "x", "xx", "``", "?!", "'s", "'LL", "日本語", "ひらがな", "カタカナ", "😀", "\u00a0", "\u3000", "_"])
-_texts = st.lists(st.one_of(_pieces, st.text(max_size=6)), max_size=25).map("".join)
+# Characters all engines classify and normalize alike (see conftest): the Unicode-version
+# differences are documented, not bugs to find here.
+_chars = peer_stable_chars().filter(lambda c: c not in normalization_unstable_chars())
+_texts = st.lists(st.one_of(_pieces, st.text(_chars, max_size=6)), max_size=25).map("".join)
 
 
 @pytest.mark.parametrize("which", ["qwen2_file", "deepseek_file", "mixed_file", "gpt-neox-20b", "whisper-large-v3", "llama3_file"])

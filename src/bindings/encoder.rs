@@ -504,7 +504,7 @@ impl Encoder {
         py.allow_threads(|| {
             let b = t.as_bytes();
             let mut pieces: Vec<(usize, usize)> = Vec::new();
-            enc.pattern.for_each_piece(&t, |s, e| pieces.push((s, e)))?;
+            enc.pattern.for_each_piece_dyn(&t, &mut |s, e| pieces.push((s, e)))?;
             if !encode {
                 return Ok(pieces.len());
             }

@@ -105,7 +105,7 @@ fn pretokenize<'py>(py: Python<'py>, pattern: &str, text: &str) -> PyResult<Boun
     let ranges = py
         .allow_threads(|| {
             let mut out: Vec<(usize, usize)> = Vec::new();
-            p.for_each_piece(text, |s, e| out.push((s, e)))?;
+            p.for_each_piece_dyn(text, &mut |s, e| out.push((s, e)))?;
             Ok(out)
         })
         .map_err(value_error)?;
@@ -118,7 +118,7 @@ fn count_pieces(py: Python<'_>, pattern: &str, text: &str) -> PyResult<usize> {
     let p = compiled(pattern).map_err(value_error)?;
     py.allow_threads(|| {
         let mut n = 0usize;
-        p.for_each_piece(text, |_, _| n += 1)?;
+        p.for_each_piece_dyn(text, &mut |_, _| n += 1)?;
         Ok(n)
     })
     .map_err(value_error)

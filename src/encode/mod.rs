@@ -291,7 +291,7 @@ impl Encoder {
         spans: &mut Vec<(usize, usize)>,
     ) -> Result<(), String> {
         let b = text.as_bytes();
-        self.pattern.for_each_piece(text, |s, e| {
+        self.pattern.for_each_piece_dyn(text, &mut |s, e| {
             let k = out.len();
             self.encode_piece(cache, &b[s..e], out);
             let mut p = base + s;

@@ -214,7 +214,7 @@ impl Pipeline {
         match &self.pre {
             // One pattern and every byte a token: the encoder's hot loop.
             None if !self.missing_any => enc.encode_plain(cache, text, out),
-            None => enc.pattern.for_each_piece(text, |s: usize, e: usize| self.encode_piece(enc, cache, &text.as_bytes()[s..e], out)),
+            None => enc.pattern.for_each_piece_dyn(text, &mut |s: usize, e: usize| self.encode_piece(enc, cache, &text.as_bytes()[s..e], out)),
             Some(pre) => {
                 for p in pre.pieces(text)? {
                     self.encode_piece(enc, cache, p.as_bytes(), out);

@@ -168,7 +168,7 @@ impl Step {
                     s
                 };
                 if *use_regex {
-                    Pattern::Gpt2.for_each_piece(s, |a, b| out.push(s[a..b].to_string()))?;
+                    Pattern::Gpt2.for_each_piece_dyn(s, &mut |a, b| out.push(s[a..b].to_string()))?;
                 } else {
                     out.push(s.to_string());
                 }

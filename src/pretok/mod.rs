@@ -313,6 +313,13 @@ impl Pattern {
         !matches!(self, Pattern::Custom { .. })
     }
 
+    /// [`Self::for_each_piece`] for callers off the hot paths: they all share one compiled copy
+    /// of every scanner (each sink type gets a copy of all of them, in two instruction sets,
+    /// which is most of the crate's build time; see docs/performance.md#build-time).
+    pub fn for_each_piece_dyn(&self, text: &str, f: &mut dyn FnMut(usize, usize)) -> Result<(), String> {
+        self.for_each_piece(text, f)
+    }
+
     /// Calls `f(start, end)` with the byte range of each piece of `text`, in order.
     /// The pieces tile `text` exactly: with a custom regex, the text between two matches is a
     /// piece too.

@@ -73,10 +73,9 @@ pub const NAMES: [(&str, Known); 22] = [
     ("deepseek_v3", Known::DeepSeekV3),
 ];
 
-/// The canonical name of a scanner.
+/// The canonical name of a scanner: its first in [`NAMES`].
 pub fn canonical_name(k: Known) -> Option<&'static str> {
-    let canonical = ["gpt2", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "nemotron", "deepseek-v3"];
-    canonical.into_iter().find(|n| by_name(n) == Some(k))
+    NAMES.iter().find(|(_, kk)| *kk == k).map(|&(n, _)| n)
 }
 
 /// The main regex sources (one per single-regex scanner).
