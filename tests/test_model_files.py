@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import corpus_docs, normalization_unstable_chars, peer_stable_chars, shared_data
+from conftest import corpus_docs, peer_stable_chars, shared_data, tokenizers_unstable_chars
 from hf_bpe import BPE
 from hf_bpe.alphabet import bytes_to_unicode
 from hf_bpe.formats import FormatError
@@ -214,7 +214,7 @@ _pieces = st.sampled_from(["e\u0301", "\u00e9", "A\u030a", "\ufb01", "12", "3456
                            "x", "xx", "``", "?!", "'s", "'LL", "日本語", "ひらがな", "カタカナ", "😀", "\u00a0", "\u3000", "_"])
 # Characters all engines classify and normalize alike (see conftest): the Unicode-version
 # differences are documented, not bugs to find here.
-_chars = peer_stable_chars().filter(lambda c: c not in normalization_unstable_chars())
+_chars = peer_stable_chars().filter(lambda c: c not in tokenizers_unstable_chars())
 _texts = st.lists(st.one_of(_pieces, st.text(_chars, max_size=6)), max_size=25).map("".join)
 
 

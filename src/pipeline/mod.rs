@@ -196,9 +196,12 @@ impl Pipeline {
     /// normalized group.
     pub fn encode(&self, enc: &Encoder, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, out: &mut Vec<u32>) -> Result<(), String> {
         let norm: Cow<str> = match &self.normalizer {
-            Some(n) => Cow::Owned(n.apply(text)?),
-            None => Cow::Borrowed(text),
+            Some(n) if !n.keeps(text) => Cow::Owned(n.apply(text)?),
+            _ => Cow::Borrowed(text),
         };
+        if inner.is_none() {
+            return self.encode_stretch(enc, cache, &norm, out);
+        }
         let mut items = Vec::new();
         enc.specials().split_with(inner, &norm, 0, &mut items);
         for it in items {

@@ -62,14 +62,28 @@ impl Normalizer {
         }))
     }
 
+    /// True if [`Self::apply`] is known to return `s` unchanged, found cheaply: the Unicode
+    /// forms' quick checks say "yes" for nearly all text. They start at the char before the
+    /// first non-ASCII byte: ASCII is in every form, and a char of combining class 0 ends any
+    /// reordering or composition the rest could need.
+    pub fn keeps(&self, s: &str) -> bool {
+        let Some(p) = s.bytes().position(|b| b >= 0x80) else {
+            return matches!(self, Normalizer::Nfc | Normalizer::Nfd | Normalizer::Nfkc | Normalizer::Nfkd);
+        };
+        let rest = s[p.saturating_sub(1)..].chars();
+        match self {
+            Normalizer::Nfc => is_nfc_quick(rest) == IsNormalized::Yes,
+            Normalizer::Nfd => is_nfd_quick(rest) == IsNormalized::Yes,
+            Normalizer::Nfkc => is_nfkc_quick(rest) == IsNormalized::Yes,
+            Normalizer::Nfkd => is_nfkd_quick(rest) == IsNormalized::Yes,
+            _ => false,
+        }
+    }
+
     /// The normalized text.
     pub fn apply(&self, s: &str) -> Result<String, String> {
         Ok(match self {
-            // (The quick checks say "yes" for nearly all text: it is then returned as is.)
-            Normalizer::Nfc if is_nfc_quick(s.chars()) == IsNormalized::Yes => s.to_string(),
-            Normalizer::Nfd if is_nfd_quick(s.chars()) == IsNormalized::Yes => s.to_string(),
-            Normalizer::Nfkc if is_nfkc_quick(s.chars()) == IsNormalized::Yes => s.to_string(),
-            Normalizer::Nfkd if is_nfkd_quick(s.chars()) == IsNormalized::Yes => s.to_string(),
+            _ if self.keeps(s) => s.to_string(),
             Normalizer::Nfc => s.nfc().collect(),
             Normalizer::Nfd => s.nfd().collect(),
             Normalizer::Nfkc => s.nfkc().collect(),
