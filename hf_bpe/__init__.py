@@ -18,8 +18,13 @@ __all__ = ["BPE", "BPETokenizer", "FormatError", "map_fn", "train", "train_files
 def __getattr__(name: str):
     # The transformers integration is imported on first use (transformers costs ~1-2 s).
     if name in ("BPETokenizer", "map_fn"):
-        from hf_bpe import hf
-
+        try:
+            from hf_bpe import hf
+        except ModuleNotFoundError as e:
+            if e.name and e.name.split(".")[0] in ("transformers", "datasets", "huggingface_hub", "jinja2"):
+                raise ModuleNotFoundError(f"hf_bpe.{name} needs the 'hf' extra ({e.name} is missing): "
+                                          "pip install 'hf_bpe[hf]'", name=e.name) from e
+            raise
         return getattr(hf, name)
     raise AttributeError(f"module 'hf_bpe' has no attribute {name!r}")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -198,7 +199,7 @@ def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out} exists and is not a folder")
     _remove_stale(out)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
+    tmp = _new_hidden_dir(out)
     try:
         for name, data in files.items():
             _step(f"write {name}")
@@ -244,6 +245,18 @@ def write_file(path: str | os.PathLike, data: bytes) -> Path:
         raise
     _fsync_dir(out.parent)
     return out
+
+
+def _new_hidden_dir(out: Path) -> Path:
+    """A new hidden folder beside ``out``, with the mode any new folder gets (0777 minus the
+    umask; ``tempfile.mkdtemp`` would make it 0700)."""
+    while True:
+        tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            os.mkdir(tmp, 0o777)
+            return tmp
+        except FileExistsError:
+            continue
 
 
 def save_staged(path: str | os.PathLike, write) -> tuple[str, ...]:

@@ -48,7 +48,7 @@ install them without touching the environment: ``pip install --no-deps --target 
 tokie fastokens wordchipper kitoken bpe-openai`` (``bench_out/peers`` is put on the workers'
 path). wordchipper only loads OpenAI vocabularies by name from its disk cache; the local rank
 files are copied into a cache folder under ``bench_out/`` so it never downloads. bpe-openai has
-cl100k and o200k built in and no batch call (one ``encode`` per document).
+cl100k and o200k built in.
 """
 
 from __future__ import annotations
@@ -403,9 +403,8 @@ def _bpe_openai(vocab, ctx):
 
     if vocab not in ("cl100k", "o200k"):
         raise ValueError("bpe-openai has cl100k_base and o200k_base only")
-    tok = bpe_openai.tokenizer_for_encoding(VOCABS[vocab]["tiktoken_name"])
-    # No batch call: one encode per document (one thread).
-    return (lambda docs: [tok.encode(d) for d in docs]), flatten_lists
+    enc = bpe_openai.get_encoding(VOCABS[vocab]["tiktoken_name"])
+    return (lambda docs: enc.encode_ordinary_batch(docs)), flatten_lists
 
 
 TOOLS = [

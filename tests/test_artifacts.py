@@ -121,6 +121,22 @@ def test_save_is_atomic_in_a_new_folder(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".new")] == []
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_saved_folders_get_the_mode_of_any_new_folder(tmp_path, umask):
+    bpe = small_bpe(tmp_path)
+    old = os.umask(umask)
+    try:
+        bpe.save(tmp_path / "new")       # renamed into place
+        bpe.save(tmp_path / "new")       # exchanged with the old one
+        os.mkdir(tmp_path / "plain")
+    finally:
+        os.umask(old)
+    want = (tmp_path / "plain").stat().st_mode & 0o777
+    assert want == 0o777 & ~umask
+    assert (tmp_path / "new").stat().st_mode & 0o777 == want
+    assert all(f.stat().st_mode & 0o777 == 0o666 & ~umask for f in (tmp_path / "new").iterdir())
+
+
 def test_save_is_atomic_over_an_existing_folder(tmp_path, monkeypatch):
     old = small_bpe(tmp_path)
     target = old.save(tmp_path / "tok")

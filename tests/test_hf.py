@@ -337,6 +337,21 @@ def test_import_is_lazy_and_registers_after_transformers_import(gpt2_dir, tmp_pa
     assert last_json(out) is True
 
 
+def test_a_missing_hf_extra_is_named():
+    out = run_py("""
+        import json, sys
+        sys.modules["transformers"] = None  # as if the 'hf' extra were not installed
+        import hf_bpe
+        bpe_ok = hf_bpe.BPE is not None
+        try:
+            hf_bpe.BPETokenizer
+        except ModuleNotFoundError as e:
+            print(json.dumps([bpe_ok, str(e)]))
+    """)
+    ok, msg = last_json(out)
+    assert ok and "'hf' extra" in msg and "transformers" in msg and "pip install 'hf_bpe[hf]'" in msg
+
+
 # ---------------------------------------------------------------------------------------------
 # datasets
 
