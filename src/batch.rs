@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use crate::encode::Encoder;
-use crate::reader::segments;
+use crate::reader::segments_where;
 use crate::specials::{Item, SpecialSet};
 
 /// Largest work unit; text items longer than 1.5 units are cut at safe places.
@@ -62,7 +62,9 @@ fn threads_pool(n: usize) -> Option<crate::pool::Pool> {
 fn plan(enc: &Encoder, docs: &[&str], allowed: &SpecialSet, sep: Option<u32>, cut: Option<usize>) -> Vec<(u32, Item)> {
     let mut items: Vec<(u32, Item)> = Vec::with_capacity(docs.len());
     let mut scratch = Vec::new();
-    let cut = cut.filter(|_| enc.pattern.is_builtin() && !enc.is_generic());
+    // The general path is cut only where normalizing the two sides apart changes nothing.
+    let ascii = enc.is_generic();
+    let cut = cut.filter(|_| enc.pattern.is_builtin() && (!ascii || enc.cuts_at_ascii()));
     let auto = enc.specials().automaton(allowed);
     for (di, d) in docs.iter().enumerate() {
         scratch.clear();
@@ -71,7 +73,7 @@ fn plan(enc: &Encoder, docs: &[&str], allowed: &SpecialSet, sep: Option<u32>, cu
             match (it, cut) {
                 (Item::Text(s, e), Some(seg)) if e - s > seg + seg / 2 => {
                     let mut p = s;
-                    for piece in segments(&d[s..e], seg) {
+                    for piece in segments_where(&d[s..e], seg, ascii) {
                         items.push((di as u32, Item::Text(p, p + piece.len())));
                         p += piece.len();
                     }

@@ -355,19 +355,24 @@ pub fn last_safe_cut(b: &[u8], specials: Option<&Specials>) -> Option<usize> {
 
 /// The last safe cut in `b` at or after `from` (the bytes before were searched already).
 pub fn last_safe_cut_from(b: &[u8], specials: Option<&Specials>, from: usize) -> Option<usize> {
+    last_cut_by(b, from, |p| safe_cut(b, p, specials))
+}
+
+/// The last place `p >= from` next to a `'\n'` or at a space where `ok(p)`.
+fn last_cut_by(b: &[u8], from: usize, ok: impl Fn(usize) -> bool) -> Option<usize> {
     let mut end = b.len();
     while let Some(i) = memchr::memrchr(b'\n', &b[from..end]).map(|i| from + i) {
-        if safe_cut(b, i + 1, specials) {
+        if ok(i + 1) {
             return Some(i + 1);
         }
-        if i >= from.max(1) && safe_cut(b, i, specials) {
+        if i >= from.max(1) && ok(i) {
             return Some(i);
         }
         end = i;
     }
     let mut end = b.len();
     while let Some(i) = memchr::memrchr(b' ', &b[from..end]).map(|i| from + i) {
-        if safe_cut(b, i, specials) {
+        if ok(i) {
             return Some(i);
         }
         end = i;
@@ -375,21 +380,36 @@ pub fn last_safe_cut_from(b: &[u8], specials: Option<&Specials>, from: usize) ->
     None
 }
 
+/// A [`safe_cut`] whose chars on both sides are ASCII (for `'\n' | Y`, the char before the
+/// `'\n'` too). The local normalizers (the Unicode forms, Lowercase, StripAccents) map ASCII
+/// to ASCII, letters to letters, and compose or reorder nothing across an ASCII char next to a
+/// `'\n'` or a space: the normalized text has the same cut, and normalizing the two sides
+/// apart changes nothing.
+pub fn ascii_safe_cut(b: &[u8], p: usize) -> bool {
+    safe_cut(b, p, None) && b[p - 1] < 0x80 && b[p] < 0x80 && (b[p - 1] != b'\n' || b[p - 2] < 0x80)
+}
+
 /// Cuts `text` into pieces of about `size` bytes at safe cuts (one piece if there is none).
 /// Valid for the built-in patterns only.
 pub fn segments(text: &str, size: usize) -> Vec<&str> {
+    segments_where(text, size, false)
+}
+
+/// [`segments`]; with `ascii`, only at [`ascii_safe_cut`]s.
+pub fn segments_where(text: &str, size: usize, ascii: bool) -> Vec<&str> {
     let b = text.as_bytes();
+    let ok = |p: usize| if ascii { ascii_safe_cut(b, p) } else { safe_cut(b, p, None) };
     let mut out = Vec::new();
     let mut start = 0;
     while b.len() - start > size + size / 2 {
         let target = start + size;
         // Look back from the target first, then forward.
-        let cut = last_safe_cut(&b[..target], None).filter(|&p| p > start).or_else(|| {
+        let cut = last_cut_by(&b[..target], 0, |p| p + 1 < target && ok(p)).filter(|&p| p > start).or_else(|| {
             let mut from = target;
             while let Some(i) = memchr::memchr2(b'\n', b' ', &b[from..]) {
                 let i = from + i;
                 let p = if b[i] == b'\n' { i + 1 } else { i };
-                if safe_cut(b, p, None) {
+                if ok(p) {
                     return Some(p);
                 }
                 from = i + 1;
@@ -476,6 +496,16 @@ mod tests {
             let big = text.repeat(100);
             assert!(last_safe_cut(big.as_bytes(), None).is_some_and(|c| c + 64 > big.len()), "{text:?}");
         }
+    }
+
+    #[test]
+    fn ascii_cuts_have_ascii_on_both_sides() {
+        let t = "ab\nc\u{e9}\nd x\n\u{301}y ab cd";
+        let b = t.as_bytes();
+        let cuts: Vec<usize> = (0..b.len()).filter(|&p| ascii_safe_cut(b, p)).collect();
+        let safe: Vec<usize> = (0..b.len()).filter(|&p| safe_cut(b, p, None)).collect();
+        assert!(cuts.iter().all(|&p| safe.contains(&p) && b[p - 1] < 0x80 && b[p] < 0x80));
+        assert!(cuts.contains(&3) && !cuts.contains(&7), "{cuts:?} {safe:?}");
     }
 
     #[test]

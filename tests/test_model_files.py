@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import corpus_docs, peer_stable_chars, shared_data, tokenizers_unstable_chars
+from conftest import corpus_docs, corpus_slice, peer_stable_chars, shared_data, tokenizers_unstable_chars
 from hf_bpe import BPE
 from hf_bpe.alphabet import bytes_to_unicode
 from hf_bpe.formats import FormatError
@@ -175,6 +175,36 @@ def test_corpus_ids_and_decode_equal_tokenizers(request, which, corpus):
     docs = [d if k % 3 or not extra else f"{extra[k % len(extra)]}{d[:500]} {extra[(k * 7) % len(extra)]}x{d[500:]}"
             for k, d in enumerate(docs)]
     _same(bpe, ref, docs)
+
+
+@pytest.fixture(scope="module")
+def nfkc_lower_file(tmp_path_factory) -> Path:
+    norm = {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]}
+    pre = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    return _from_cl100k_merges(tmp_path_factory, "nfkc_lower", norm, pre, ADDED)
+
+
+# Places where normalizing the two sides of a cut apart would change the text or its pieces:
+# marks after a newline, NFKC forms that end in punctuation or start with a space, letters
+# whose lowercase grows, an added token of spaces.
+_CUT_TRAPS = ["end\n\u0301mark", "\u2474\n", "x A\u030a\nb", "e\u0301 x\n\u00a8y", "Caf\u00e9 word",
+              "\u0130stanbul\nZ", "    q\n", "\u00bd\n", "A\n\u0958x", "\u212b\n"]
+
+
+@pytest.mark.parametrize("which", ["qwen2_file", "nfkc_lower_file", "gpt-neox-20b"])
+def test_long_texts_cut_for_threads_encode_as_a_whole(request, which):
+    """Long texts are cut for the threads even on the general path, only where normalizing the
+    parts apart changes nothing."""
+    path = request.getfixturevalue(which) if which.endswith("_file") else shared_data() / "hf-tokenizers" / which / "tokenizer.json"
+    bpe, ref = BPE.load(path), tokenizers.Tokenizer.from_file(str(path))
+    base = corpus_slice("english", 300_000)
+    doc = "".join(base[i:i + 300] + _CUT_TRAPS[(i // 300) % len(_CUT_TRAPS)] for i in range(0, len(base), 300))
+    # A text whose only cuts by the built-in rule are traps (NFKC makes "\u2474" "(1)", whose
+    # ")" then takes the "\n"): with the ASCII rule it is not cut at all.
+    texts = [doc, corpus_slice("code", 300_000), "\u2474\nab" * 40_000]
+    theirs = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+    assert bpe.encode_batch(texts, num_threads=2, allowed_special="all") == theirs
+    assert [bpe.encode(t, allowed_special="all") for t in texts] == theirs
 
 
 def test_real_files_load_with_their_sizes():

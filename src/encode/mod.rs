@@ -145,6 +145,12 @@ impl Encoder {
         self.generic
     }
 
+    /// Whether the general path's text may still be cut at ASCII safe cuts
+    /// ([`crate::pipeline::Pipeline::cuts_at_ascii`]).
+    pub fn cuts_at_ascii(&self) -> bool {
+        self.pipeline.cuts_at_ascii(self.specials.normalized_forms().map(|(_, s)| s))
+    }
+
     /// The imported components as JSON (None for a vocabulary of our own).
     pub fn pipeline_json(&self) -> Option<&str> {
         self.pipeline.json.as_deref()

@@ -184,6 +184,17 @@ impl Pipeline {
         self.normalizer.is_some() || self.pre.is_some() || self.missing_any
     }
 
+    /// Whether text may be cut at [`crate::reader::ascii_safe_cut`]s without changing the ids:
+    /// the pre-tokenizer is the encoder's (built-in) pattern, the normalizer is local
+    /// ([`Normalizer::is_local`]), and
+    /// no token matched in the normalized text (`inner`) could straddle such a cut: none holds
+    /// a `'\n'`, or a space after another char.
+    pub fn cuts_at_ascii<'a>(&self, mut inner: impl Iterator<Item = &'a str>) -> bool {
+        self.pre.is_none()
+            && self.normalizer.as_ref().is_none_or(Normalizer::is_local)
+            && inner.all(|t| !t.contains('\n') && !t.as_bytes().windows(2).any(|w| w[1] == b' ' && w[0] != b' '))
+    }
+
     /// The normalized form of an added token's content (for the second group's matcher).
     pub fn normalize(&self, s: &str) -> Result<String, String> {
         match &self.normalizer {

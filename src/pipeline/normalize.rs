@@ -62,6 +62,17 @@ impl Normalizer {
         }))
     }
 
+    /// True for the normalizers that map ASCII to ASCII (letters to letters) and change a char
+    /// only on its own or with its combining marks (the Unicode forms, Lowercase,
+    /// StripAccents, sequences of them).
+    pub fn is_local(&self) -> bool {
+        match self {
+            Normalizer::Nfc | Normalizer::Nfd | Normalizer::Nfkc | Normalizer::Nfkd | Normalizer::StripAccents | Normalizer::Lowercase => true,
+            Normalizer::Sequence(list) => list.iter().all(Normalizer::is_local),
+            _ => false,
+        }
+    }
+
     /// True if [`Self::apply`] is known to return `s` unchanged, found cheaply: the Unicode
     /// forms' quick checks say "yes" for nearly all text. They start at the char before the
     /// first non-ASCII byte: ASCII is in every form, and a char of combining class 0 ends any
