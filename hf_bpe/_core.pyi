@@ -7,7 +7,8 @@ import numpy as np
 import numpy.typing as npt
 
 def pretokenize(pattern: str, text: str) -> list[str]:
-    """Splits ``text`` into pre-tokens with ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex."""
+    """Splits ``text`` into pre-tokens with a built-in pattern (``"gpt2"``, ``"cl100k"``, ``"o200k"``,
+    ``"llama3"``, ``"qwen2"``, ``"qwen3.5"``, ``"nemotron"``, ``"deepseek-v3"``, ``"kimi"``) or a regex."""
 
 def pattern_source(pattern: str) -> str:
     """The regex a pattern name stands for (a regex is returned as is, after compiling it)."""

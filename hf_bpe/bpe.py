@@ -47,7 +47,7 @@ class BPE:
         UTF-8 bytes); ``merges`` lists the merges in training order as byte pairs, or is ``None``
         for a tiktoken-style vocabulary where the id is the merge rank. ``pattern`` is
         a built-in name (``"gpt2"``, ``"cl100k"``, ``"o200k"``, ``"llama3"``, ``"qwen2"``, ``"qwen3.5"``,
-        ``"nemotron"``, ``"deepseek-v3"``) or a regex. ``added_tokens`` gives added tokens with
+        ``"nemotron"``, ``"deepseek-v3"``, ``"kimi"``) or a regex. ``added_tokens`` gives added tokens with
         their flags (:class:`hf_bpe.formats.AddedToken`); ``pipeline`` the components of an
         imported ``tokenizer.json`` (see :func:`hf_bpe.formats.read`). The native core checks
         everything and raises ``ValueError`` naming what is wrong.

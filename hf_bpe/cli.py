@@ -16,7 +16,7 @@ def _add_train_options(p: argparse.ArgumentParser, vocab_size: int) -> None:
     p.add_argument("--special-token", action="append", dest="special_tokens", metavar="T",
                    help="a special token (repeatable); default <|endoftext|>")
     p.add_argument("--tie-break", choices=["lexicographic", "hf"], default="lexicographic")
-    p.add_argument("--pattern", default="gpt2", help="gpt2, cl100k, o200k, llama3, qwen2, qwen3.5, nemotron, deepseek-v3 or a regex")
+    p.add_argument("--pattern", default="gpt2", help="gpt2, cl100k, o200k, llama3, qwen2, qwen3.5, nemotron, deepseek-v3, kimi or a regex")
     p.add_argument("--min-frequency", type=int, default=0)
     p.add_argument("--max-token-length", type=int, default=None)
     p.add_argument("--threads", type=int, default=None, help="default: all cores")

@@ -70,6 +70,19 @@ def main() -> None:
     for cp, _ in fold_extra:
         assert cp >= 128
 
+    # Script=Han (the `regex` module reads a bare `\p{Han}` as Script, not Script_Extensions,
+    # as regex-syntax, tiktoken's engine, does): Kimi's first alternative, and out of its letter
+    # classes. Never ASCII or whitespace (its scanner relies on both).
+    han = [m.start() for m in regex.finditer(r"\p{Han}", everything)]
+    assert han == [m.start() for m in regex.finditer(r"\p{Script=Han}", everything)]
+    han_ranges: list[tuple[int, int]] = []
+    for cp in han:
+        assert cp >= 128 and not bits[cp] & 4, hex(cp)
+        if han_ranges and han_ranges[-1][1] == cp - 1:
+            han_ranges[-1] = (han_ranges[-1][0], cp)
+        else:
+            han_ranges.append((cp, cp))
+
     blocks: list[bytes] = []
     block_of: dict[bytes, int] = {}
     index = []
@@ -116,6 +129,15 @@ def main() -> None:
     for cp, letter in fold_extra:
         w(f"        0x{cp:04X} => b'{letter}', // {chr(cp)!r}\n")
     w("        _ => 0,\n    }\n}\n")
+    w("\n/// `\\p{Han}` (Script=Han; %d code points): Kimi's first alternative, outside its letter\n" % len(han))
+    w("/// classes.\n")
+    # The first range's start first: most non-ASCII letters (Latin, Greek, Cyrillic, Arabic,
+    # Indic) are below it and pay one compare.
+    w("#[inline(always)]\npub fn is_han(cp: u32) -> bool {\n    cp >= 0x%04X\n        && matches!(\n            cp,\n" % han_ranges[0][0])
+    for k, (a, b) in enumerate(han_ranges):
+        sep = "" if k == len(han_ranges) - 1 else " |"
+        w(f"            0x{a:04X}..=0x{b:04X}{sep}\n" if a != b else f"            0x{a:04X}{sep}\n")
+    w("        )\n}\n")
 
     path = Path(__file__).resolve().parents[1] / "src" / "unicode_tables.rs"
     path.write_text("".join(out))

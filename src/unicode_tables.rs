@@ -1701,3 +1701,34 @@ pub fn fold_non_ascii_contraction_letter(cp: u32) -> u8 {
         _ => 0,
     }
 }
+
+/// `\p{Han}` (Script=Han; 103351 code points): Kimi's first alternative, outside its letter
+/// classes.
+#[inline(always)]
+pub fn is_han(cp: u32) -> bool {
+    cp >= 0x2E80
+        && matches!(
+            cp,
+            0x2E80..=0x2E99 |
+            0x2E9B..=0x2EF3 |
+            0x2F00..=0x2FD5 |
+            0x3005 |
+            0x3007 |
+            0x3021..=0x3029 |
+            0x3038..=0x303B |
+            0x3400..=0x4DBF |
+            0x4E00..=0x9FFF |
+            0xF900..=0xFA6D |
+            0xFA70..=0xFAD9 |
+            0x16FE2..=0x16FE3 |
+            0x16FF0..=0x16FF6 |
+            0x20000..=0x2A6DF |
+            0x2A700..=0x2B81D |
+            0x2B820..=0x2CEAD |
+            0x2CEB0..=0x2EBE0 |
+            0x2EBF0..=0x2EE5D |
+            0x2F800..=0x2FA1D |
+            0x30000..=0x3134A |
+            0x31350..=0x33479
+        )
+}

@@ -1,7 +1,7 @@
 """Parity of the released models' pre-tokenizer scanners with the `regex` module.
 
-`llama3` (Llama-3, OLMo-2), `qwen2` (Qwen2/2.5/3), `qwen3.5`, `nemotron` (Mistral's Tekken)
-and `deepseek-v3` are hand-written scanners (src/pretok/spec.rs). Each must split exactly as
+`llama3` (Llama-3, OLMo-2), `qwen2` (Qwen2/2.5/3), `qwen3.5`, `nemotron` (Mistral's Tekken),
+`deepseek-v3` and `kimi` (Kimi-K2 / K3) are hand-written scanners (src/pretok/spec.rs). Each must split exactly as
 the `regex` module runs its tokenizer.json regexes: `findall` for one regex; for DeepSeek-V3 its
 three `Isolated` splits applied in sequence (each piece of one split is split again by the
 next, and the text between two matches stays a piece). Checked on real corpora, hypothesis
@@ -36,9 +36,32 @@ DEEPSEEK_V3 = [
     "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
     r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
 ]
-SPLITS = {"llama3": [LLAMA3], "qwen2": [QWEN2], "qwen3.5": [QWEN35], "nemotron": [NEMOTRON], "deepseek-v3": DEEPSEEK_V3}
+# Moonshot's tokenization_kimi.py `pat_str` (tiktoken): o200k's with Han runs first and Han out
+# of the letter classes (class intersection `&&`).
+KIMI = "|".join(
+    [
+        r"""[\p{Han}]+""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+# The `regex` module reads `&&` only with its V1 flag, which also turns on full case folding
+# for `(?i:..)`, where tiktoken's regex-syntax folds simply. So the reference is V0 (simple
+# folding, as for the others) with each intersection spelt as a negative lookahead;
+# test_kimi_v1_reads_the_source_as_the_reference checks V1 on the source as written agrees.
+KIMI_V0 = (KIMI.replace(r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]", r"(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])")
+           .replace(r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]", r"(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])"))
+assert "&&" not in KIMI_V0
+SPLITS = {"llama3": [LLAMA3], "qwen2": [QWEN2], "qwen3.5": [QWEN35], "nemotron": [NEMOTRON], "deepseek-v3": DEEPSEEK_V3,
+          "kimi": [KIMI]}
+REFERENCE_SOURCES = {"kimi": [KIMI_V0]}
 NAMES = list(SPLITS)
-COMPILED = {name: [regex.compile(s) for s in srcs] for name, srcs in SPLITS.items()}
+COMPILED = {name: [regex.compile(s) for s in REFERENCE_SOURCES.get(name, srcs)] for name, srcs in SPLITS.items()}
 
 # Other spellings the scanners are also chosen for, each with the scanner it must equal.
 ALIASES = [
@@ -92,8 +115,10 @@ def test_sources_and_names():
         assert _core.pattern_source(name) == srcs[0]
         if len(srcs) == 1:
             assert _core.pattern_source(srcs[0]) == srcs[0]  # the scanner, not a regex
-    for alias in ("olmo2", "llama-3", "qwen2.5", "qwen3", "qwen35", "tekken", "deepseek_v3"):
+    for alias in ("olmo2", "llama-3", "qwen2.5", "qwen3", "qwen35", "tekken", "deepseek_v3", "kimi-k2"):
         _core.pattern_source(alias)
+    assert _core.pattern_engine(KIMI) == "builtin"
+    assert _core.pattern_source("kimi-k2") == KIMI
 
 
 def test_unknown_names_fail_listing_the_known_ones():
@@ -177,6 +202,8 @@ FRAGMENTS = [
     "\u0645\u0631\u062d\u0628\u0627", "\u0928\u092e\u0938\u094d\u0924\u0947", "\u0430\u0431",
     "/", "//", ".", ",", "!", "?", "-", "$", "\"", "(", ")", "\u2014", "\u201c", "...", "<|endoftext|>", "_", "#",
     "->", "_x", "(A", ".com", "\u3002", "\uff01", "\xd7", "\u20ac", "`", "~", "\\",
+    # Han (Script=Han) beyond the ideographs: radicals (So), \u3007 (Nl), U+16FE2 (Po), U+16FF0 (Mc)
+    "\u4e2d\u6587", "\u2e80", "\u2f00", "\u3007", "\u3021", "\U00016fe2", "\U00016ff0", "\uf900", "\U00020000",
 ]
 fragment_text = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
 interesting_chars = st.characters(
@@ -190,7 +217,7 @@ ASCII_FRAGMENTS = [
     "\t\n", "/\n", ";\n", ". ",
 ]
 NON_ASCII_FRAGMENTS = ["\xe9", "\u0301", "\xa0", "\u3000", "\u65e5", "\u30fc", "\U0001f600", "\u201c", "\u2014",
-                       "\u017f", "\u0661", "\u0430\u0431", "\u02b0", "\u20ac"]
+                       "\u017f", "\u0661", "\u0430\u0431", "\u02b0", "\u20ac", "\u4e2d\u6587", "\u2e80", "\u3007"]
 block_text = st.lists(
     st.one_of(st.sampled_from(ASCII_FRAGMENTS), st.sampled_from(ASCII_FRAGMENTS), st.sampled_from(NON_ASCII_FRAGMENTS)),
     min_size=20, max_size=400,
@@ -243,6 +270,7 @@ WINDOW_CASES = [
     "1711-12 Contributes", "//\r\n//'aaaa", "'re\r\n       \n", "it's's don'tcha HTTP'S OK'd", "x.\n(a ;\n/b .\n/.\n",
     "  \t.  (a \t(a \n(a", "12345678 1234 123a", "\u201cThe \u201c(a x\u2014y caf\xe9's '\u017f", "a \n \n",
     "147\n\r\r\n\r \x0c\x0b \x0b\x0c\x85\u2009\u2028\xa0\u3000\x85", "x;\n\r  \t\x85\n  y", "e\u0301 \u0301a",
+    "x\u4e2d\u6587y 1\u3007 !\u2e80 x\u2e80! ;\n//x \u65e5's A\u3005b",
 ]
 
 
@@ -318,3 +346,34 @@ def test_llama3_ids_equal_tiktoken():
         assert ours.encode(text) == enc.encode_ordinary(text), name
     for text in ("a \n ", "x  \n\t", "It's 12345!\r\n\r\n  "):
         assert ours.encode(text) == enc.encode_ordinary(text)
+
+
+def test_kimi_ids_equal_tiktoken():
+    # Kimi-K2 runs its pat_str in tiktoken; with cl100k's ranks (only the split matters here).
+    tiktoken = pytest.importorskip("tiktoken")
+    from tiktoken.load import load_tiktoken_bpe
+
+    import hf_bpe
+
+    path = shared_data() / "tiktoken" / "cl100k_base.tiktoken"
+    ranks = load_tiktoken_bpe(str(path))
+    enc = tiktoken.Encoding("kimi-regex", pat_str=KIMI, mergeable_ranks=ranks, special_tokens={})
+    ours = hf_bpe.BPE.from_tiktoken(str(path), pattern="kimi")
+    for name in ("english", "code", "multilingual"):
+        text = corpus_slice(name, 200_000, offset=1_000_000)
+        assert ours.encode_ordinary(text) == enc.encode_ordinary(text), name
+    for text in ("x\u4e2d\u6587y 1\u3007 !\u2e80 x\u2e80! ;\n//x", "\u65e5\u672c\u8a9e\u306e'S A\u3005b HTTPServer's",
+                 "\u2f00\u2e80 \u3021\u3007\u4e00 ::\u3038\r\n"):
+        assert ours.encode_ordinary(text) == enc.encode_ordinary(text), text
+
+
+def test_kimi_v1_reads_the_source_as_the_reference():
+    # The `regex` module's V1 (full case folding) on the source as written, against the V0
+    # reference: the same splits (no char full-folds into a contraction where simple folding
+    # does not), on corpora and on every code point after an apostrophe and in a word.
+    v1 = regex.compile(KIMI, regex.V1)
+    chars = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    texts = [corpus_slice(n, 200_000, offset=3_000_000) for n in ("english", "code", "multilingual")]
+    texts += ["".join("x'" + c + " " for c in chars), "".join("A" + c + "'re " for c in chars[::5])]
+    for text in texts:
+        assert v1.findall(text) == COMPILED["kimi"][0].findall(text)

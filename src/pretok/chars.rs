@@ -25,6 +25,7 @@
 
 pub use crate::unicode_tables::{L, LO, M, N, PS, UP, WS};
 use crate::unicode_tables::{fold_non_ascii_contraction_letter, ASCII, BLOCKS, BLOCK_INDEX};
+pub use crate::unicode_tables::is_han;
 #[cfg(test)]
 use crate::unicode_tables::class_of;
 
@@ -67,8 +68,51 @@ pub fn class_at(b: &[u8], i: usize) -> (u8, usize) {
 
 #[inline(always)]
 pub fn class_non_ascii(b: &[u8], i: usize, c0: u8) -> (u8, usize) {
+    class_non_ascii_h::<false>(b, i, c0)
+}
+
+/// [`class_non_ascii`]; with `HAN` (Kimi's letter classes, `[..&&[^\p{Han}]]`), a Han char
+/// is in neither `UP` nor `LO` (its other bits stay: it is still `\p{L}` for the prefix and
+/// "other" classes). Only chars with `UP` or `LO` are looked up, so punctuation pays nothing.
+#[inline(always)]
+pub fn class_non_ascii_h<const HAN: bool>(b: &[u8], i: usize, c0: u8) -> (u8, usize) {
     let (cp, len) = decode_non_ascii(b, i, c0);
-    (class_of_valid(cp), len)
+    let cls = class_of_valid(cp);
+    if HAN && cls & (UP | LO) != 0 && is_han(cp) {
+        return (cls & !(UP | LO), len);
+    }
+    (cls, len)
+}
+
+/// [`class_or_end`] with [`class_non_ascii_h`]'s `HAN` rule.
+#[inline(always)]
+pub fn class_or_end_h<const HAN: bool>(b: &[u8], i: usize) -> (u8, usize) {
+    if i >= b.len() {
+        return (0, 0);
+    }
+    let c = at(b, i);
+    if c < 0x80 {
+        (ASCII[c as usize], 1)
+    } else {
+        class_non_ascii_h::<HAN>(b, i, c)
+    }
+}
+
+/// End of the run of `\p{Han}` chars starting at `i`.
+#[inline(always)]
+pub fn han_run(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() {
+        let c = at(b, i);
+        if c < 0x80 {
+            break;
+        }
+        let (cp, len) = decode_non_ascii(b, i, c);
+        if !is_han(cp) {
+            break;
+        }
+        i += len;
+    }
+    i
 }
 
 /// Class bits of the char at `i`, or 0 past the end (0 = "none of the classes", which every
@@ -170,7 +214,13 @@ pub fn is_ascii_letter(c: u8) -> bool {
 /// End of the maximal run starting at `i` of chars whose class has a bit of `mask`.
 /// `k` must describe exactly the ASCII members of `mask` (or be `Swar::None`).
 #[inline(always)]
-pub fn run(b: &[u8], mut i: usize, mask: u8, k: Swar) -> usize {
+pub fn run(b: &[u8], i: usize, mask: u8, k: Swar) -> usize {
+    run_h::<false>(b, i, mask, k)
+}
+
+/// [`run`] with [`class_non_ascii_h`]'s `HAN` rule (Han chars are not in `UP` or `LO`).
+#[inline(always)]
+pub fn run_h<const HAN: bool>(b: &[u8], mut i: usize, mask: u8, k: Swar) -> usize {
     let n = b.len();
     // SWAR first (the caller usually just consumed an ASCII member), then per char. After a
     // non-ASCII char we go straight to the next char instead of trying SWAR on bytes that
@@ -197,7 +247,7 @@ pub fn run(b: &[u8], mut i: usize, mask: u8, k: Swar) -> usize {
                 i += 1;
                 break; // back to SWAR
             }
-            let (cls, len) = class_non_ascii(b, i, c);
+            let (cls, len) = class_non_ascii_h::<HAN>(b, i, c);
             if cls & mask == 0 {
                 return i;
             }
@@ -271,14 +321,20 @@ impl Blocks {
     /// Same result as `run(b, p, mask, self.kind)`, where `mask` has the same ASCII members
     /// as `self.kind` (L for `Letter`, LO for `Lower`).
     #[inline(always)]
-    pub fn run(&mut self, b: &[u8], mut p: usize, mask: u8) -> usize {
+    pub fn run(&mut self, b: &[u8], p: usize, mask: u8) -> usize {
+        self.run_h::<false>(b, p, mask)
+    }
+
+    /// [`Self::run`] with [`class_non_ascii_h`]'s `HAN` rule.
+    #[inline(always)]
+    pub fn run_h<const HAN: bool>(&mut self, b: &[u8], mut p: usize, mask: u8) -> usize {
         let n = b.len();
         loop {
             let base = p & !63;
             if base != self.base {
                 if base + 64 > n {
                     // Tail of the text: the per-byte/SWAR path.
-                    return run(b, p, mask, self.kind);
+                    return run_h::<HAN>(b, p, mask, self.kind);
                 }
                 self.base = base;
                 self.bits = block_bits(b, base, self.kind);
@@ -296,7 +352,7 @@ impl Blocks {
         }
         // b[p] is not an ASCII member; a non-ASCII char may still be one (e.g. "café").
         if p < n && at(b, p) >= 0x80 {
-            return run(b, p, mask, self.kind);
+            return run_h::<HAN>(b, p, mask, self.kind);
         }
         p
     }

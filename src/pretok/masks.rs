@@ -202,6 +202,9 @@ pub enum NonAscii {
     /// o200k: only "other" (not letters or marks, whose upper/lower classes overlap; not
     /// numbers or whitespace).
     O200k,
+    /// Kimi: as o200k, and not Han chars (their runs are pieces of their own, and a Han
+    /// symbol such as a radical is no "other" char at a piece's start).
+    Kimi,
 }
 
 /// Classifies the non-ASCII chars of a window one by one (decode + class table): letters and
@@ -225,6 +228,7 @@ pub fn add_non_ascii(b: &[u8], p: usize, m: &mut Masks, policy: NonAscii) {
                 cls & (WS | N) == 0 && (cls & L == 0 || fold_non_ascii_contraction_letter(cp) == 0)
             }
             NonAscii::O200k => cls & (WS | N | L | M) == 0,
+            NonAscii::Kimi => cls & (WS | N | L | M) == 0 && !is_han(cp),
             NonAscii::DeepSeek => {
                 cls & (PS | L | M) != 0 && !(0x3040..=0x30FF).contains(&cp) && !(0x4E00..=0x9FA5).contains(&cp)
             }

@@ -1,7 +1,7 @@
 //! Pre-tokenization: splitting text into the pieces ("pre-tokens") that BPE merges never cross.
 //!
 //! Built-in patterns (`gpt2`/`r50k`, `cl100k`, `o200k`, and the released models' variants:
-//! `llama3`, `qwen2`, `qwen3.5`, `nemotron`, `deepseek-v3`; names and sources in `spec.rs`) use
+//! `llama3`, `qwen2`, `qwen3.5`, `nemotron`, `deepseek-v3`, `kimi`; names and sources in `spec.rs`) use
 //! hand-written scanners (`cl100k.rs` and `o200k.rs` are generic over the rules the variants
 //! change) that produce exactly the splits of the regex as the Python `regex` module runs it;
 //! any other regex goes through `regex.rs` (a DFA where provably equal, else fancy-regex).
@@ -96,7 +96,7 @@ mod regex;
 pub use regex::Regex;
 pub mod spec;
 use spec::Known;
-pub use spec::{DEEPSEEK_V3_SPLITS, LLAMA3_PATTERN, NEMOTRON_PATTERN, QWEN2_PATTERN, QWEN35_PATTERN};
+pub use spec::{DEEPSEEK_V3_SPLITS, KIMI_PATTERN, LLAMA3_PATTERN, NEMOTRON_PATTERN, QWEN2_PATTERN, QWEN35_PATTERN};
 
 pub const GPT2_PATTERN: &str =
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
@@ -181,8 +181,8 @@ mod v3 {
     }
 
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    pub unsafe fn o200k<const C: bool, const D: usize>(text: &str, f: &mut impl PieceSink) {
-        o200k::scan::<C, D>(text, f)
+    pub unsafe fn o200k<const C: bool, const D: usize, const H: bool>(text: &str, f: &mut impl PieceSink) {
+        o200k::scan::<C, D, H>(text, f)
     }
 
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
@@ -220,12 +220,15 @@ pub enum Pattern {
     Nemotron,
     /// DeepSeek-V3: three `Isolated` splits in sequence ([`DEEPSEEK_V3_SPLITS`]).
     DeepSeekV3,
+    /// Kimi-K2 / K3: o200k with Han runs first and Han out of its letter classes, and no `/`
+    /// in the punctuation tail ([`KIMI_PATTERN`]).
+    Kimi,
     Custom { source: String, regex: Regex },
 }
 
 impl Pattern {
     /// A known name (`"gpt2"` (alias `"r50k"`), `"cl100k"`, `"o200k"`, `"llama3"`, `"qwen2"`,
-    /// `"qwen3.5"`, `"nemotron"`, `"deepseek-v3"`, aliases in [`spec::NAMES`]), the regex source
+    /// `"qwen3.5"`, `"nemotron"`, `"deepseek-v3"`, `"kimi"`, aliases in [`spec::NAMES`]), the regex source
     /// of one of them (as tiktoken or a tokenizer.json writes it), or any regex (look-around
     /// allowed). A spec made only of `[A-Za-z0-9_.-]` that is no known name is an error.
     pub fn from_spec(spec: &str) -> Result<Pattern, String> {
@@ -258,6 +261,7 @@ impl Pattern {
             Known::Qwen35 => Pattern::Qwen35,
             Known::Nemotron => Pattern::Nemotron,
             Known::DeepSeekV3 => Pattern::DeepSeekV3,
+            Known::Kimi => Pattern::Kimi,
         }
     }
 
@@ -285,6 +289,7 @@ impl Pattern {
             Pattern::Qwen2 => QWEN2_PATTERN,
             Pattern::Qwen35 => QWEN35_PATTERN,
             Pattern::Nemotron => NEMOTRON_PATTERN,
+            Pattern::Kimi => KIMI_PATTERN,
             Pattern::DeepSeekV3 => return DEEPSEEK_V3_SPLITS.to_vec(),
             Pattern::Custom { source, .. } => source,
         }]
@@ -301,6 +306,7 @@ impl Pattern {
             Pattern::Qwen35 => Known::Qwen35,
             Pattern::Nemotron => Known::Nemotron,
             Pattern::DeepSeekV3 => Known::DeepSeekV3,
+            Pattern::Kimi => Known::Kimi,
             Pattern::Custom { .. } => return None,
         };
         spec::canonical_name(k)
@@ -308,7 +314,8 @@ impl Pattern {
 
     /// True for the built-in patterns, whose pieces never span a `'\n'` followed by a
     /// non-whitespace character other than `'/'` (so text may be cut there without changing
-    /// the split). The `'/'` exception is o200k's `[\r\n/]*` tail: `";\n//"` is one piece.
+    /// the split). The `'/'` exception is o200k's `[\r\n/]*` tail: `";\n//"` is one piece
+    /// (Nemotron's too; Kimi's tail is `[\r\n]*`).
     pub fn is_builtin(&self) -> bool {
         !matches!(self, Pattern::Custom { .. })
     }
@@ -332,8 +339,9 @@ impl Pattern {
             Pattern::Llama3 => run_scanner!(cl100k::<3, false, false>, cl100k, text, f),
             Pattern::Qwen2 => run_scanner!(cl100k::<1, false, false>, cl100k, text, f),
             Pattern::Qwen35 => run_scanner!(cl100k::<1, false, true>, cl100k, text, f),
-            Pattern::O200k => run_scanner!(o200k::<true, 3>, o200k, text, f),
-            Pattern::Nemotron => run_scanner!(o200k::<false, 1>, o200k, text, f),
+            Pattern::O200k => run_scanner!(o200k::<true, 3, false>, o200k, text, f),
+            Pattern::Nemotron => run_scanner!(o200k::<false, 1, false>, o200k, text, f),
+            Pattern::Kimi => run_scanner!(o200k::<true, 3, true>, o200k, text, f),
             Pattern::DeepSeekV3 => run_scanner!(deepseek, deepseek, text, f),
         };
         // The text between matches is a piece of its own, and an empty match cuts the text
@@ -367,7 +375,7 @@ mod tests {
         v
     }
 
-    const ALL: [&str; 8] = ["gpt2", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "nemotron", "deepseek-v3"];
+    const ALL: [&str; 9] = ["gpt2", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "nemotron", "deepseek-v3", "kimi"];
 
     #[test]
     fn model_variants_exact() {
@@ -380,6 +388,11 @@ mod tests {
             split("deepseek-v3", "Hello, WORLD!! it's 12345 日本語ですx a  1\u{0}"),
             ["Hello", ",", " WORLD", "!!", " it", "'s", " ", "123", "45", " ", "日本語です", "x", " a", "  ", "1", "\u{0}"]
         );
+        assert_eq!(
+            split("kimi", "HTTPServer isn'T 日本語 x中文y 1〇 !⺀ x⺀! a/b//\n\r\n x"),
+            ["HTTPServer", " isn'T", " ", "日本語", " x", "中文", "y", " ", "1〇", " !⺀", " x", "⺀", "!", " a", "/b", "//\n\r\n", " x"]
+        );
+        assert_eq!(split("kimi", ";\n//x"), [";\n", "//", "x"]);
     }
 
     #[test]
@@ -444,7 +457,8 @@ mod tests {
         let parts = [
             "a", "Zebra", " the", "  ", "\n", "\r\n", " \n ", "'s", "'LL", "'re", "12345", "\u{e9}t\u{e9}",
             "\u{65e5}\u{672c}", " \u{201c}", "\u{2014}", "\u{301}", "\u{17f}", "\u{3000}", "\u{85}", ";\n//", "/",
-            "\u{1f600}\u{200d}\u{1f600}", "\t", "HTTPServer", "camelCase", "x'", ".,!?",
+            "\u{1f600}\u{200d}\u{1f600}", "\t", "HTTPServer", "camelCase", "x'", ".,!?", "\u{4e2d}\u{6587}", "\u{2e80}",
+            "\u{3007}", "\u{16ff0}",
         ];
         let mut seed = 9u64;
         for _ in 0..3000 {
@@ -462,8 +476,9 @@ mod tests {
             assert_eq!(run(&t, |t, f| gpt2::scan(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::gpt2(t, &mut &mut *f) }), "{t:?}");
             assert_eq!(run(&t, |t, f| cl100k::scan::<3, true, false>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::cl100k::<3, true, false>(t, &mut &mut *f) }), "{t:?}");
             assert_eq!(run(&t, |t, f| cl100k::scan::<1, false, true>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::cl100k::<1, false, true>(t, &mut &mut *f) }), "{t:?}");
-            assert_eq!(run(&t, |t, f| o200k::scan::<true, 3>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::o200k::<true, 3>(t, &mut &mut *f) }), "{t:?}");
-            assert_eq!(run(&t, |t, f| o200k::scan::<false, 1>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::o200k::<false, 1>(t, &mut &mut *f) }), "{t:?}");
+            assert_eq!(run(&t, |t, f| o200k::scan::<true, 3, false>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::o200k::<true, 3, false>(t, &mut &mut *f) }), "{t:?}");
+            assert_eq!(run(&t, |t, f| o200k::scan::<false, 1, false>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::o200k::<false, 1, false>(t, &mut &mut *f) }), "{t:?}");
+            assert_eq!(run(&t, |t, f| o200k::scan::<true, 3, true>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::o200k::<true, 3, true>(t, &mut &mut *f) }), "{t:?}");
             assert_eq!(run(&t, |t, f| deepseek::scan(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::deepseek(t, &mut &mut *f) }), "{t:?}");
         }
     }

@@ -29,17 +29,27 @@
 //!
 //! Performance: ASCII lowercase words (" the") hit A with a one-char prefix, an empty UP run,
 //! and a SWAR lowercase run. Capitalised words take one extra ASCII uppercase step.
+//!
+//! Kimi-K2 (`H`, see `pretok::spec`) is this pattern with a first alternative `[\p{Han}]+`,
+//! Han taken out of UP and LO (`[..&&[^\p{Han}]]`), and D's tail `[\r\n]*` (no `/`). So a piece
+//! that starts at a Han char is the Han run; elsewhere Han chars keep their other classes
+//! (letters for P and D, so `" 中"` is `" "`, `"中"`; a Han radical, `So`, is "other" inside a
+//! D run, `"!⺀"`; a Han `Nl` char such as `〇` is a number inside C's run, `"1〇"`). The
+//! window path takes no Han char (non-ASCII, so the per-char path decides there).
 
 use super::chars::*;
 use super::masks::*;
 use super::PieceSink;
 
-/// `C`: the optional contraction after a word; `DIGITS`: the `\p{N}{1,3}` limit. o200k is
-/// `<true, 3>`; Mistral's Tekken (Nemotron) has neither, `<false, 1>` (see `pretok::spec`).
+/// `C`: the optional contraction after a word; `DIGITS`: the `\p{N}{1,3}` limit; `H`: Kimi's
+/// Han rules (above). o200k is `<true, 3, false>`; Mistral's Tekken (Nemotron) has neither
+/// contraction nor number runs, `<false, 1, false>`; Kimi-K2 is `<true, 3, true>` (see
+/// `pretok::spec`).
 #[inline(always)]
-pub fn scan<const C: bool, const DIGITS: usize>(text: &str, f: &mut impl PieceSink) {
+pub fn scan<const C: bool, const DIGITS: usize, const H: bool>(text: &str, f: &mut impl PieceSink) {
     let mut blk = Blocks::new(Swar::Lower);
-    scan_windows!(text.as_bytes(), f, LOOKAHEAD, NonAscii::O200k, window_starts::<C, DIGITS>, piece_end::<C, DIGITS>, blk);
+    let policy = if H { NonAscii::Kimi } else { NonAscii::O200k };
+    scan_windows!(text.as_bytes(), f, LOOKAHEAD, policy, window_starts::<C, DIGITS, H>, piece_end::<C, DIGITS, H>, blk);
 }
 
 /// A word ending at `e`, with the optional contraction (`C`) after it.
@@ -73,7 +83,7 @@ const LOOKAHEAD: u32 = 3;
 ///   GPT-2 (the last char before non-whitespace is given back). A run with `\r\n` after other
 ///   whitespace (`" \n"`) is rare and left to the per-char path: `lim` stops before it.
 #[inline(always)]
-fn window_starts<const C: bool, const DIGITS: usize>(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
+fn window_starts<const C: bool, const DIGITS: usize, const H: bool>(b: &[u8], p: usize, m: &Masks, lim: u32) -> (u64, u32) {
     let le = m.letter;
     let up = le & !m.lower;
     let (mut st, o) = prefix_word_starts(m, le & (!prev(le) | (up & prev(m.lower))));
@@ -83,7 +93,9 @@ fn window_starts<const C: bool, const DIGITS: usize>(b: &[u8], p: usize, m: &Mas
     // tail ended with `/`. No branch on whether the window has a tail: that branch was taken
     // in about a third of English windows, unpredictably, and cost more than the bit operations
     // (which change nothing without one).
-    let ends = other_run_tails(m, o, m.crlf | m.slash, &mut st);
+    // (Kimi's tail is `[\r\n]*`: then the line below changes nothing, as in cl100k.)
+    let tail = if H { m.crlf } else { m.crlf | m.slash };
+    let ends = other_run_tails(m, o, tail, &mut st);
     st &= !(prev(whole_chars(ends & o, m.cont & o)) & le);
     // Contractions after a word (not after a contraction: `"it's's"` is `"it's"`, `"'s"`).
     let mut cands = if C { m.apos & prev(le) } else { 0 };
@@ -111,16 +123,16 @@ fn window_starts<const C: bool, const DIGITS: usize>(b: &[u8], p: usize, m: &Mas
 
 /// Alternative A starting after the prefix decision at `s`.
 #[inline(always)]
-fn alt_a<const C: bool>(b: &[u8], s: usize) -> Option<usize> {
+fn alt_a<const C: bool, const H: bool>(b: &[u8], s: usize) -> Option<usize> {
     // Maximal UP run s..e, remembering the end of its last LO char.
     let mut e = s;
     let mut last_lo_end = 0;
     loop {
-        let (cls, len) = class_or_end(b, e);
+        let (cls, len) = class_or_end_h::<H>(b, e);
         if cls & UP == 0 {
             if cls & LO != 0 {
                 // j == e: LO run from e.
-                let e_l = run(b, e + len, LO, Swar::Lower);
+                let e_l = run_h::<H>(b, e + len, LO, Swar::Lower);
                 return Some(tail::<C>(b, e_l));
             }
             break;
@@ -142,13 +154,13 @@ fn alt_a<const C: bool>(b: &[u8], s: usize) -> Option<usize> {
 
 /// Alternative B starting after the prefix decision at `s`.
 #[inline(always)]
-fn alt_b<const C: bool>(b: &[u8], s: usize) -> Option<usize> {
-    let (cls, len) = class_or_end(b, s);
+fn alt_b<const C: bool, const H: bool>(b: &[u8], s: usize) -> Option<usize> {
+    let (cls, len) = class_or_end_h::<H>(b, s);
     if cls & UP == 0 {
         return None;
     }
-    let e = run(b, s + len, UP, Swar::Upper);
-    let e = run(b, e, LO, Swar::Lower);
+    let e = run_h::<H>(b, s + len, UP, Swar::Upper);
+    let e = run_h::<H>(b, e, LO, Swar::Lower);
     Some(tail::<C>(b, e))
 }
 
@@ -159,12 +171,12 @@ fn alt_b<const C: bool>(b: &[u8], s: usize) -> Option<usize> {
 ///   uppercase run, its LO* is empty, then the optional contraction (`"HTTP'S"`).
 /// * b[e] non-ASCII: `None`, the general path decides (it may be an Lm/Lo/M char).
 #[inline(always)]
-fn ascii_upper_word<const C: bool>(b: &[u8], s: usize, blk: &mut Blocks) -> Option<usize> {
+fn ascii_upper_word<const C: bool, const H: bool>(b: &[u8], s: usize, blk: &mut Blocks) -> Option<usize> {
     let n = b.len();
     // "The": the common capitalised word. Checked first so that the lowercase run starts at
     // a constant offset from the piece start (no SWAR result on the dependency chain).
     if s < n && at(b, s).is_ascii_lowercase() {
-        let e = blk.run(b, s + 1, LO);
+        let e = blk.run_h::<H>(b, s + 1, LO);
         return Some(tail::<C>(b, e));
     }
     let mut e = swar_skip(b, s, Swar::Upper);
@@ -176,7 +188,7 @@ fn ascii_upper_word<const C: bool>(b: &[u8], s: usize, blk: &mut Blocks) -> Opti
     }
     let d = at(b, e);
     if d.is_ascii_lowercase() {
-        let e = blk.run(b, e + 1, LO);
+        let e = blk.run_h::<H>(b, e + 1, LO);
         return Some(tail::<C>(b, e));
     }
     if d < 0x80 {
@@ -186,7 +198,7 @@ fn ascii_upper_word<const C: bool>(b: &[u8], s: usize, blk: &mut Blocks) -> Opti
 }
 
 #[inline(always)]
-fn piece_end<const C: bool, const DIGITS: usize>(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
+fn piece_end<const C: bool, const DIGITS: usize, const H: bool>(b: &[u8], i: usize, blk: &mut Blocks) -> usize {
     let n = b.len();
     let c = at(b, i);
     // Fast paths for the common ASCII shapes of A: " word", "word", " Word", "Word". With an
@@ -208,20 +220,20 @@ fn piece_end<const C: bool, const DIGITS: usize>(b: &[u8], i: usize, blk: &mut B
         if i + 1 < n {
             let c1 = at(b, i + 1);
             if c1.is_ascii_lowercase() {
-                let e = blk.run(b, i + 2, LO);
+                let e = blk.run_h::<H>(b, i + 2, LO);
                 return tail::<C>(b, e);
             }
             if c1.is_ascii_uppercase() {
-                if let Some(e) = ascii_upper_word::<C>(b, i + 2, blk) {
+                if let Some(e) = ascii_upper_word::<C, H>(b, i + 2, blk) {
                     return e;
                 }
             }
         }
     } else if c.is_ascii_lowercase() {
-        let e = blk.run(b, i + 1, LO);
+        let e = blk.run_h::<H>(b, i + 1, LO);
         return tail::<C>(b, e);
     } else if c.is_ascii_uppercase() {
-        if let Some(e) = ascii_upper_word::<C>(b, i + 1, blk) {
+        if let Some(e) = ascii_upper_word::<C, H>(b, i + 1, blk) {
             return e;
         }
     } else if c.is_ascii_digit() {
@@ -244,17 +256,17 @@ fn piece_end<const C: bool, const DIGITS: usize>(b: &[u8], i: usize, blk: &mut B
         if this == 0 {
             if next & (L | NON_ASCII) == 0 {
                 let e = run_not(b, i + 1, L | N | WS);
-                return run_crlf(b, e, true);
+                return run_crlf(b, e, !H);
             }
             // ASCII punctuation as the optional prefix of A/B before an ASCII word ("(a",
             // "_name", ".method", "'tis"): same shapes as after a space.
             let c1 = at(b, i + 1); // next != 0, so i + 1 < n
             if c1.is_ascii_lowercase() {
-                let e = blk.run(b, i + 2, LO);
+                let e = blk.run_h::<H>(b, i + 2, LO);
                 return tail::<C>(b, e);
             }
             if c1.is_ascii_uppercase() {
-                if let Some(e) = ascii_upper_word::<C>(b, i + 2, blk) {
+                if let Some(e) = ascii_upper_word::<C, H>(b, i + 2, blk) {
                     return e;
                 }
             }
@@ -263,13 +275,20 @@ fn piece_end<const C: bool, const DIGITS: usize>(b: &[u8], i: usize, blk: &mut B
             return i + 1;
         }
     }
+    if H && c >= 0x80 {
+        // Kimi's first alternative: a Han run (Han chars are non-ASCII).
+        let (cp, len) = decode_non_ascii(b, i, c);
+        if is_han(cp) {
+            return han_run(b, i + len);
+        }
+    }
     let (cls, len) = class_at(b, i);
     if cls & L != 0 {
         // No prefix possible (a letter is not in P).
-        if let Some(e) = alt_a::<C>(b, i) {
+        if let Some(e) = alt_a::<C, H>(b, i) {
             return e;
         }
-        if let Some(e) = alt_b::<C>(b, i) {
+        if let Some(e) = alt_b::<C, H>(b, i) {
             return e;
         }
         unreachable_letter();
@@ -288,17 +307,17 @@ fn piece_end<const C: bool, const DIGITS: usize>(b: &[u8], i: usize, blk: &mut B
     }
     let is_prefix = c != b'\r' && c != b'\n';
     if is_prefix {
-        if let Some(e) = alt_a::<C>(b, i + len) {
+        if let Some(e) = alt_a::<C, H>(b, i + len) {
             return e;
         }
     }
     if cls & M != 0 {
-        if let Some(e) = alt_a::<C>(b, i) {
+        if let Some(e) = alt_a::<C, H>(b, i) {
             return e;
         }
     }
     if is_prefix {
-        if let Some(e) = alt_b::<C>(b, i + len) {
+        if let Some(e) = alt_b::<C, H>(b, i + len) {
             return e;
         }
     }
@@ -307,12 +326,12 @@ fn piece_end<const C: bool, const DIGITS: usize>(b: &[u8], i: usize, blk: &mut B
         let (next, nlen) = class_or_end(b, i + 1);
         if nlen != 0 && next & (L | N | WS) == 0 {
             let e = run_not(b, i + 1 + nlen, L | N | WS);
-            return run_crlf(b, e, true);
+            return run_crlf(b, e, !H);
         }
     }
     if cls & WS == 0 {
         let e = run_not(b, i + len, L | N | WS);
-        return run_crlf(b, e, true);
+        return run_crlf(b, e, !H);
     }
     let r = ws_run(b, i);
     if r.crlf_end != 0 {

@@ -4,7 +4,9 @@
 //!
 //! Invariant: a source maps to a scanner only if the scanner's splits equal the `regex`
 //! module's for that source on every text (tests/test_model_patterns.py checks each source
-//! listed here). A spec that looks like a name (`[A-Za-z0-9_.-]+`) and is none is an error, so
+//! listed here; Kimi's class intersections `&&` the module reads only with its `V1` flag, so
+//! its reference spells them with a lookahead in `V0`, and `V1` on the source agrees). A spec
+//! that looks like a name (`[A-Za-z0-9_.-]+`) and is none is an error, so
 //! a typo cannot silently become a regex that matches nothing.
 
 use std::borrow::Cow;
@@ -19,6 +21,26 @@ pub const QWEN2_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]
 pub const QWEN35_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 /// Mistral's Tekken, used by NVIDIA Nemotron: o200k without contractions, single numbers.
 pub const NEMOTRON_PATTERN: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Moonshot's Kimi-K2 / K3 (`pat_str` of its tokenization_kimi.py, tiktoken): o200k with a
+/// first alternative for Han runs, Han out of both letter classes (class intersection), and a
+/// `[\r\n]*` tail on the punctuation alternative where o200k has `[\r\n/]*`.
+pub const KIMI_PATTERN: &str = concat!(
+    r"[\p{Han}]+",
+    "|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"\p{N}{1,3}",
+    "|",
+    r" ?[^\s\p{L}\p{N}]+[\r\n]*",
+    "|",
+    r"\s*[\r\n]+",
+    "|",
+    r"\s+(?!\S)",
+    "|",
+    r"\s+"
+);
 /// DeepSeek-V3's three `Isolated` splits, in order (as in its tokenizer.json).
 pub const DEEPSEEK_V3_SPLITS: [&str; 3] = [
     r"\p{N}{1,3}",
@@ -45,10 +67,11 @@ pub enum Known {
     Qwen35,
     Nemotron,
     DeepSeekV3,
+    Kimi,
 }
 
 /// Every accepted name (the first of each scanner is its canonical name).
-pub const NAMES: [(&str, Known); 22] = [
+pub const NAMES: [(&str, Known); 24] = [
     ("gpt2", Known::Gpt2),
     ("r50k", Known::Gpt2),
     ("r50k_base", Known::Gpt2),
@@ -71,6 +94,8 @@ pub const NAMES: [(&str, Known); 22] = [
     ("tekken", Known::Nemotron),
     ("deepseek-v3", Known::DeepSeekV3),
     ("deepseek_v3", Known::DeepSeekV3),
+    ("kimi", Known::Kimi),
+    ("kimi-k2", Known::Kimi),
 ];
 
 /// The canonical name of a scanner: its first in [`NAMES`].
@@ -79,7 +104,7 @@ pub fn canonical_name(k: Known) -> Option<&'static str> {
 }
 
 /// The main regex sources (one per single-regex scanner).
-fn sources() -> [(&'static str, Known); 7] {
+fn sources() -> [(&'static str, Known); 8] {
     [
         (GPT2_PATTERN, Known::Gpt2),
         (CL100K_PATTERN, Known::Cl100k),
@@ -88,6 +113,7 @@ fn sources() -> [(&'static str, Known); 7] {
         (QWEN2_PATTERN, Known::Qwen2),
         (QWEN35_PATTERN, Known::Qwen35),
         (NEMOTRON_PATTERN, Known::Nemotron),
+        (KIMI_PATTERN, Known::Kimi),
     ]
 }
 
@@ -196,6 +222,8 @@ mod tests {
     fn names() {
         assert!(looks_like_name("gpt4") && looks_like_name("qwen2.5") && !looks_like_name(r"\s+") && !looks_like_name("a b"));
         assert_eq!(by_name("olmo2"), Some(Known::Llama3));
+        assert_eq!(by_name("kimi-k2"), Some(Known::Kimi));
+        assert_eq!(by_source(KIMI_PATTERN), Some(Known::Kimi));
         assert!(unknown_name("gpt4").contains("llama3, llama-3"));
     }
 }
