@@ -329,41 +329,32 @@ def test_word_counter_cuts_do_not_change_pieces(name):
 # (c) ids: hf_bpe with the Llama-3 scanner equals tiktoken with the same ranks and regex
 
 
-def test_llama3_ids_equal_tiktoken():
+# Short texts at each scanner's edges: CRLF and space runs; Han runs, Han next to other
+# letters, numbers and punctuation (Kimi takes Han out of its letter classes).
+_EDGE_TEXTS = {
+    "llama3": ("a \n ", "x  \n\t", "It's 12345!\r\n\r\n  "),
+    "kimi": ("x\u4e2d\u6587y 1\u3007 !\u2e80 x\u2e80! ;\n//x", "\u65e5\u672c\u8a9e\u306e'S A\u3005b HTTPServer's",
+             "\u2f00\u2e80 \u3021\u3007\u4e00 ::\u3038\r\n"),
+}
+
+
+@pytest.mark.parametrize("name,regex_src,offset", [("llama3", LLAMA3, 0), ("kimi", KIMI, 1_000_000)])
+def test_ids_equal_tiktoken_with_the_same_regex(name, regex_src, offset):
+    # tiktoken with cl100k's ranks and the model's regex (Kimi-K2 runs its pat_str in tiktoken;
+    # only the split matters here). tiktoken's regex engine has older Unicode data; the corpus
+    # slices hold no char it classes otherwise (see conftest.peer_stable_chars).
     tiktoken = pytest.importorskip("tiktoken")
     from tiktoken.load import load_tiktoken_bpe
 
     import hf_bpe
 
     path = shared_data() / "tiktoken" / "cl100k_base.tiktoken"
-    ranks = load_tiktoken_bpe(str(path))
-    enc = tiktoken.Encoding("llama3-regex", pat_str=LLAMA3, mergeable_ranks=ranks, special_tokens={})
-    ours = hf_bpe.BPE.from_tiktoken(str(path), pattern="llama3")
-    for name in ("english", "code", "multilingual"):
-        text = corpus_slice(name, 300_000)
-        # tiktoken's regex engine has older Unicode data: compare on text whose chars it knows
-        # the same way (letters assigned since differ; see conftest.peer_stable_chars).
-        assert ours.encode(text) == enc.encode_ordinary(text), name
-    for text in ("a \n ", "x  \n\t", "It's 12345!\r\n\r\n  "):
-        assert ours.encode(text) == enc.encode_ordinary(text)
-
-
-def test_kimi_ids_equal_tiktoken():
-    # Kimi-K2 runs its pat_str in tiktoken; with cl100k's ranks (only the split matters here).
-    tiktoken = pytest.importorskip("tiktoken")
-    from tiktoken.load import load_tiktoken_bpe
-
-    import hf_bpe
-
-    path = shared_data() / "tiktoken" / "cl100k_base.tiktoken"
-    ranks = load_tiktoken_bpe(str(path))
-    enc = tiktoken.Encoding("kimi-regex", pat_str=KIMI, mergeable_ranks=ranks, special_tokens={})
-    ours = hf_bpe.BPE.from_tiktoken(str(path), pattern="kimi")
-    for name in ("english", "code", "multilingual"):
-        text = corpus_slice(name, 200_000, offset=1_000_000)
-        assert ours.encode_ordinary(text) == enc.encode_ordinary(text), name
-    for text in ("x\u4e2d\u6587y 1\u3007 !\u2e80 x\u2e80! ;\n//x", "\u65e5\u672c\u8a9e\u306e'S A\u3005b HTTPServer's",
-                 "\u2f00\u2e80 \u3021\u3007\u4e00 ::\u3038\r\n"):
+    enc = tiktoken.Encoding(f"{name}-regex", pat_str=regex_src, mergeable_ranks=load_tiktoken_bpe(str(path)), special_tokens={})
+    ours = hf_bpe.BPE.from_tiktoken(str(path), pattern=name)
+    for corpus in ("english", "code", "multilingual"):
+        text = corpus_slice(corpus, 300_000 if name == "llama3" else 200_000, offset=offset)
+        assert ours.encode_ordinary(text) == enc.encode_ordinary(text), corpus
+    for text in _EDGE_TEXTS[name]:
         assert ours.encode_ordinary(text) == enc.encode_ordinary(text), text
 
 
