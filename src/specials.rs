@@ -13,7 +13,8 @@
 //!   two that start at one byte), as tiktoken's search does when at most one of them is listed.
 //! * **How.** A leftmost-longest Aho-Corasick automaton over the allowed specials: over all of
 //!   them, or over a subset, built on first use and kept (a few subsets at a time); and an
-//!   overlapping automaton over every special for the check. The encoder's check fused into
+//!   overlapping automaton over the `special` tokens alone for the check (a non-special added
+//!   token is never disallowed, and runs of spaces among them would stop it everywhere). The encoder's check fused into
 //!   the scan (`encode/queue.rs`) asks [`Specials::fused_lead`] and [`Specials::shortest_at`].
 
 use std::sync::{Arc, Mutex};
@@ -167,7 +168,8 @@ pub struct Specials {
     inner: Vec<(String, usize)>,
     any_edges: bool,
     all: Option<Arc<Automaton>>,
-    overlapping: Option<AhoCorasick>,
+    /// Over the special tokens only, with each pattern's index in `list`.
+    overlapping: Option<(AhoCorasick, Vec<usize>)>,
     subsets: Mutex<Vec<Arc<Automaton>>>,
     max_len: usize,
     /// The byte every special starts with, when the check may be fused into the scan (see
@@ -219,10 +221,15 @@ impl Specials {
         let (all, overlapping) = if list.is_empty() {
             (None, None)
         } else {
-            let pats: Vec<&str> = list.iter().map(|(s, _)| s.as_str()).collect();
-            let o = AhoCorasick::builder().match_kind(MatchKind::Standard).build(&pats).map_err(|e| e.to_string())?;
+            let specials: Vec<usize> = (0..list.len()).filter(|&i| tokens[i].special).collect();
+            let pats: Vec<&str> = specials.iter().map(|&i| list[i].0.as_str()).collect();
+            let o = if pats.is_empty() {
+                None
+            } else {
+                Some((AhoCorasick::builder().match_kind(MatchKind::Standard).build(&pats).map_err(|e| e.to_string())?, specials))
+            };
             let all = if outer_index.is_empty() { None } else { Some(Arc::new(Automaton::build(&list, outer_index)?)) };
-            (all, Some(o))
+            (all, o)
         };
         let plain = tokens.iter().all(|t| t.special && !t.has_edges()) && inner.is_empty();
         let lead = list.first().and_then(|(s, _)| s.as_bytes().first().copied()).filter(|&x| {
@@ -239,7 +246,7 @@ impl Specials {
                 second[c as usize] = true;
             }
         }
-        let max_len = list.iter().map(|(s, _)| s.len()).max().unwrap_or(0);
+        let max_len = list.iter().zip(&tokens).filter(|(_, t)| t.special).map(|((s, _), _)| s.len()).max().unwrap_or(0);
         Ok(Specials { list, tokens, inner, any_edges, all, overlapping, subsets: Mutex::new(Vec::new()), max_len, lead, second })
     }
 
@@ -440,7 +447,7 @@ impl Specials {
     /// starts earlier (`<<x>>` around `<x>`) may come later: it goes on until none can start
     /// earlier.
     fn leftmost(&self, text: &str, keep: impl Fn(&str) -> bool) -> Option<String> {
-        let ac = self.overlapping.as_ref()?;
+        let (ac, index) = self.overlapping.as_ref()?;
         let mut best: Option<(usize, usize, usize)> = None; // (start, len, index)
         for m in ac.find_overlapping_iter(text) {
             if let Some((start, _, _)) = best {
@@ -448,8 +455,8 @@ impl Specials {
                     break;
                 }
             }
-            let k = m.pattern().as_usize();
-            if self.tokens[k].special && keep(&self.list[k].0) && best.is_none_or(|(s, l, _)| (m.start(), m.len()) < (s, l)) {
+            let k = index[m.pattern().as_usize()];
+            if keep(&self.list[k].0) && best.is_none_or(|(s, l, _)| (m.start(), m.len()) < (s, l)) {
                 best = Some((m.start(), m.len(), k));
             }
         }
