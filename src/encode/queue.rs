@@ -16,6 +16,7 @@
 //! * These loops are long on purpose: each line was measured, see
 //!   [the log](../../docs/performance.md#encoder-hot-loop), and "where the time goes now" there.
 
+use std::mem::MaybeUninit;
 use crate::cache::{pack32, Entry, Key32, Table, TableKey, WordCache, ARENA_SLACK, LONG_FLAG};
 use crate::keys::{pack_in, pack_in_unchecked};
 use crate::pretok::{eq_mask, PieceSink};
@@ -38,7 +39,9 @@ struct PieceQueue<'a> {
     cache: &'a mut WordCache,
     b: &'a [u8],
     out: &'a mut Vec<u32>,
-    q: [Queued; 2 * QUEUE],
+    /// Entries `..n` are written; the rest are not initialised (zeroing 4 KB per text cost a
+    /// tenth of the time on texts cut into short stretches).
+    q: [MaybeUninit<Queued>; 2 * QUEUE],
     n: usize,
     /// Whether to look for special tokens in the pieces (the disallowed check, fused into the
     /// scan: see [`Encoder::encode_text_checked`]), and the byte every special starts with.
@@ -46,6 +49,14 @@ struct PieceQueue<'a> {
     lead: u8,
     /// The first special token found (its index in the specials' list).
     found: Option<usize>,
+}
+
+/// The first `n` entries of a queue, which are written (`push`, `push_window`).
+#[inline(always)]
+fn written(q: &[MaybeUninit<Queued>; 2 * QUEUE], n: usize) -> &[Queued] {
+    assert!(n <= q.len());
+    // SAFETY: entries `..n` are initialised, and `MaybeUninit<Queued>` has `Queued`'s layout.
+    unsafe { std::slice::from_raw_parts(q.as_ptr() as *const Queued, n) }
 }
 
 impl PieceQueue<'_> {
@@ -78,7 +89,7 @@ impl PieceQueue<'_> {
             (NOT_SHORT, e)
         };
         // The mask drops the bound check (n < 2 x QUEUE anyway).
-        self.q[self.n & (2 * QUEUE - 1)] = Queued { key, s, e };
+        self.q[self.n & (2 * QUEUE - 1)] = MaybeUninit::new(Queued { key, s, e });
         self.n += 1;
     }
 
@@ -96,7 +107,7 @@ impl PieceQueue<'_> {
         // The slot's byte offset straight from the hash: its top bits, shifted 5 less and
         // masked to a multiple of 32 (two instructions, where slot then offset took three).
         let (entries, shift) = (self.cache.short.entries.as_ptr() as *const u8, self.cache.short.shift - 5);
-        let q = self.q.as_mut_ptr();
+        let q = self.q.as_mut_ptr() as *mut Queued;
         // SAFETY: n < QUEUE, in the queue.
         let mut qp = unsafe { q.add(self.n) };
         while starts != 0 {
@@ -157,7 +168,7 @@ impl PieceQueue<'_> {
     #[inline(always)]
     fn drain_if_full(&mut self) {
         if self.n >= QUEUE {
-            self.enc.drain(self.cache, self.b, &self.q[..self.n], self.out);
+            self.enc.drain(self.cache, self.b, written(&self.q, self.n), self.out);
             self.n = 0;
         }
     }
@@ -283,10 +294,9 @@ impl Encoder {
     pub(super) fn encode_text_inner(&self, cache: &mut WordCache, text: &str, out: &mut Vec<u32>, check: bool) -> Result<(), String> {
         let b = text.as_bytes();
         let lead = self.specials.fused_lead().unwrap_or(0);
-        let mut pq = PieceQueue { enc: self, cache, b, out, q: [Queued::default(); 2 * QUEUE], n: 0, check, lead, found: None };
+        let mut pq = PieceQueue { enc: self, cache, b, out, q: [const { MaybeUninit::uninit() }; 2 * QUEUE], n: 0, check, lead, found: None };
         let r = self.pattern.for_each_piece(text, &mut pq);
-        let n = pq.n;
-        self.drain(pq.cache, b, &pq.q[..n], pq.out);
+        self.drain(pq.cache, b, written(&pq.q, pq.n), pq.out);
         if let Some(k) = pq.found {
             return Err(disallowed_error(&self.specials.list()[k].0));
         }

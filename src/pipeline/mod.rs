@@ -207,8 +207,8 @@ impl Pipeline {
     /// normalized group.
     pub fn encode(&self, enc: &Encoder, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, out: &mut Vec<u32>) -> Result<(), String> {
         let norm: Cow<str> = match &self.normalizer {
-            Some(n) if !n.keeps(text) => Cow::Owned(n.apply(text)?),
-            _ => Cow::Borrowed(text),
+            Some(n) => n.apply_cow(text)?,
+            None => Cow::Borrowed(text),
         };
         if inner.is_none() {
             return self.encode_stretch(enc, cache, &norm, out);

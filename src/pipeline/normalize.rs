@@ -2,6 +2,9 @@
 //! raw-matched added tokens, before the normalized ones are matched and before pre-tokenizing.
 
 use serde_json::Value;
+use std::borrow::Cow;
+
+use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized, UnicodeNormalization};
 
 use super::{field_bool, field_str, kind, Literal};
@@ -73,32 +76,93 @@ impl Normalizer {
         }
     }
 
-    /// True if [`Self::apply`] is known to return `s` unchanged, found cheaply: the Unicode
-    /// forms' quick checks say "yes" for nearly all text. They start at the char before the
-    /// first non-ASCII byte: ASCII is in every form, and a char of combining class 0 ends any
-    /// reordering or composition the rest could need.
-    pub fn keeps(&self, s: &str) -> bool {
-        let Some(p) = s.bytes().position(|b| b >= 0x80) else {
-            return matches!(self, Normalizer::Nfc | Normalizer::Nfd | Normalizer::Nfkc | Normalizer::Nfkd);
+    /// `s` normalized, borrowed when nothing changes (the common case for the Unicode forms).
+    pub fn apply_cow<'a>(&self, s: &'a str) -> Result<Cow<'a, str>, String> {
+        Ok(match self {
+            Normalizer::Nfc | Normalizer::Nfd | Normalizer::Nfkc | Normalizer::Nfkd => self.form(s),
+            Normalizer::Sequence(list) => {
+                let mut cur = Cow::Borrowed(s);
+                for n in list {
+                    if let Cow::Owned(x) = n.apply_cow(&cur)? {
+                        cur = Cow::Owned(x);
+                    }
+                }
+                cur
+            }
+            _ => Cow::Owned(self.apply(s)?),
+        })
+    }
+
+    /// A Unicode form, applied only where the text needs it. The text is cut before each
+    /// *stable* char (ASCII, or combining class 0 with the form's quick check "yes": nothing
+    /// before it can reorder or compose across it), and only the stretches between two cuts
+    /// that hold another char are normalized; the rest is copied (or borrowed, when no stretch
+    /// changes). A whole book with one accented letter costs one stretch, not the book.
+    fn form<'a>(&self, s: &'a str) -> Cow<'a, str> {
+        let quick = |c: char| {
+            let one = std::iter::once(c);
+            match self {
+                Normalizer::Nfc => is_nfc_quick(one),
+                Normalizer::Nfd => is_nfd_quick(one),
+                Normalizer::Nfkc => is_nfkc_quick(one),
+                _ => is_nfkd_quick(one),
+            }
         };
-        let rest = s[p.saturating_sub(1)..].chars();
-        match self {
-            Normalizer::Nfc => is_nfc_quick(rest) == IsNormalized::Yes,
-            Normalizer::Nfd => is_nfd_quick(rest) == IsNormalized::Yes,
-            Normalizer::Nfkc => is_nfkc_quick(rest) == IsNormalized::Yes,
-            Normalizer::Nfkd => is_nfkd_quick(rest) == IsNormalized::Yes,
-            _ => false,
+        let stable = |c: char| c.is_ascii() || (canonical_combining_class(c) == 0 && quick(c) == IsNormalized::Yes);
+        let whole = |t: &str| -> String {
+            match self {
+                Normalizer::Nfc => t.nfc().collect(),
+                Normalizer::Nfd => t.nfd().collect(),
+                Normalizer::Nfkc => t.nfkc().collect(),
+                _ => t.nfkd().collect(),
+            }
+        };
+        let b = s.as_bytes();
+        let mut out = String::new();
+        // `copied`: how far `out` holds the text; `cut`: the last cut before a stable char.
+        let (mut copied, mut cut, mut dirty) = (0, 0, false);
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] < 0x80 {
+                if dirty {
+                    out.push_str(&s[copied..cut]);
+                    out.push_str(&whole(&s[cut..i]));
+                    (copied, dirty) = (i, false);
+                }
+                cut = i;
+                i += 1;
+                continue;
+            }
+            let c = s[i..].chars().next().unwrap_or_default();
+            if stable(c) {
+                if dirty {
+                    out.push_str(&s[copied..cut]);
+                    out.push_str(&whole(&s[cut..i]));
+                    (copied, dirty) = (i, false);
+                }
+                cut = i;
+            } else {
+                dirty = true;
+            }
+            i += c.len_utf8();
         }
+        if dirty {
+            out.push_str(&s[copied..cut]);
+            out.push_str(&whole(&s[cut..]));
+            copied = b.len();
+        }
+        if copied == 0 {
+            return Cow::Borrowed(s);
+        }
+        out.push_str(&s[copied..]);
+        // A stretch that was already normalized changes nothing: the text can still be lent.
+        if out == s { Cow::Borrowed(s) } else { Cow::Owned(out) }
     }
 
     /// The normalized text.
     pub fn apply(&self, s: &str) -> Result<String, String> {
         Ok(match self {
-            _ if self.keeps(s) => s.to_string(),
-            Normalizer::Nfc => s.nfc().collect(),
-            Normalizer::Nfd => s.nfd().collect(),
-            Normalizer::Nfkc => s.nfkc().collect(),
-            Normalizer::Nfkd => s.nfkd().collect(),
+            Normalizer::Nfc | Normalizer::Nfd | Normalizer::Nfkc | Normalizer::Nfkd => self.form(s).into_owned(),
             // Char by char, as `tokenizers` (no final-sigma rule).
             Normalizer::Lowercase => s.chars().flat_map(char::to_lowercase).collect(),
             Normalizer::StripAccents => s.chars().filter(|&c| !unicode_normalization::char::is_combining_mark(c)).collect(),
@@ -158,6 +222,38 @@ impl Literal {
                 Ok(())
             }
             Literal::Regex(r) => r.for_each_match(s, f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_normalize_only_where_needed_and_equal_the_whole_text() {
+        // Chars that compose with what precedes them, reorder, decompose, or change under
+        // compatibility, around ASCII and stable letters.
+        let parts = ["e", "\u{301}", "\u{327}", "\u{316}", "Å", "A\u{30a}", "ﬁ", "한", "\u{1100}", "\u{1161}", "\u{11a8}",
+            "⑴", "İ", " ", "\n", "x", "ñ", "\u{344}", "\u{f73}", "é", "’", "日", "\u{3099}", "か"];
+        let forms = [Normalizer::Nfc, Normalizer::Nfd, Normalizer::Nfkc, Normalizer::Nfkd];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..4000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let text: String = (0..seed % 9).map(|k| parts[((seed >> (5 * k)) % parts.len() as u64) as usize]).collect();
+            for f in &forms {
+                let whole: String = match f {
+                    Normalizer::Nfc => text.nfc().collect(),
+                    Normalizer::Nfd => text.nfd().collect(),
+                    Normalizer::Nfkc => text.nfkc().collect(),
+                    _ => text.nfkd().collect(),
+                };
+                let got = f.apply_cow(&text).unwrap();
+                assert_eq!(got, whole, "{text:?}");
+                assert_eq!(matches!(got, Cow::Borrowed(_)), whole == text, "{text:?}");
+            }
         }
     }
 }
