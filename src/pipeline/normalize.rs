@@ -99,16 +99,25 @@ impl Normalizer {
     /// that hold another char are normalized; the rest is copied (or borrowed, when no stretch
     /// changes). A whole book with one accented letter costs one stretch, not the book.
     fn form<'a>(&self, s: &'a str) -> Cow<'a, str> {
-        let quick = |c: char| {
-            let one = std::iter::once(c);
-            match self {
-                Normalizer::Nfc => is_nfc_quick(one),
-                Normalizer::Nfd => is_nfd_quick(one),
-                Normalizer::Nfkc => is_nfkc_quick(one),
-                _ => is_nfkd_quick(one),
-            }
+        let k = match self {
+            Normalizer::Nfc => 0,
+            Normalizer::Nfd => 1,
+            Normalizer::Nfkc => 2,
+            _ => 3,
         };
-        let stable = |c: char| c.is_ascii() || (canonical_combining_class(c) == 0 && quick(c) == IsNormalized::Yes);
+        let bmp = STABLE_BMP[k].get_or_init(|| {
+            let mut bits = vec![0u64; 1024].into_boxed_slice();
+            for c in (0..0x10000).filter_map(char::from_u32) {
+                if is_stable(k, c) {
+                    bits[c as usize >> 6] |= 1 << (c as u32 & 63);
+                }
+            }
+            bits
+        });
+        let stable = |c: char| match c as usize {
+            x if x < 0x10000 => bmp[x >> 6] >> (x & 63) & 1 != 0,
+            _ => is_stable(k, c),
+        };
         let whole = |t: &str| -> String {
             match self {
                 Normalizer::Nfc => t.nfc().collect(),
@@ -226,6 +235,22 @@ impl Literal {
     }
 }
 
+/// Per Unicode form (NFC, NFD, NFKC, NFKD), one bit per BMP char: [`is_stable`], looked up
+/// once per process (8 KB each).
+static STABLE_BMP: [std::sync::OnceLock<Box<[u64]>>; 4] = [const { std::sync::OnceLock::new() }; 4];
+
+/// Whether nothing before `c` can reorder or compose across it in form `k` (see `form`).
+fn is_stable(k: usize, c: char) -> bool {
+    let one = std::iter::once(c);
+    let quick = match k {
+        0 => is_nfc_quick(one),
+        1 => is_nfd_quick(one),
+        2 => is_nfkc_quick(one),
+        _ => is_nfkd_quick(one),
+    };
+    c.is_ascii() || (canonical_combining_class(c) == 0 && quick == IsNormalized::Yes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,7 +260,7 @@ mod tests {
         // Chars that compose with what precedes them, reorder, decompose, or change under
         // compatibility, around ASCII and stable letters.
         let parts = ["e", "\u{301}", "\u{327}", "\u{316}", "Å", "A\u{30a}", "ﬁ", "한", "\u{1100}", "\u{1161}", "\u{11a8}",
-            "⑴", "İ", " ", "\n", "x", "ñ", "\u{344}", "\u{f73}", "é", "’", "日", "\u{3099}", "か"];
+            "⑴", "İ", " ", "\n", "x", "ñ", "\u{344}", "\u{f73}", "é", "’", "日", "\u{3099}", "か", "𝐀", "\u{1d15e}", "\u{1d165}"];
         let forms = [Normalizer::Nfc, Normalizer::Nfd, Normalizer::Nfkc, Normalizer::Nfkd];
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         for _ in 0..4000 {
