@@ -87,6 +87,7 @@ pub fn char_class(c: char) -> u8 {
 }
 mod cl100k;
 mod deepseek;
+mod dfa;
 mod gpt2;
 mod masks;
 pub use masks::eq_mask;

@@ -5,9 +5,8 @@
 //! final `"\n"`; an empty match advances the search by one char.
 //!
 //! Two engines, chosen per regex when it is compiled ([log](../../docs/performance.md#custom-regex-engine)):
-//! * **DFA** (regex-automata, a dense DFA with one pattern per top-level branch), copied into
-//!   flat tables (`Table`) so that one pass over the text with one load per byte finds the piece
-//!   ends that need no look back; the rest goes through one anchored run per match. A DFA has no
+//! * **DFA** (`dfa.rs`: regex-automata's dense DFA, one pattern per top-level branch, run in
+//!   one pass over flat tables). A DFA has no
 //!   look-around and no possessive quantifiers, so a regex takes this path only when `lower`
 //!   can prove the DFA's leftmost-first match equal to the backtracker's:
 //!   - a possessive / atomic repetition of one char class counts as greedy when nothing that
@@ -28,13 +27,9 @@
 //! `Regex` is `Send + Sync`: the DFA is read-only, matching needs no per-thread state.
 
 use fancy_regex::{Assertion, Expr, LookAround};
-use regex_automata::dfa::{dense, Automaton, StartKind};
-use regex_automata::util::{primitives::StateID, start};
-use regex_automata::{Anchored, MatchKind, PatternID};
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, LookSet};
 
-/// Dense DFA size limits: past them a regex goes to fancy-regex (building stays well under 1 s).
-const DFA_LIMIT: usize = 64 << 20;
+use super::dfa::Fast;
 
 /// A compiled regex, shared by all threads.
 pub struct Regex {
@@ -47,121 +42,11 @@ enum Engine {
     Fancy(fancy_regex::Regex),
 }
 
-/// The DFA path: one pattern per top-level branch, leftmost-first across them.
-struct Fast {
-    table: Table,
-    /// Anchored start state over all branches.
-    start: u32,
-    /// The branch that is `\s+(?!\S)` (searched as `\s+`), and the anchored start states of the
-    /// branches after it, tried in order when its fix-up fails.
-    lookahead: Option<(u32, Vec<u32>)>,
-}
-
-/// The DFA's states as flat transition tables, walked with a single load per byte. Entry
-/// `state + class[byte]` of `next` holds the next state (premultiplied by the row length)
-/// shifted left by one, with bit 0 set when that state is a match state; 0 is the dead state.
-/// A DFA match is reported one byte late (the state after byte `i` says whether `b[p..i]`
-/// matched), so the match flag of the state entered on byte `i` marks a match ending at `i`.
-///
-/// `fused` runs the whole text in one pass: where `next` enters a *final* state (a match state
-/// every byte leads out of to the dead state, so the match ends at `i` whatever follows), it
-/// holds the start state's entry for the same byte instead, flagged `END` (a piece ends at `i`
-/// and byte `i` begins the next). Entries that need the exact per-match walk (`run`) are
-/// `SLOW`: the dead state; a final state of the `\s+(?!\S)` branch is `SLOW | END` (the space
-/// run ends at `i`, before a non-space: it gives its last char back).
-struct Table {
-    class: [u8; 256],
-    next: Vec<u32>,
-    fused: Vec<u32>,
-    /// Per state index: the branch of a match state (`u32::MAX` for none), and the branch that
-    /// matches when the text ends in that state.
-    branch: Vec<u32>,
-    eoi: Vec<u32>,
-    shift: u32,
-}
-
-const END: u32 = 1;
-const SLOW: u32 = 2;
-
-impl Table {
-    /// Copies the states reachable from `starts` (the first is the start of a piece); `None`
-    /// if the DFA has a quit state or is too large to index with 30 bits.
-    fn new(dfa: &dense::DFA<Vec<u32>>, starts: &[StateID], lookahead: Option<u32>) -> Option<(Table, Vec<u32>)> {
-        let bc = dfa.byte_classes();
-        let mut class = [0u8; 256];
-        for b in 0..=255u8 {
-            class[b as usize] = bc.get(b);
-        }
-        // Rows are a power of two long, so a state's index is a shift away.
-        let shift = (class.iter().map(|&c| c as usize).max().unwrap_or(0) + 1).next_power_of_two().trailing_zeros();
-        let classes = 1usize << shift;
-        let reps: Vec<u8> = bc.representatives(..).filter_map(|u| u.as_u8()).collect();
-        // Index 0 is the dead state; the others are numbered as reached.
-        let mut index = std::collections::HashMap::new();
-        let mut order = vec![None];
-        let mut id = |sid: StateID, order: &mut Vec<Option<StateID>>| -> usize {
-            if dfa.is_dead_state(sid) {
-                return 0;
-            }
-            *index.entry(sid).or_insert_with(|| {
-                order.push(Some(sid));
-                order.len() - 1
-            })
-        };
-        let starts: Vec<u32> = starts.iter().map(|&s| (id(s, &mut order) * classes) as u32).collect();
-        let (mut next, mut branch, mut eoi) = (vec![0u32; classes], vec![u32::MAX], vec![u32::MAX]);
-        let mut k = 1;
-        while k < order.len() {
-            let sid = order[k]?;
-            if dfa.is_quit_state(sid) {
-                return None;
-            }
-            let mut row = vec![0u32; classes];
-            for &b in &reps {
-                let to = dfa.next_state(sid, b);
-                if dfa.is_quit_state(to) {
-                    return None;
-                }
-                let j = id(to, &mut order);
-                let flag = u32::from(j != 0 && dfa.is_match_state(to));
-                row[class[b as usize] as usize] = u32::try_from(j * classes * 4).ok()? >> 1 | flag;
-            }
-            next.extend_from_slice(&row);
-            branch.push(if dfa.is_match_state(sid) { dfa.match_pattern(sid, 0).as_u32() } else { u32::MAX });
-            let end = dfa.next_eoi_state(sid);
-            eoi.push(if dfa.is_match_state(end) { dfa.match_pattern(end, 0).as_u32() } else { u32::MAX });
-            k += 1;
-        }
-        let row = |j: usize| &next[j << shift..(j + 1) << shift];
-        let is_final = |j: usize| branch[j] != u32::MAX && eoi[j] == u32::MAX && row(j).iter().all(|&e| e == 0);
-        let start_row = row(starts[0] as usize >> shift);
-        let fused = next
-            .iter()
-            .enumerate()
-            .map(|(x, &e)| {
-                let j = (e >> 1) as usize >> shift;
-                if j == 0 {
-                    SLOW
-                } else if !is_final(j) {
-                    e >> 1 << 2
-                } else if Some(branch[j]) == lookahead {
-                    SLOW | END
-                } else {
-                    // A piece begins with this byte: the start state's entry for its class.
-                    let s = start_row[x & (classes - 1)];
-                    if s == 0 || s & 1 != 0 { SLOW } else { s >> 1 << 2 | END }
-                }
-            })
-            .collect();
-        Some((Table { class, next, fused, branch, eoi, shift }, starts))
-    }
-}
-
 impl Regex {
     /// Compiles `source`; the error names the pattern.
     pub fn new(source: &str) -> Result<Regex, String> {
         let tree = Expr::parse_tree(source).map_err(|e| format!("pattern {source:?} does not compile: {e}"))?;
-        if let Some(fast) = Fast::new(&tree.expr) {
+        if let Some(fast) = dfa_for(&tree.expr) {
             return Ok(Regex { source: source.to_string(), engine: Engine::Dfa(Box::new(fast)) });
         }
         let re = fancy_regex::Regex::new(&python_dollar(source))
@@ -199,174 +84,35 @@ impl Regex {
     }
 }
 
-impl Fast {
-    /// The DFA for `expr` if every branch lowers to a DFA-equivalent regex (see the module doc).
-    fn new(expr: &Expr) -> Option<Fast> {
-        let branches: Vec<&Expr> = match expr {
-            Expr::Alt(v) => v.iter().collect(),
-            e => vec![e],
-        };
-        let mut sources = Vec::with_capacity(branches.len());
-        let mut lookahead = None;
-        for (i, b) in branches.iter().enumerate() {
-            if is_space_run_not_before_non_space(b) {
-                if lookahead.is_some() {
-                    return None;
-                }
-                lookahead = Some(i);
-                sources.push(r"\s+".to_string());
-            } else {
-                sources.push(lower(b)?);
-            }
-        }
-        for s in &sources {
-            let hir = regex_syntax::Parser::new().parse(s).ok()?;
-            // Non-empty matches only (the empty-match rules stay with the backtracker), and no
-            // look assertion but the end of text, so one start state serves every position.
-            let looks = hir.properties().look_set().subtract(LookSet::singleton(Look::End));
-            if hir.properties().minimum_len().is_none_or(|n| n == 0) || !looks.is_empty() {
+/// The DFA for `expr` if every branch lowers to a DFA-equivalent regex (see the module doc).
+pub(super) fn dfa_for(expr: &Expr) -> Option<Fast> {
+    let branches: Vec<&Expr> = match expr {
+        Expr::Alt(v) => v.iter().collect(),
+        e => vec![e],
+    };
+    let mut sources = Vec::with_capacity(branches.len());
+    let mut lookahead = None;
+    for (i, b) in branches.iter().enumerate() {
+        if is_space_run_not_before_non_space(b) {
+            if lookahead.is_some() {
                 return None;
             }
-        }
-        let config = dense::Config::new()
-            .match_kind(MatchKind::LeftmostFirst)
-            .start_kind(StartKind::Anchored)
-            .starts_for_each_pattern(lookahead.is_some())
-            .dfa_size_limit(Some(DFA_LIMIT))
-            .determinize_size_limit(Some(DFA_LIMIT));
-        let dfa = dense::Builder::new().configure(config).build_many(&sources).ok()?;
-        let mut starts = vec![dfa.start_state(&start::Config::new().anchored(Anchored::Yes)).ok()?];
-        for j in lookahead.map_or(sources.len(), |i| i + 1)..sources.len() {
-            let cfg = start::Config::new().anchored(Anchored::Pattern(PatternID::new(j).ok()?));
-            starts.push(dfa.start_state(&cfg).ok()?);
-        }
-        let (table, starts) = Table::new(&dfa, &starts, lookahead.map(|i| i as u32))?;
-        let lookahead = lookahead.map(|i| (i as u32, starts[1..].to_vec()));
-        Some(Fast { table, start: starts[0], lookahead })
-    }
-
-    /// The leftmost-first match starting at `p` from start state `state`: its end and branch.
-    #[inline(always)]
-    fn run(&self, b: &[u8], p: usize, mut state: u32) -> Option<(usize, u32)> {
-        let t = &self.table;
-        let (mut last, mut last_state) = (usize::MAX, 0u32);
-        for (i, &c) in b.iter().enumerate().skip(p) {
-            // SAFETY: `state` starts a row of `next` (Table::new built every row with
-            // `1 << shift` entries), and a class is below `1 << shift`.
-            let e = unsafe { *t.next.get_unchecked(state as usize + *t.class.get_unchecked(c as usize) as usize) };
-            if e == 0 {
-                return (last != usize::MAX).then(|| (last, t.branch[(last_state >> t.shift) as usize]));
-            }
-            state = e >> 1;
-            if e & 1 != 0 {
-                (last, last_state) = (i, state);
-            }
-        }
-        match t.eoi[(state >> t.shift) as usize] {
-            u32::MAX => (last != usize::MAX).then(|| (last, t.branch[(last_state >> t.shift) as usize])),
-            pid => Some((b.len(), pid)),
+            lookahead = Some(i);
+            sources.push(r"\s+".to_string());
+        } else {
+            sources.push(lower(b)?);
         }
     }
-
-    /// Every match, left to right: the fused table finds piece ends in one pass, buffering
-    /// them so that the pass itself does not branch on them; what it cannot decide goes through
-    /// `step`.
-    fn for_each_match(&self, b: &[u8], mut f: impl FnMut(usize, usize)) {
-        let t = &self.table;
-        let n = b.len();
-        let mut p = 0;
-        let mut ends = [0usize; 64];
-        while p < n {
-            let (mut s, mut i, mut k, mut stop) = (self.start, p, 0, 0);
-            while i < n {
-                // SAFETY: `s` starts a row of `fused` (rows are `1 << shift` long and every
-                // entry names a row), a class is below `1 << shift`, and `i < n`.
-                let e = unsafe { *t.fused.get_unchecked(s as usize + *t.class.get_unchecked(*b.get_unchecked(i) as usize) as usize) };
-                if e & SLOW != 0 {
-                    stop = e;
-                    break;
-                }
-                ends[k] = i;
-                k += (e & END) as usize;
-                s = e >> 2;
-                i += 1;
-                if k == ends.len() {
-                    for &e in &ends {
-                        f(p, e);
-                        p = e;
-                    }
-                    k = 0;
-                }
-            }
-            for &e in &ends[..k] {
-                f(p, e);
-                p = e;
-            }
-            if i == n && p < n {
-                let pid = t.eoi[(s >> t.shift) as usize];
-                if pid != u32::MAX && self.lookahead.as_ref().is_none_or(|(la, _)| *la != pid) {
-                    f(p, n);
-                    return;
-                }
-            }
-            if stop == SLOW | END && p < n {
-                // A space run p..i before a non-space: all but its last char, if it has two.
-                let back = prev_char_start(b, i);
-                if back > p {
-                    f(p, back);
-                    p = back;
-                    continue;
-                }
-            }
-            if p < n {
-                p = self.step(b, p, &mut f);
-            }
+    for s in &sources {
+        let hir = regex_syntax::Parser::new().parse(s).ok()?;
+        // Non-empty matches only (the empty-match rules stay with the backtracker), and no
+        // look assertion but the end of text, so one start state serves every position.
+        let looks = hir.properties().look_set().subtract(LookSet::singleton(Look::End));
+        if hir.properties().minimum_len().is_none_or(|n| n == 0) || !looks.is_empty() {
+            return None;
         }
     }
-
-    /// The match at `p` (if any) by the exact walk, with the `\s+(?!\S)` fix-up; returns where
-    /// the next one is searched from.
-    fn step(&self, b: &[u8], p: usize, f: &mut impl FnMut(usize, usize)) -> usize {
-        match self.run(b, p, self.start) {
-            Some((e, pid)) if self.lookahead.as_ref().is_some_and(|(la, _)| *la == pid) => {
-                // `\s+` ran to the end of the space run; `(?!\S)` holds at the end of the
-                // text, else the run gives its last char back if it has another.
-                let back = if e == b.len() { e } else { prev_char_start(b, e) };
-                if back > p {
-                    f(p, back);
-                    return back;
-                }
-                let later = &self.lookahead.as_ref().unwrap().1;
-                if let Some((e, _)) = later.iter().find_map(|&s| self.run(b, p, s)) {
-                    f(p, e);
-                    e
-                } else {
-                    next_char_start(b, p)
-                }
-            }
-            Some((e, _)) => {
-                f(p, e);
-                e
-            }
-            None => next_char_start(b, p),
-        }
-    }
-}
-
-fn next_char_start(b: &[u8], mut i: usize) -> usize {
-    i += 1;
-    while i < b.len() && (b[i] as i8) < -64 {
-        i += 1;
-    }
-    i
-}
-
-fn prev_char_start(b: &[u8], mut i: usize) -> usize {
-    i -= 1;
-    while i > 0 && (b[i] as i8) < -64 {
-        i -= 1;
-    }
-    i
+    Fast::build(&sources, lookahead)
 }
 
 /// Whether `e` is `\s+(?!\S)`: a greedy run of `\s` not followed by a non-space.
@@ -617,35 +363,6 @@ mod tests {
         // No match at a position: the search moves on by one char.
         assert_eq!(spans(r"[一-龥]+", "ab日本c"), [(2, 8)]);
         assert_eq!(strs(r"\p{N}{1,3}", "x1234é5"), ["123", "4", "5"]);
-    }
-
-    #[test]
-    fn fused_pass_equals_the_exact_walk() {
-        // Random texts over the chars that end, extend and fail pieces; the fused pass must cut
-        // exactly where matching one piece at a time (`step`) does.
-        let alphabet = [" ", "  ", "\n", "\t", "a", "Z", "1", "'", "s", "é", "日", "!", "\r\n", "\u{3000}"];
-        let regexes = [GPT2_N12, CL100K, r"[一-龥]+|\p{N}{1,3}|\s+(?!\S)|x", r"\p{L}+|\s+(?!\S)|\s+"];
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        for re in regexes {
-            let Engine::Dfa(fast) = &Regex::new(re).unwrap().engine else { panic!("{re} is not on the DFA") };
-            for _ in 0..3000 {
-                let mut text = String::new();
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                for k in 0..(seed % 12) {
-                    text.push_str(alphabet[((seed >> (4 * k)) % alphabet.len() as u64) as usize]);
-                }
-                let b = text.as_bytes();
-                let (mut fused, mut exact) = (Vec::new(), Vec::new());
-                fast.for_each_match(b, |s, e| fused.push((s, e)));
-                let mut p = 0;
-                while p < b.len() {
-                    p = fast.step(b, p, &mut |s, e| exact.push((s, e)));
-                }
-                assert_eq!(fused, exact, "{re:?} on {text:?}");
-            }
-        }
     }
 
     #[test]
