@@ -25,15 +25,15 @@ __all__ = ["TokenTables", "token_tables", "AddedSpec", "split_added", "hf_offset
 
 
 class TokenTables:
-    """Each id's GPT-2 spelling (a special token as its text) and back, and which ids start with a
-    UTF-8 continuation byte."""
+    """Each id's GPT-2 spelling (an added token, special or not, as its text, as ``tokenizers``
+    spells it) and back, and which ids start with a UTF-8 continuation byte."""
 
     __slots__ = ("str_to_id", "id_to_str", "first_cont")
 
     def __init__(self, bpe: BPE) -> None:
         vocab = bpe.vocab
-        special_ids = {i: s for s, i in bpe.special_tokens.items()}
-        self.id_to_str = {i: special_ids.get(i) or formats.token_to_str(b) for i, b in vocab.items()}
+        added = {i: s for s, i in bpe.special_tokens.items()} | {t.id: t.content for t in bpe.added_tokens}
+        self.id_to_str = {i: added.get(i) or formats.token_to_str(b) for i, b in vocab.items()}
         self.str_to_id = {s: i for i, s in sorted(self.id_to_str.items())}
         self.first_cont = np.zeros(max(vocab) + 1, dtype=bool)
         for i, b in vocab.items():

@@ -261,6 +261,11 @@ def test_save_pretrained_round_trip_with_added_tokens(pair, tmp_path):
         assert t.pad_token == tok.pad_token and t.all_special_tokens == tok.all_special_tokens
         assert t.decode(t(text)["input_ids"]) == text
         assert t.decode(t(text)["input_ids"], skip_special_tokens=True) == "x<foo> 日本語トークンhéllo 🙂"
+    # Every other reader of the folder gets the same ids: the added tokens are in tokenizer.json.
+    import tokenizers
+    ids = tok(text)["input_ids"]
+    assert hf_bpe.BPE.load(tmp_path / "saved").encode(text, allowed_special="all") == ids
+    assert tokenizers.Tokenizer.from_file(str(tmp_path / "saved" / "tokenizer.json")).encode(text).ids == ids
     # re-saving a loaded tokenizer does not leak load-time keys either
     again.save_pretrained(tmp_path / "resaved")
     cfg2 = json.loads((tmp_path / "resaved" / "tokenizer_config.json").read_text())
