@@ -26,7 +26,7 @@ from hf_bpe.arrow import ArrowMapFn, arrow_columns, is_arrow_table, with_columns
 from hf_bpe.bpe import BPE, from_hf_files
 from hf_bpe.post import template_of
 from hf_bpe.hf_encoding import (AddedSpec, decode_with_added, encode_texts, pad_rows, pair_keep, token_tables,
-                                windows)
+                                windows, with_added)
 
 __all__ = ["BPETokenizer", "BPETokenizerConfig", "ArrowMapFn", "map_fn", "register"]
 
@@ -177,21 +177,11 @@ class BPETokenizer(PreTrainedTokenizer):
     # ---- files -----------------------------------------------------------------------------
 
     def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str, ...]:
-        """vocab.json, merges.txt and tokenizer.json; the tokenizer.json lists every added token,
-        those of ``add_tokens``/``add_special_tokens`` included, so that every reader of the
-        folder (``BPE.load``, the CLI, ``tokenizers``, ``transformers``) gets the same ids."""
+        """vocab.json, merges.txt and tokenizer.json, which lists every added token (``add_tokens`` ones too)."""
         b = self.bpe
         files = formats.folder_files(b.vocab, b.merges, b.special_tokens, b.pattern, type(self).__name__,
-                                     self._all_added_tokens(), b.pipeline)
+                                     with_added(b, self._added_tokens_decoder), b.pipeline)
         return write_vocabulary(save_directory, files, filename_prefix)
-
-    def _all_added_tokens(self) -> list[formats.AddedToken]:
-        """The engine's added tokens, then those added to this tokenizer since, by id."""
-        own = {t.id for t in self.bpe.added_tokens}
-        new = [formats.AddedToken(str(t.content), i, bool(t.special), bool(t.lstrip), bool(t.rstrip),
-                                  bool(t.single_word), bool(t.normalized))
-               for i, t in sorted(self._added_tokens_decoder.items()) if i not in own]
-        return [*self.bpe.added_tokens, *new]
 
     def save_pretrained(self, save_directory, *args: Any, **kwargs: Any):
         """``PreTrainedTokenizer.save_pretrained``, all-or-nothing (:func:`hf_bpe.artifacts.save_staged`),

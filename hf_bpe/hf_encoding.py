@@ -43,6 +43,15 @@ class TokenTables:
 _TABLES: dict[int, TokenTables] = {}
 
 
+def with_added(bpe: BPE, decoder: dict) -> list[formats.AddedToken]:
+    """``bpe``'s added tokens, then those of a tokenizer's ``added_tokens_decoder`` (id ->
+    ``transformers.AddedToken``) that it lacks (``add_tokens``/``add_special_tokens``), by id."""
+    own = {t.id for t in bpe.added_tokens}
+    new = [formats.AddedToken(str(t.content), i, bool(t.special), bool(t.lstrip), bool(t.rstrip), bool(t.single_word),
+                              bool(t.normalized)) for i, t in sorted(decoder.items()) if i not in own]
+    return [*bpe.added_tokens, *new]
+
+
 def token_tables(bpe: BPE) -> TokenTables:
     """The :class:`TokenTables` of ``bpe``, built on first use."""
     t = _TABLES.get(id(bpe))
