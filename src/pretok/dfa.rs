@@ -8,6 +8,8 @@ use regex_automata::dfa::{dense, Automaton, StartKind};
 use regex_automata::util::{primitives::StateID, start};
 use regex_automata::{Anchored, MatchKind, PatternID};
 
+use super::PieceSink;
+
 /// Dense DFA size limits: past them a regex goes to fancy-regex (building stays well under 1 s).
 const DFA_LIMIT: usize = 64 << 20;
 
@@ -166,89 +168,139 @@ impl Fast {
         }
     }
 
-    /// Every match, left to right: the fused table finds piece ends in one pass, buffering
-    /// them so that the pass itself does not branch on them; what it cannot decide goes through
-    /// `step`.
+    /// Every match, left to right (see [`Self::tile`]).
     pub fn for_each_match(&self, b: &[u8], mut f: impl FnMut(usize, usize)) {
+        self.tile::<false>(b, &mut f);
+    }
+
+    /// The pieces of `b`: every match, and the text between two matches as one piece.
+    pub fn for_each_piece(&self, b: &[u8], f: &mut impl PieceSink) {
+        self.tile::<true>(b, f);
+    }
+
+    /// The matches (and with `GAPS` the text between them) in order. The fused table finds
+    /// piece ends in one pass and sets them as bits of a 64-byte window that starts at the
+    /// current piece, handed to the sink whole ([`PieceSink::window`]); what the pass cannot
+    /// decide goes through the exact walk (`match_at`).
+    fn tile<const GAPS: bool>(&self, b: &[u8], f: &mut impl PieceSink) {
         let t = &self.table;
         let n = b.len();
+        // Everything before `p` is emitted, and a piece starts at `p`.
         let mut p = 0;
-        let mut ends = [0usize; 64];
         while p < n {
-            let (mut s, mut i, mut k, mut stop) = (self.start, p, 0, 0);
-            while i < n {
-                // SAFETY: `s` starts a row of `fused` (rows are `1 << shift` long and every
-                // entry names a row), a class is below `1 << shift`, and `i < n`.
-                let e = unsafe { *t.fused.get_unchecked(s as usize + *t.class.get_unchecked(*b.get_unchecked(i) as usize) as usize) };
-                if e & SLOW != 0 {
-                    stop = e;
-                    break;
-                }
-                ends[k] = i;
-                k += (e & END) as usize;
-                s = e >> 2;
-                i += 1;
-                if k == ends.len() {
-                    for &e in &ends {
-                        f(p, e);
-                        p = e;
+            let (mut s, mut i) = (self.start, p);
+            let stop = 'scan: loop {
+                // Bit `j` of `ends`: a piece ends at `p + j` (`j < 64`).
+                let lim = (p + 64).min(n);
+                let mut ends = 0u64;
+                while i < lim {
+                    // SAFETY: `s` starts a row of `fused` (rows are `1 << shift` long and every
+                    // entry names a row), a class is below `1 << shift`, and `i < n`.
+                    let e = unsafe { *t.fused.get_unchecked(s as usize + *t.class.get_unchecked(*b.get_unchecked(i) as usize) as usize) };
+                    if e & SLOW != 0 {
+                        p = emit(f, n, p, ends);
+                        break 'scan e;
                     }
-                    k = 0;
+                    ends |= u64::from(e & END) << (i - p);
+                    s = e >> 2;
+                    i += 1;
                 }
+                if ends != 0 && lim == p + 64 {
+                    p = f.window(p, p, ends);
+                    continue;
+                }
+                p = emit(f, n, p, ends);
+                // The text ends, or the piece at `p` is 64 bytes or more: on to its end.
+                while i < n {
+                    // SAFETY: as above.
+                    let e = unsafe { *t.fused.get_unchecked(s as usize + *t.class.get_unchecked(*b.get_unchecked(i) as usize) as usize) };
+                    if e & SLOW != 0 {
+                        break 'scan e;
+                    }
+                    s = e >> 2;
+                    i += 1;
+                    if e & END != 0 {
+                        f.piece(p, i - 1);
+                        p = i - 1;
+                        continue 'scan;
+                    }
+                }
+                break 0;
+            };
+            if p == n {
+                return;
             }
-            for &e in &ends[..k] {
-                f(p, e);
-                p = e;
-            }
-            if i == n && p < n {
+            if stop == 0 {
                 let pid = t.eoi[(s >> t.shift) as usize];
                 if pid != u32::MAX && self.lookahead.as_ref().is_none_or(|(la, _)| *la != pid) {
-                    f(p, n);
+                    f.piece(p, n);
                     return;
                 }
             }
-            if stop == SLOW | END && p < n {
+            if stop == SLOW | END {
                 // A space run p..i before a non-space: all but its last char, if it has two.
                 let back = prev_char_start(b, i);
                 if back > p {
-                    f(p, back);
+                    f.piece(p, back);
                     p = back;
                     continue;
                 }
             }
-            if p < n {
-                p = self.step(b, p, &mut f);
+            match self.match_at(b, p) {
+                Some(e) => {
+                    f.piece(p, e);
+                    p = e;
+                }
+                None => {
+                    let gap = p;
+                    p = next_char_start(b, p);
+                    if GAPS {
+                        while p < n && self.match_at(b, p).is_none() {
+                            p = next_char_start(b, p);
+                        }
+                        f.piece(gap, p);
+                    }
+                }
             }
         }
     }
 
-    /// The match at `p` (if any) by the exact walk, with the `\s+(?!\S)` fix-up; returns where
-    /// the next one is searched from.
-    fn step(&self, b: &[u8], p: usize, f: &mut impl FnMut(usize, usize)) -> usize {
+    /// The end of the match at `p` by the exact walk, with the `\s+(?!\S)` fix-up.
+    fn match_at(&self, b: &[u8], p: usize) -> Option<usize> {
         match self.run(b, p, self.start) {
             Some((e, pid)) if self.lookahead.as_ref().is_some_and(|(la, _)| *la == pid) => {
                 // `\s+` ran to the end of the space run; `(?!\S)` holds at the end of the
                 // text, else the run gives its last char back if it has another.
                 let back = if e == b.len() { e } else { prev_char_start(b, e) };
                 if back > p {
-                    f(p, back);
-                    return back;
+                    return Some(back);
                 }
-                let later = &self.lookahead.as_ref().unwrap().1;
-                if let Some((e, _)) = later.iter().find_map(|&s| self.run(b, p, s)) {
-                    f(p, e);
-                    e
-                } else {
-                    next_char_start(b, p)
-                }
+                let later = &self.lookahead.as_ref()?.1;
+                later.iter().find_map(|&s| self.run(b, p, s)).map(|(e, _)| e)
             }
-            Some((e, _)) => {
-                f(p, e);
-                e
-            }
-            None => next_char_start(b, p),
+            m => m.map(|(e, _)| e),
         }
     }
+}
+
+/// Emits the pieces that end at the bits of `ends` (see `Fast::tile`) and returns where the
+/// last one ends; through the sink's window when 64 bytes from `p` are in the text.
+#[inline(always)]
+fn emit(f: &mut impl PieceSink, n: usize, mut p: usize, mut ends: u64) -> usize {
+    if ends == 0 {
+        return p;
+    }
+    if p + 64 <= n {
+        return f.window(p, p, ends);
+    }
+    let base = p;
+    while ends != 0 {
+        let e = base + ends.trailing_zeros() as usize;
+        f.piece(p, e);
+        p = e;
+        ends &= ends - 1;
+    }
+    p
 }
 
 fn next_char_start(b: &[u8], mut i: usize) -> usize {
@@ -276,30 +328,55 @@ mod tests {
     #[test]
     fn fused_pass_equals_the_exact_walk() {
         // Random texts over the chars that end, extend and fail pieces; the fused pass must cut
-        // exactly where matching one piece at a time (`step`) does.
-        let alphabet = [" ", "  ", "\n", "\t", "a", "Z", "1", "'", "s", "é", "日", "!", "\r\n", "\u{3000}"];
+        // exactly where matching one piece at a time (`match_at`) does, and its pieces must
+        // tile the text with the gaps between matches.
+        let alphabet = [
+            " ", "  ", "\n", "\t", "a", "Z", "1", "'", "s", "é", "日", "!", "\r\n", "\u{3000}", "abcdefghijklmnopqrstuvwxyzabcdefghijklmn",
+            "                              ",
+        ];
         let regexes = [GPT2_N12, CL100K, r"[一-龥]+|\p{N}{1,3}|\s+(?!\S)|x", r"\p{L}+|\s+(?!\S)|\s+"];
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
         for re in regexes {
             let tree = fancy_regex::Expr::parse_tree(re).unwrap();
             let fast = super::super::regex::dfa_for(&tree.expr).unwrap_or_else(|| panic!("{re} is not on the DFA"));
-            let fast = &fast;
-            for _ in 0..3000 {
-                let mut text = String::new();
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                for k in 0..(seed % 12) {
-                    text.push_str(alphabet[((seed >> (4 * k)) % alphabet.len() as u64) as usize]);
-                }
+            for round in 0..3000 {
+                // Short texts, and long ones that fill windows and hold pieces of 64+ bytes.
+                let len = next() % if round % 3 == 0 { 120 } else { 12 };
+                let text: String = (0..len).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect();
                 let b = text.as_bytes();
-                let (mut fused, mut exact) = (Vec::new(), Vec::new());
-                fast.for_each_match(b, |s, e| fused.push((s, e)));
+                let (mut exact, mut tiles) = (Vec::new(), Vec::new());
                 let mut p = 0;
                 while p < b.len() {
-                    p = fast.step(b, p, &mut |s, e| exact.push((s, e)));
+                    match fast.match_at(b, p) {
+                        Some(e) => {
+                            exact.push((p, e));
+                            p = e;
+                        }
+                        None => p = super::next_char_start(b, p),
+                    }
                 }
-                assert_eq!(fused, exact, "{re:?} on {text:?}");
+                let mut last = 0;
+                for &(s, e) in &exact {
+                    if s > last {
+                        tiles.push((last, s));
+                    }
+                    tiles.push((s, e));
+                    last = e;
+                }
+                if last < b.len() {
+                    tiles.push((last, b.len()));
+                }
+                let (mut matches, mut pieces) = (Vec::new(), Vec::new());
+                fast.for_each_match(b, |s, e| matches.push((s, e)));
+                fast.for_each_piece(b, &mut |s, e| pieces.push((s, e)));
+                assert_eq!(matches, exact, "{re:?} on {text:?}");
+                assert_eq!(pieces, tiles, "{re:?} on {text:?}");
             }
         }
     }

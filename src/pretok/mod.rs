@@ -345,23 +345,7 @@ impl Pattern {
             Pattern::Kimi => run_scanner!(o200k::<true, 3, true>, o200k, text, f),
             Pattern::DeepSeekV3 => run_scanner!(deepseek, deepseek, text, f),
         };
-        // The text between matches is a piece of its own, and an empty match cuts the text
-        // where it stands (as `tokenizers`' Split with `behavior="isolated"`, which is what a
-        // saved tokenizer.json says), so nothing is lost.
-        let mut last = 0;
-        re.for_each_match(text, |s, e| {
-            if s > last {
-                f.piece(last, s);
-            }
-            if e > s {
-                f.piece(s, e);
-            }
-            last = e;
-        })?;
-        if last < text.len() {
-            f.piece(last, text.len());
-        }
-        Ok(())
+        re.for_each_piece(text, f)
     }
 }
 

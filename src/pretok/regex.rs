@@ -30,6 +30,7 @@ use fancy_regex::{Assertion, Expr, LookAround};
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, LookSet};
 
 use super::dfa::Fast;
+use super::PieceSink;
 
 /// A compiled regex, shared by all threads.
 pub struct Regex {
@@ -64,6 +65,30 @@ impl Regex {
             Engine::Dfa(_) => "dfa",
             Engine::Fancy(_) => "fancy-regex",
         }
+    }
+
+    /// The pieces of `text`: every match, and the text between two matches as a piece of its
+    /// own (as `tokenizers`' Split with `behavior="isolated"`, which is what a saved
+    /// tokenizer.json says), so that the pieces tile the text.
+    pub fn for_each_piece(&self, text: &str, f: &mut impl PieceSink) -> Result<(), String> {
+        if let Engine::Dfa(fast) = &self.engine {
+            fast.for_each_piece(text.as_bytes(), f);
+            return Ok(());
+        }
+        let mut last = 0;
+        self.for_each_match(text, |s, e| {
+            if s > last {
+                f.piece(last, s);
+            }
+            if e > s {
+                f.piece(s, e);
+            }
+            last = e;
+        })?;
+        if last < text.len() {
+            f.piece(last, text.len());
+        }
+        Ok(())
     }
 
     /// Calls `f(start, end)` for each match, left to right, non-overlapping (empty ones too).
