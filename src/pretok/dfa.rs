@@ -21,6 +21,9 @@ pub struct Fast {
     /// The branch that is `\s+(?!\S)` (searched as `\s+`), and the anchored start states of the
     /// branches after it, tried in order when its fix-up fails.
     lookahead: Option<(u32, Vec<u32>)>,
+    /// The branch after that one is `\s+` or `\s`, so it takes a single space char before a
+    /// non-space whole (GPT-2's and cl100k's patterns, which end that way).
+    space_next: bool,
 }
 
 /// The DFA's states as flat transition tables, walked with a single load per byte. Entry
@@ -34,7 +37,10 @@ pub struct Fast {
 /// holds the start state's entry for the same byte instead, flagged `END` (a piece ends at `i`
 /// and byte `i` begins the next). Entries that need the exact per-match walk (`run`) are
 /// `SLOW`: the dead state; a final state of the `\s+(?!\S)` branch is `SLOW | END` (the space
-/// run ends at `i`, before a non-space: it gives its last char back).
+/// run ends at `i`, before a non-space: it gives its last char back). `MATCH` marks an entry
+/// into a match state (`MATCH | LOOKAHEAD` one of that branch), so that at the dead state the
+/// pass knows where the match ended, as `run` would (typically before a multi-byte char that
+/// turned out not to extend it). The next state is the entry shifted right by `FLAG_BITS`.
 struct Table {
     class: [u8; 256],
     next: Vec<u32>,
@@ -48,6 +54,9 @@ struct Table {
 
 const END: u32 = 1;
 const SLOW: u32 = 2;
+const MATCH: u32 = 4;
+const LOOKAHEAD: u32 = 8;
+const FLAG_BITS: u32 = 4;
 
 impl Table {
     /// Copies the states reachable from `starts` (the first is the start of a piece); `None`
@@ -90,7 +99,8 @@ impl Table {
                 }
                 let j = id(to, &mut order);
                 let flag = u32::from(j != 0 && dfa.is_match_state(to));
-                row[class[b as usize] as usize] = u32::try_from(j * classes * 4).ok()? >> 1 | flag;
+                // (Checked with room for `fused`'s flag bits.)
+                row[class[b as usize] as usize] = (u32::try_from(j * classes << FLAG_BITS).ok()? >> (FLAG_BITS - 1)) | flag;
             }
             next.extend_from_slice(&row);
             branch.push(if dfa.is_match_state(sid) { dfa.match_pattern(sid, 0).as_u32() } else { u32::MAX });
@@ -109,13 +119,19 @@ impl Table {
                 if j == 0 {
                     SLOW
                 } else if !is_final(j) {
-                    e >> 1 << 2
+                    let flags = match (e & 1 != 0, Some(branch[j]) == lookahead) {
+                        (false, _) => 0,
+                        (true, false) => MATCH,
+                        (true, true) => MATCH | LOOKAHEAD,
+                    };
+                    e >> 1 << FLAG_BITS | flags
                 } else if Some(branch[j]) == lookahead {
                     SLOW | END
                 } else {
                     // A piece begins with this byte: the start state's entry for its class.
                     let s = start_row[x & (classes - 1)];
-                    if s == 0 || s & 1 != 0 { SLOW } else { s >> 1 << 2 | END }
+                    // (`SLOW | MATCH` where no piece begins with it: the match ends here all the same.)
+                    if s == 0 || s & 1 != 0 { SLOW | MATCH } else { s >> 1 << FLAG_BITS | END }
                 }
             })
             .collect();
@@ -141,8 +157,13 @@ impl Fast {
             starts.push(dfa.start_state(&cfg).ok()?);
         }
         let (table, starts) = Table::new(&dfa, &starts, lookahead.map(|i| i as u32))?;
+        let hir = |s: &str| regex_syntax::Parser::new().parse(s).ok();
+        let space_next = lookahead.and_then(|i| sources.get(i + 1)).is_some_and(|next| {
+            let next = hir(next);
+            next.is_some() && (next == hir(r"\s+") || next == hir(r"\s"))
+        });
         let lookahead = lookahead.map(|i| (i as u32, starts[1..].to_vec()));
-        Some(Fast { table, start: starts[0], lookahead })
+        Some(Fast { table, start: starts[0], lookahead, space_next })
     }
 
     /// The leftmost-first match starting at `p` from start state `state`: its end and branch.
@@ -189,6 +210,8 @@ impl Fast {
         let mut p = 0;
         while p < n {
             let (mut s, mut i) = (self.start, p);
+            // The last match state entered: where the match ends, and its entry.
+            let (mut last, mut last_e) = (0, 0);
             let stop = 'scan: loop {
                 // Bit `j` of `ends`: a piece ends at `p + j` (`j < 64`).
                 let lim = (p + 64).min(n);
@@ -202,7 +225,10 @@ impl Fast {
                         break 'scan e;
                     }
                     ends |= u64::from(e & END) << (i - p);
-                    s = e >> 2;
+                    if e & MATCH != 0 {
+                        (last, last_e) = (i, e);
+                    }
+                    s = e >> FLAG_BITS;
                     i += 1;
                 }
                 if ends != 0 && lim == p + 64 {
@@ -217,7 +243,10 @@ impl Fast {
                     if e & SLOW != 0 {
                         break 'scan e;
                     }
-                    s = e >> 2;
+                    if e & MATCH != 0 {
+                        (last, last_e) = (i, e);
+                    }
+                    s = e >> FLAG_BITS;
                     i += 1;
                     if e & END != 0 {
                         f.piece(p, i - 1);
@@ -237,12 +266,26 @@ impl Fast {
                     return;
                 }
             }
-            if stop == SLOW | END {
-                // A space run p..i before a non-space: all but its last char, if it has two.
-                let back = prev_char_start(b, i);
-                if back > p {
-                    f.piece(p, back);
-                    p = back;
+            // The match at `p` where the pass knows it (`run` would end there): its end, and
+            // whether it is the `\s+(?!\S)` branch's.
+            let known = match stop {
+                x if x == SLOW | END => Some((i, true)),
+                x if x == SLOW | MATCH => Some((i, false)),
+                SLOW if last > p => Some((last, last_e & LOOKAHEAD != 0)),
+                _ => None,
+            };
+            if let Some((e, space_run)) = known {
+                // A space run p..e before a non-space gives its last char back if it has
+                // two; a single char goes to the next branch, which takes it if it is `\s+`.
+                let back = prev_char_start(b, e);
+                let e = match (space_run, back > p) {
+                    (false, _) => Some(e),
+                    (true, true) => Some(back),
+                    (true, false) => self.space_next.then_some(e),
+                };
+                if let Some(e) = e {
+                    f.piece(p, e);
+                    p = e;
                     continue;
                 }
             }
@@ -331,7 +374,7 @@ mod tests {
         // exactly where matching one piece at a time (`match_at`) does, and its pieces must
         // tile the text with the gaps between matches.
         let alphabet = [
-            " ", "  ", "\n", "\t", "a", "Z", "1", "'", "s", "é", "日", "!", "\r\n", "\u{3000}", "abcdefghijklmnopqrstuvwxyzabcdefghijklmn",
+            " ", "  ", "\n", "\t", "a", "Z", "1", "'", "s", "é", "日", "!", "\r\n", "\u{3000}", "क", "\u{93e}", "–", "、", "abcdefghijklmnopqrstuvwxyzabcdefghijklmn",
             "                              ",
         ];
         let regexes = [GPT2_N12, CL100K, r"[一-龥]+|\p{N}{1,3}|\s+(?!\S)|x", r"\p{L}+|\s+(?!\S)|\s+"];
