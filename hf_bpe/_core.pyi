@@ -147,3 +147,9 @@ class IdBuffer:
     """Owner of a big batch output behind its numpy array (the array's ``base``): when the array
     and all its views are gone, the buffer is kept for the next batch (at most 2, up to 1 GiB
     each; ``Encoder.clear_cache`` frees them)."""
+
+def encode_utf8_column(encoder: Encoder, data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64],
+                       allowed_special: _Specials = None, disallowed_special: _Specials = None,
+                       num_threads: int | None = None) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+    """``Encoder.encode_batch_flat`` of the rows ``data[offsets[i]:offsets[i+1]]`` (an Arrow string
+    column's buffers); bad offsets or bytes that are not UTF-8 fail naming the row."""

@@ -4,6 +4,7 @@ batch output, and :class:`ArrowMapFn`, the picklable callable :func:`hf_bpe.map_
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 import numpy as np
@@ -11,7 +12,7 @@ import numpy as np
 from hf_bpe.bpe import BPE
 from hf_bpe.hf_encoding import AddedSpec, encode_texts
 
-__all__ = ["ArrowMapFn", "arrow_columns", "is_arrow_table", "with_columns"]
+__all__ = ["ArrowMapFn", "arrow_columns", "column_flat", "is_arrow_table", "map_fn", "row_arrays", "with_columns"]
 
 
 def is_arrow_table(x: object) -> bool:
@@ -20,25 +21,92 @@ def is_arrow_table(x: object) -> bool:
     return t.__name__ == "Table" and t.__module__.startswith("pyarrow")
 
 
-def arrow_columns(bpe: BPE, spec: AddedSpec, texts: list, split_special: bool, attention_mask: bool) -> dict:
-    """``input_ids`` (and ``attention_mask``) of ``texts`` as Arrow list arrays; ``None`` is ``""``."""
+def column_flat(bpe: BPE, column, name: str = "text", split_special: bool = False,
+                num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Ids of every row of an Arrow string column (``pa.Array`` or ``pa.ChunkedArray``) as one flat
+    ``int32`` array plus ``int64`` offsets, read from the column's buffers: no Python ``str`` per
+    row. Special tokens of the vocabulary in the text become their ids unless ``split_special``.
+    A null row is an error naming it."""
     import pyarrow as pa
 
-    texts = ["" if t is None else t for t in texts]
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    special = () if split_special else "all"
+    flats, offs, base, row = [], [np.zeros(1, np.int64)], 0, 0
+    for chunk in chunks:
+        if chunk.null_count:
+            bad = row + chunk.is_null().to_numpy(zero_copy_only=False).argmax()
+            raise ValueError(f"row {bad} of column {name!r} is None: every row must be a string (use '' for none)")
+        if pa.types.is_string_view(chunk.type):
+            chunk = chunk.cast(pa.large_string())
+        if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+            raise TypeError(f"column {name!r} holds {chunk.type}, not strings")
+        _, ob, db = chunk.buffers()
+        width = np.int32 if pa.types.is_string(chunk.type) else np.int64
+        o = np.frombuffer(ob, dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1].astype(np.int64)
+        data = np.frombuffer(db, dtype=np.uint8) if db is not None and db.size else np.zeros(0, np.uint8)
+        flat, off = bpe.encode_utf8_rows(data, o, num_threads, allowed_special=special, disallowed_special=())
+        flats.append(flat.view(np.int32))
+        offs.append(off[1:] + base)
+        base += len(flat)
+        row += len(chunk)
+    flat = flats[0] if len(flats) == 1 else np.concatenate(flats) if flats else np.zeros(0, np.int32)
+    return flat, np.concatenate(offs)
+
+
+def _texts_flat(bpe: BPE, spec: AddedSpec, column, name: str, split_special: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`column_flat`, or through the added-token matcher when ``spec`` holds tokens the core lacks."""
     if split_special or not spec.items or spec.native_ok(bpe):
-        flat, off = bpe.encode_batch_flat(texts, allowed_special=() if split_special else "all", disallowed_special=())
-        flat = flat.astype(np.int32, copy=False)
-    else:
-        lists = encode_texts(bpe, spec, texts, split_special, False)[0]
-        lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-        off = np.zeros(len(lists) + 1, dtype=np.int64)
-        np.cumsum(lens, out=off[1:])
-        flat = np.fromiter((i for x in lists for i in x), dtype=np.int32, count=int(off[-1]))
+        return column_flat(bpe, column, name, split_special)
+    texts = column.to_pylist()
+    if None in texts:
+        raise ValueError(f"row {texts.index(None)} of column {name!r} is None: every row must be a string (use '' for none)")
+    lists = encode_texts(bpe, spec, texts, split_special, False)[0]
+    off = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=off[1:])
+    return np.fromiter((i for x in lists for i in x), dtype=np.int32, count=int(off[-1])), off
+
+
+def arrow_columns(bpe: BPE, spec: AddedSpec, column, name: str, split_special: bool, attention_mask: bool) -> dict:
+    """``input_ids`` (``list<int32>``) and ``attention_mask`` (``list<int8>``) of an Arrow string
+    column, as Arrow list arrays."""
+    import pyarrow as pa
+
+    flat, off = _texts_flat(bpe, spec, column, name, split_special)
     offsets = pa.array(off.astype(np.int32))
     cols = {"input_ids": pa.ListArray.from_arrays(offsets, pa.array(flat, type=pa.int32()))}
     if attention_mask:
         cols["attention_mask"] = pa.ListArray.from_arrays(offsets, pa.array(np.ones(len(flat), dtype=np.int8)))
     return cols
+
+
+def row_arrays(bpe: BPE, spec: AddedSpec, column, name: str, split_special: bool,
+               attention_mask: bool) -> tuple[dict, int]:
+    """The same columns as numpy object arrays of per-row views (``int32`` ids, ``int8`` masks):
+    what ``datasets`` accepts from a batched ``map`` function that returns a dict, and turns into
+    Arrow lists without a Python object per token. Also returns the longest row's length."""
+    flat, off = _texts_flat(bpe, spec, column, name, split_special)
+    cuts = off[1:-1]
+    ids = np.empty(len(off) - 1, dtype=object)
+    ids[:] = np.split(flat, cuts)
+    cols = {"input_ids": ids}
+    if attention_mask:
+        mask = np.empty(len(off) - 1, dtype=object)
+        mask[:] = np.split(np.ones(len(flat), dtype=np.int8), cuts)
+        cols["attention_mask"] = mask
+    return cols, int(np.diff(off).max(initial=0))
+
+
+def map_batch_column(batch, column: str):
+    """The Arrow column behind ``batch`` when ``datasets``' batched ``map`` hands the batch
+    straight to the tokenizer (``ds.map(tok, batched=True)``; its caller is the one two frames up)
+    and the column is still as read; else ``None``. Only then may the tokenizer return numpy
+    rows instead of lists: nobody but ``datasets`` sees them."""
+    if type(batch).__name__ != "LazyBatch" or column not in getattr(batch, "keys_to_format", ()):
+        return None
+    caller = sys._getframe(2)
+    if caller.f_code.co_name != "apply_function" or caller.f_globals.get("__name__") != "datasets.arrow_dataset":
+        return None
+    return batch.pa_table.column(column)
 
 
 def with_columns(table, cols: dict):
@@ -72,13 +140,28 @@ class ArrowMapFn:
         if isinstance(batch, pa.Table):
             if self.column not in batch.column_names:
                 raise KeyError(f"column {self.column!r} not in the table (columns: {batch.column_names})")
-            texts = batch.column(self.column).to_pylist()
+            column = batch.column(self.column)
         elif isinstance(batch, Mapping):
-            texts = list(batch[self.column])
-            batch = pa.table({self.column: pa.array(texts, type=pa.string())})
+            column = pa.array(list(batch[self.column]), type=pa.string())
+            batch = pa.table({self.column: column})
         else:
             raise TypeError(f"expected a pyarrow.Table batch (use ds.with_format('arrow').map(fn, batched=True)), "
                             f"got {type(batch).__name__}")
-        cols = arrow_columns(self.bpe, AddedSpec(self.added_tokens), texts, self.split_special_tokens,
+        cols = arrow_columns(self.bpe, AddedSpec(self.added_tokens), column, self.column, self.split_special_tokens,
                              self.attention_mask)
         return with_columns(batch, cols)
+
+
+def map_fn(tok_or_bpe: "BPETokenizer | BPE", column: str = "text", attention_mask: bool = True,
+           split_special_tokens: bool = False) -> ArrowMapFn:
+    """A small picklable callable for ``ds.with_format("arrow").map(fn, batched=True)`` that
+    returns the batch as a ``pyarrow.Table`` with ``input_ids`` (``list<int32>``) and
+    ``attention_mask`` columns: the fastest way to tokenize a dataset. Special tokens of the
+    vocabulary (and a tokenizer's added tokens) in the text become their ids."""
+    if isinstance(getattr(tok_or_bpe, "bpe", None), BPE) and hasattr(tok_or_bpe, "_added_spec"):  # a BPETokenizer
+        spec = tok_or_bpe._added_spec()
+        return ArrowMapFn(tok_or_bpe.bpe, column, attention_mask, () if spec.native_ok(tok_or_bpe.bpe) else spec.items,
+                          split_special_tokens)
+    if isinstance(tok_or_bpe, BPE):
+        return ArrowMapFn(tok_or_bpe, column, attention_mask, (), split_special_tokens)
+    raise TypeError(f"expected an hf_bpe.BPETokenizer or hf_bpe.BPE, got {type(tok_or_bpe).__name__}")

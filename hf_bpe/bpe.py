@@ -249,6 +249,14 @@ class BPE:
         return self._encoder().encode_batch_flat(_texts_arg(texts), _specials_arg(allowed_special),
                                                  _specials_arg(disallowed_special), num_threads)
 
+    def encode_utf8_rows(self, data: np.ndarray, offsets: np.ndarray, num_threads: int | None = None,
+                         allowed_special: AllowedSpecial = (), disallowed_special: AllowedSpecial = "all"
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`encode_batch_flat` of the rows ``data[offsets[i]:offsets[i+1]]`` of a UTF-8 buffer
+        (``uint8``; ``offsets`` ``int64``, n + 1 of them): an Arrow string column's two buffers."""
+        return _core.encode_utf8_column(self._encoder(), data, offsets, _specials_arg(allowed_special),
+                                        _specials_arg(disallowed_special), num_threads)
+
     def encode_with_offsets(self, text: str, allowed_special: AllowedSpecial = (),
                             disallowed_special: AllowedSpecial = "all") -> tuple[list[int], list[tuple[int, int]]]:
         """Ids plus each token's ``(start, end)`` character offsets into ``text`` (a character belongs

@@ -22,7 +22,8 @@ from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import formats
 from hf_bpe.artifacts import save_staged, write_vocabulary
-from hf_bpe.arrow import ArrowMapFn, arrow_columns, is_arrow_table, with_columns
+from hf_bpe.arrow import (ArrowMapFn, arrow_columns, is_arrow_table, map_batch_column, map_fn, row_arrays,
+                          with_columns)
 from hf_bpe.bpe import BPE, from_hf_files
 from hf_bpe.post import template_of
 from hf_bpe.hf_encoding import (AddedSpec, decode_with_added, encode_texts, pad_rows, pair_keep, token_tables,
@@ -359,42 +360,36 @@ class BPETokenizer(PreTrainedTokenizer):
             if self.text_column not in text:
                 raise KeyError(f"column {self.text_column!r} not in the batch (columns: {list(text.keys())}); "
                                f"set tokenizer.text_column")
+            if self._plain(args, kwargs) and (column := map_batch_column(text, self.text_column)) is not None:
+                cols, longest = row_arrays(self.bpe, self._added_spec(), column, self.text_column,
+                                           self.split_special_tokens, "attention_mask" in self.model_input_names)
+                self._eventual_warn_about_too_long_sequence(range(longest), None, True)
+                return cols
             col = text[self.text_column]
             return dict(super().__call__(col if isinstance(col, str) else list(col), *args, **kwargs))
         if is_arrow_table(text):
             return self._call_arrow(text, *args, **kwargs)
         return super().__call__(text, *args, **kwargs)
 
+    def _plain(self, args, kwargs) -> bool:
+        """Whether a call gives ids and masks only (no options, nothing added around the text)."""
+        return (not args and not kwargs and set(self.model_input_names) <= {"input_ids", "attention_mask"}
+                and self.num_special_tokens_to_add() == 0)
+
     def _call_arrow(self, table, *args: Any, **kwargs: Any):
         import pyarrow as pa
 
         if self.text_column not in table.column_names:
             raise KeyError(f"column {self.text_column!r} not in the table (columns: {table.column_names})")
-        texts = table.column(self.text_column).to_pylist()
-        if not args and not kwargs:
-            cols = arrow_columns(self.bpe, self._added_spec(), texts, self.split_special_tokens,
-                                 "attention_mask" in self.model_input_names)
+        if self._plain(args, kwargs):
+            cols = arrow_columns(self.bpe, self._added_spec(), table.column(self.text_column), self.text_column,
+                                 self.split_special_tokens, "attention_mask" in self.model_input_names)
         else:
-            enc = super().__call__(texts, *args, **kwargs)
+            enc = super().__call__(table.column(self.text_column).to_pylist(), *args, **kwargs)
             cols = {k: pa.array(v, type=pa.list_(pa.int32()) if k != "offset_mapping" else None)
                     if isinstance(v, list) and v and isinstance(v[0], list) else pa.array(v)
                     for k, v in enc.items()}
         return with_columns(table, cols)
-
-
-def map_fn(tok_or_bpe: "BPETokenizer | BPE", column: str = "text", attention_mask: bool = True,
-           split_special_tokens: bool = False) -> ArrowMapFn:
-    """A small picklable callable for ``ds.with_format("arrow").map(fn, batched=True)`` that
-    returns the batch as a ``pyarrow.Table`` with ``input_ids`` (``list<int32>``) and
-    ``attention_mask`` columns: the fastest way to tokenize a dataset. Special tokens of the
-    vocabulary (and a tokenizer's added tokens) in the text become their ids."""
-    if isinstance(tok_or_bpe, BPETokenizer):
-        spec = tok_or_bpe._added_spec()
-        return ArrowMapFn(tok_or_bpe.bpe, column, attention_mask, () if spec.native_ok(tok_or_bpe.bpe) else spec.items,
-                          split_special_tokens)
-    if isinstance(tok_or_bpe, BPE):
-        return ArrowMapFn(tok_or_bpe, column, attention_mask, (), split_special_tokens)
-    raise TypeError(f"expected an hf_bpe.BPETokenizer or hf_bpe.BPE, got {type(tok_or_bpe).__name__}")
 
 
 register()  # also when this module is imported directly (the import hook may have run too early)

@@ -24,7 +24,7 @@ impl Drop for IdBuffer {
 
 /// `ids` as a numpy uint32 array. A buffer worth recycling stays owned by an [`IdBuffer`] (the
 /// array is a view of it), a small one is handed to numpy as is.
-fn ids_array(py: Python<'_>, ids: Vec<u32>) -> PyResult<Bound<'_, PyArray1<u32>>> {
+pub(super) fn ids_array(py: Python<'_>, ids: Vec<u32>) -> PyResult<Bound<'_, PyArray1<u32>>> {
     if !outbuf::keepable(ids.capacity()) {
         return Ok(PyArray1::from_vec(py, ids));
     }
@@ -71,7 +71,7 @@ pub(super) fn strs_of<'a>(held: &'a [Bound<'_, PyAny>]) -> PyResult<Vec<std::bor
 }
 
 /// `allowed_special`: "all" or a collection of str.
-fn allowed_of(ob: Option<&Bound<'_, PyAny>>) -> PyResult<SpecialSet> {
+pub(super) fn allowed_of(ob: Option<&Bound<'_, PyAny>>) -> PyResult<SpecialSet> {
     let Some(ob) = ob else { return Ok(SpecialSet::None) };
     if let Ok(s) = ob.downcast::<PyString>() {
         return if s.to_str()? == "all" {
@@ -89,7 +89,7 @@ fn allowed_of(ob: Option<&Bound<'_, PyAny>>) -> PyResult<SpecialSet> {
 }
 
 /// `disallowed_special`: "all" (= every special not allowed) or a collection of str.
-fn disallowed_of(ob: Option<&Bound<'_, PyAny>>) -> PyResult<Option<SpecialSet>> {
+pub(super) fn disallowed_of(ob: Option<&Bound<'_, PyAny>>) -> PyResult<Option<SpecialSet>> {
     let Some(ob) = ob else { return Ok(None) };
     if let Ok(s) = ob.downcast::<PyString>() {
         return if s.to_str()? == "all" {
@@ -141,7 +141,20 @@ fn ids_of(ob: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
 /// * `cache_bytes`: total memory budget of the per-thread word caches (0 disables them).
 #[pyclass(module = "hf_bpe._core", name = "Encoder", frozen)]
 pub struct Encoder {
-    inner: std::sync::Arc<encode::Encoder>,
+    pub(super) inner: std::sync::Arc<encode::Encoder>,
+}
+
+/// A batch's ids and its int64 offsets (n + 1: text i is `ids[offsets[i]:offsets[i+1]]`).
+#[allow(clippy::type_complexity)]
+pub(super) fn flat_arrays(py: Python<'_>, flat: batch::Flat) -> PyResult<(Bound<'_, PyArray1<u32>>, Bound<'_, PyArray1<i64>>)> {
+    let mut offsets = Vec::with_capacity(flat.lens.len() + 1);
+    let mut acc = 0i64;
+    offsets.push(0);
+    for &l in &flat.lens {
+        acc += l as i64;
+        offsets.push(acc);
+    }
+    Ok((ids_array(py, flat.ids)?, PyArray1::from_vec(py, offsets)))
 }
 
 fn flat_of(
@@ -286,14 +299,7 @@ impl Encoder {
         let held = texts_of(texts)?;
         let texts = strs_of(&held)?;
         let flat = flat_of(py, &self.inner, &texts, &allowed, &disallowed, num_threads)?;
-        let mut offsets = Vec::with_capacity(flat.lens.len() + 1);
-        let mut acc = 0i64;
-        offsets.push(0);
-        for &l in &flat.lens {
-            acc += l as i64;
-            offsets.push(acc);
-        }
-        Ok((ids_array(py, flat.ids)?, PyArray1::from_vec(py, offsets)))
+        flat_arrays(py, flat)
     }
 
     /// `(ids, [(start, end), ...])` with character offsets into `text`. A character belongs to

@@ -3,6 +3,7 @@
 //! [`no_panic`] (a Rust panic becomes a ValueError naming it as an internal error), and report
 //! progress through [`with_progress`], which also stops the work on Ctrl-C.
 
+mod columns;
 mod encoder;
 mod training;
 
@@ -174,6 +175,7 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(training::train_merges, m)?)?;
     m.add_class::<training::WordCounter>()?;
     m.add_class::<encoder::Encoder>()?;
+    m.add_function(wrap_pyfunction!(columns::encode_utf8_column, m)?)?;
     m.add_class::<encoder::IdBuffer>()?;
     m.add_function(wrap_pyfunction!(encoder::_encoder_from_state, m)?)?;
     Ok(())
