@@ -10,9 +10,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from hf_bpe.bpe import BPE
-from hf_bpe.hf_encoding import AddedSpec, encode_texts
 
-__all__ = ["ArrowMapFn", "arrow_columns", "column_flat", "is_arrow_table", "map_fn", "row_arrays", "with_columns"]
+__all__ = ["ArrowMapFn", "arrow_columns", "column_flat", "is_arrow_table", "map_batch", "map_fn", "with_columns"]
 
 
 def is_arrow_table(x: object) -> bool:
@@ -53,8 +52,11 @@ def column_flat(bpe: BPE, column, name: str = "text", split_special: bool = Fals
     return flat, np.concatenate(offs)
 
 
-def _texts_flat(bpe: BPE, spec: AddedSpec, column, name: str, split_special: bool) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`column_flat`, or through the added-token matcher when ``spec`` holds tokens the core lacks."""
+def _texts_flat(bpe: BPE, spec, column, name: str, split_special: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`column_flat`, or through the added-token matcher when ``spec`` (an
+    ``hf_encoding.AddedSpec``) holds tokens the core lacks."""
+    from hf_bpe.hf_encoding import encode_texts  # (imports transformers)
+
     if split_special or not spec.items or spec.native_ok(bpe):
         return column_flat(bpe, column, name, split_special)
     texts = column.to_pylist()
@@ -66,34 +68,44 @@ def _texts_flat(bpe: BPE, spec: AddedSpec, column, name: str, split_special: boo
     return np.fromiter((i for x in lists for i in x), dtype=np.int32, count=int(off[-1])), off
 
 
-def arrow_columns(bpe: BPE, spec: AddedSpec, column, name: str, split_special: bool, attention_mask: bool) -> dict:
-    """``input_ids`` (``list<int32>``) and ``attention_mask`` (``list<int8>``) of an Arrow string
-    column, as Arrow list arrays."""
+def arrow_columns(bpe: BPE, spec, column, name: str, split_special: bool, attention_mask: bool,
+                  rows: bool = False) -> tuple[dict, int]:
+    """``input_ids`` (``int32``) and ``attention_mask`` (``int8``) of an Arrow string column, and
+    the longest row's length: as Arrow list arrays, or with ``rows`` as numpy object arrays of
+    per-row views (what ``datasets`` accepts from a batched ``map`` function's dict)."""
     import pyarrow as pa
 
     flat, off = _texts_flat(bpe, spec, column, name, split_special)
+    longest = int(np.diff(off).max(initial=0))
+    mask = np.ones(len(flat), dtype=np.int8) if attention_mask else None
+    if rows:
+        cols = {}
+        for key, values in (("input_ids", flat), ("attention_mask", mask)):
+            if values is not None:
+                cols[key] = np.empty(len(off) - 1, dtype=object)
+                cols[key][:] = np.split(values, off[1:-1])
+        return cols, longest
     offsets = pa.array(off.astype(np.int32))
     cols = {"input_ids": pa.ListArray.from_arrays(offsets, pa.array(flat, type=pa.int32()))}
-    if attention_mask:
-        cols["attention_mask"] = pa.ListArray.from_arrays(offsets, pa.array(np.ones(len(flat), dtype=np.int8)))
-    return cols
+    if mask is not None:
+        cols["attention_mask"] = pa.ListArray.from_arrays(offsets, pa.array(mask))
+    return cols, longest
 
 
-def row_arrays(bpe: BPE, spec: AddedSpec, column, name: str, split_special: bool,
-               attention_mask: bool) -> tuple[dict, int]:
-    """The same columns as numpy object arrays of per-row views (``int32`` ids, ``int8`` masks):
-    what ``datasets`` accepts from a batched ``map`` function that returns a dict, and turns into
-    Arrow lists without a Python object per token. Also returns the longest row's length."""
-    flat, off = _texts_flat(bpe, spec, column, name, split_special)
-    cuts = off[1:-1]
-    ids = np.empty(len(off) - 1, dtype=object)
-    ids[:] = np.split(flat, cuts)
-    cols = {"input_ids": ids}
-    if attention_mask:
-        mask = np.empty(len(off) - 1, dtype=object)
-        mask[:] = np.split(np.ones(len(flat), dtype=np.int8), cuts)
-        cols["attention_mask"] = mask
-    return cols, int(np.diff(off).max(initial=0))
+def map_batch(batch, column, bpe: BPE, spec, name: str, split_special: bool, attention_mask: bool) -> tuple[dict, int]:
+    """The return for ``datasets``' batched ``map`` (see :func:`map_batch_column`) and the longest
+    row. With datasets 5, whose ``map`` writes the Arrow values of the batch's columns as they are,
+    the Arrow columns go into the batch and the function returns ``{}`` (an Arrow array is not
+    allowed in a returned dict); a new column named like an old one (which ``remove_columns``
+    would drop) goes back as numpy rows."""
+    import datasets
+
+    if datasets.__version__.split(".")[0] == "5" and not {"input_ids", "attention_mask"} & set(batch.pa_table.column_names):
+        cols, longest = arrow_columns(bpe, spec, column, name, split_special, attention_mask)
+        for key, values in cols.items():
+            batch[key] = values
+        return {}, longest
+    return arrow_columns(bpe, spec, column, name, split_special, attention_mask, rows=True)
 
 
 def map_batch_column(batch, column: str):
@@ -147,8 +159,10 @@ class ArrowMapFn:
         else:
             raise TypeError(f"expected a pyarrow.Table batch (use ds.with_format('arrow').map(fn, batched=True)), "
                             f"got {type(batch).__name__}")
-        cols = arrow_columns(self.bpe, AddedSpec(self.added_tokens), column, self.column, self.split_special_tokens,
-                             self.attention_mask)
+        from hf_bpe.hf_encoding import AddedSpec
+
+        cols, _ = arrow_columns(self.bpe, AddedSpec(self.added_tokens), column, self.column, self.split_special_tokens,
+                                self.attention_mask)
         return with_columns(batch, cols)
 
 

@@ -22,7 +22,7 @@ from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import formats
 from hf_bpe.artifacts import save_staged, write_vocabulary
-from hf_bpe.arrow import (ArrowMapFn, arrow_columns, is_arrow_table, map_batch_column, map_fn, row_arrays,
+from hf_bpe.arrow import (ArrowMapFn, arrow_columns, is_arrow_table, map_batch, map_batch_column, map_fn,
                           with_columns)
 from hf_bpe.bpe import BPE, from_hf_files
 from hf_bpe.post import template_of
@@ -361,8 +361,8 @@ class BPETokenizer(PreTrainedTokenizer):
                 raise KeyError(f"column {self.text_column!r} not in the batch (columns: {list(text.keys())}); "
                                f"set tokenizer.text_column")
             if self._plain(args, kwargs) and (column := map_batch_column(text, self.text_column)) is not None:
-                cols, longest = row_arrays(self.bpe, self._added_spec(), column, self.text_column,
-                                           self.split_special_tokens, "attention_mask" in self.model_input_names)
+                cols, longest = map_batch(text, column, self.bpe, self._added_spec(), self.text_column,
+                                          self.split_special_tokens, "attention_mask" in self.model_input_names)
                 self._eventual_warn_about_too_long_sequence(range(longest), None, True)
                 return cols
             col = text[self.text_column]
@@ -382,8 +382,8 @@ class BPETokenizer(PreTrainedTokenizer):
         if self.text_column not in table.column_names:
             raise KeyError(f"column {self.text_column!r} not in the table (columns: {table.column_names})")
         if self._plain(args, kwargs):
-            cols = arrow_columns(self.bpe, self._added_spec(), table.column(self.text_column), self.text_column,
-                                 self.split_special_tokens, "attention_mask" in self.model_input_names)
+            cols, _ = arrow_columns(self.bpe, self._added_spec(), table.column(self.text_column), self.text_column,
+                                    self.split_special_tokens, "attention_mask" in self.model_input_names)
         else:
             enc = super().__call__(table.column(self.text_column).to_pylist(), *args, **kwargs)
             cols = {k: pa.array(v, type=pa.list_(pa.int32()) if k != "offset_mapping" else None)

@@ -37,13 +37,13 @@ def _expected(tok, rows):
 def spy(monkeypatch):
     """Counts the batches that took the Arrow path."""
     calls = []
-    real = hf_mod.row_arrays
+    real = hf_mod.map_batch
 
     def counted(*a, **k):
         calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(hf_mod, "row_arrays", counted)
+    monkeypatch.setattr(hf_mod, "map_batch", counted)
     return calls
 
 
@@ -62,6 +62,11 @@ def test_batched_map_takes_the_arrow_path_and_equals_row_by_row(tok, rows, spy):
     slow = ds.map(lambda b: dict(tok(list(b["text"]))), batched=True)
     assert slow["input_ids"] == ids and not spy
     assert ds.map(tok)["input_ids"] == ids  # unbatched: one row at a time
+    # re-tokenized, dropping the old columns: the new ones come back as numpy rows
+    spy.clear()
+    again = out.map(tok, batched=True, remove_columns=["input_ids", "attention_mask"])
+    assert again["input_ids"] == ids and again["attention_mask"] == masks and spy
+    assert again.features["input_ids"] == datasets.List(datasets.Value("int32"))
 
 
 def test_file_backed_num_proc_streaming_and_input_columns(tok, rows, tmp_path):
