@@ -183,6 +183,13 @@ def _step(what: str) -> None:
     """Called before each filesystem step of :func:`write_folder` (tests kill the process here)."""
 
 
+# The files (and folder) a tokenizer save may write. One that a new save does not write is left
+# out of the new folder: a stale chat template or added-token list would change the tokenizer.
+TOKENIZER_FILES = frozenset({"vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json",
+                             "special_tokens_map.json", "added_tokens.json", "chat_template.jinja",
+                             "chat_template.json", "additional_chat_templates"})
+
+
 def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
     """Writes files into a folder all-or-nothing, as seen by every reader: at any moment (a crash
     included) the folder holds the old files or the new ones, never a mix or a half-written file.
@@ -190,7 +197,8 @@ def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
     The new folder is written under a hidden temporary name beside it (with hard links to
     whatever else the old folder holds), then exchanged with the old one in one atomic rename
     (Linux ``renameat2(RENAME_EXCHANGE)``; a new folder is simply renamed into place); the old
-    contents are removed after. A kill leaves at most that hidden folder, which a later save
+    contents are removed after. Other files are kept, but not the tokenizer files
+    (``TOKENIZER_FILES``) that this save does not write. A kill leaves at most that hidden folder, which a later save
     removes once its process is gone. Where the exchange is not available, the files are moved
     in one by one, the config last (a reader may then see the folder without a config).
     """
@@ -210,7 +218,7 @@ def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
             _fsync_dir(out.parent)
             return out
         for entry in os.scandir(out):
-            if entry.name not in files:
+            if entry.name not in files and entry.name not in TOKENIZER_FILES:
                 _step(f"keep {entry.name}")
                 _keep(Path(entry.path), tmp / entry.name)
         _fsync_dir(tmp)
@@ -304,6 +312,12 @@ def _replace_one_by_one(out: Path, tmp: Path, files: dict[str, bytes]) -> Path:
     _fsync_dir(out)
     for name in names:
         os.replace(tmp / name, out / name)
+    for name in TOKENIZER_FILES - set(files):
+        stale = out / name
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale)
+        else:
+            stale.unlink(missing_ok=True)
     _fsync_dir(out)
     return out
 

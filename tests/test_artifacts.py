@@ -161,6 +161,31 @@ def test_save_is_atomic_over_an_existing_folder(tmp_path, monkeypatch):
     assert (target / "README.md").read_text() == "kept"
 
 
+@pytest.mark.parametrize("exchange", [True, False])
+def test_retraining_into_a_folder_leaves_no_stale_tokenizer_file(tmp_path, monkeypatch, exchange):
+    from transformers import AutoTokenizer
+
+    from hf_bpe import artifacts
+
+    if not exchange:  # the one-by-one path of systems without an atomic exchange
+        monkeypatch.setattr(artifacts, "_exchange", lambda a, b: False)
+    target = tmp_path / "tok"
+    tok = hf_bpe.BPETokenizer.from_bpe(small_bpe(tmp_path))
+    tok.add_tokens(["<|im_start|>"], special_tokens=True)
+    tok.chat_template = "{% for m in messages %}<|im_start|>{{ m['content'] }}{% endfor %}"
+    tok.save_pretrained(target)
+    (target / "added_tokens.json").write_text('{"<|im_start|>": 300}')  # as transformers 4 wrote it
+    (target / "README.md").write_text("kept")
+    assert (target / "chat_template.jinja").exists()
+    new = hf_bpe.train(["completely different text here"] * 30, vocab_size=280, progress=False)
+    new.save(target)
+    assert not (target / "chat_template.jinja").exists() and not (target / "added_tokens.json").exists()
+    assert (target / "README.md").read_text() == "kept"
+    again = AutoTokenizer.from_pretrained(target)
+    text = "<|im_start|>completely different"
+    assert again(text)["input_ids"] == new.encode(text) and again.chat_template is None
+
+
 def write_pair(d: Path, vocab_text: str | bytes, merges_text: str | bytes) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     (d / "vocab.json").write_bytes(vocab_text.encode() if isinstance(vocab_text, str) else vocab_text)
