@@ -1,13 +1,11 @@
 """Hugging Face integration: :class:`BPETokenizer`, a ``transformers.PreTrainedTokenizer`` encoding
-straight through the native core, and :func:`map_fn`, an Arrow fast path for ``Dataset.map``.
+straight through the native core (``ds.map(tok, batched=True)`` from Arrow, ``hf_bpe.arrow``).
 
 Importing this module imports ``transformers`` (about a second); ``import hf_bpe`` does not, it
 registers :class:`BPETokenizer` with ``AutoTokenizer`` lazily (see ``hf_bpe/__init__.py``).
 
-Output follows transformers' own ``GPT2Tokenizer`` (the ``tokenizers``-backed class) built from
-the same files: ids, attention masks, padding, truncation with ``stride`` and overflowing rows
-(``overflow_to_sample_mapping``), special-token masks, lengths and character offsets.
-"""
+Output follows transformers' ``GPT2Tokenizer`` (``tokenizers``-backed) on the same files: ids, masks,
+padding, truncation with ``stride``, overflowing rows, special-token masks, lengths, offsets."""
 
 from __future__ import annotations
 
@@ -26,8 +24,8 @@ from hf_bpe.arrow import (ArrowMapFn, arrow_columns, is_arrow_table, map_batch, 
                           with_columns)
 from hf_bpe.bpe import BPE, from_hf_files
 from hf_bpe.post import template_of
-from hf_bpe.hf_encoding import (AddedSpec, decode_with_added, encode_texts, pad_rows, pair_keep, token_tables,
-                                windows, with_added)
+from hf_bpe.hf_encoding import (AddedSpec, decode_with_added, encode_texts, numpy_batch, pad_rows, pair_keep,
+                                token_tables, windows, with_added)
 
 __all__ = ["BPETokenizer", "BPETokenizerConfig", "ArrowMapFn", "map_fn", "register"]
 
@@ -246,6 +244,12 @@ class BPETokenizer(PreTrainedTokenizer):
                 split_special_tokens=split_special_tokens, **kwargs)
         sst = self.split_special_tokens if split_special_tokens is None else split_special_tokens
         spec = self._added_spec()
+        if (return_tensors == "np" and batched and pairs is None and truncation_strategy != TruncationStrategy.ONLY_SECOND
+                and self._plain((), {}) and not (return_overflowing_tokens or return_token_type_ids
+                                                 or return_special_tokens_mask or return_offsets_mapping or return_length)):
+            return BatchEncoding(numpy_batch(self, spec, texts, sst, padding_strategy, truncation_strategy, max_length,
+                                             pad_to_multiple_of, padding_side, return_attention_mask, verbose),
+                                 tensor_type="np")
         a_ids, a_offs = encode_texts(self.bpe, spec, texts, sst, return_offsets_mapping)
         if pairs is not None:
             b_ids, b_offs = encode_texts(self.bpe, spec, pairs, sst, return_offsets_mapping)

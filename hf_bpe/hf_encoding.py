@@ -131,12 +131,73 @@ def hf_offsets(tables: TokenTables, ids: list[int], core_offsets: list[tuple[int
     return list(zip((starts + shift).tolist(), (ends + shift).tolist()))
 
 
+def encode_flat(bpe: BPE, spec: AddedSpec, texts: list[str], split_special: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The ids of all texts as one flat ``int32`` array plus ``int64`` offsets (n + 1)."""
+    if split_special or not spec.items or spec.native_ok(bpe):
+        allowed = () if split_special else "all"
+        flat, off = bpe.encode_batch_flat(texts, allowed_special=allowed, disallowed_special=())
+        return flat.view(np.int32), off
+    lists = encode_texts(bpe, spec, texts, split_special, False)[0]
+    off = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=off[1:])
+    return np.fromiter((i for x in lists for i in x), dtype=np.int32, count=int(off[-1])), off
+
+
+def padded_arrays(flat: np.ndarray, off: np.ndarray, strategy: PaddingStrategy, max_length: int | None,
+                  truncate: bool, multiple: int | None, side: str, truncation_side: str, pad_id: int | None,
+                  attention_mask: bool) -> dict[str, np.ndarray]:
+    """``input_ids`` (and ``attention_mask``) as 2-D ``int64`` arrays, rows truncated to
+    ``max_length`` (on ``truncation_side``) when ``truncate`` and padded (``pad_rows``' rules),
+    written with numpy from the flat ids: no Python object per token."""
+    lens = np.diff(off)
+    starts = off[:-1].copy()
+    if truncate:
+        over = np.maximum(lens - max_length, 0)
+        if truncation_side == "left":
+            starts += over
+        lens = lens - over
+    longest = int(lens.max(initial=0))
+    target = longest if strategy == PaddingStrategy.LONGEST or max_length is None else max(max_length, longest)
+    if strategy == PaddingStrategy.DO_NOT_PAD:
+        if lens.size and (lens != longest).any():
+            raise ValueError("Unable to create tensor, you should probably activate truncation and/or padding with "
+                             "'padding=True' 'truncation=True' to have batched tensors with the same length.")
+        target = longest
+    if multiple and target % multiple:
+        target = (target // multiple + 1) * multiple
+    if pad_id is None and (lens != target).any():
+        raise ValueError("Asking to pad but the tokenizer does not have a padding token: set tokenizer.pad_token")
+    rows = np.repeat(np.arange(len(lens)), lens)
+    within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    cols = within + (np.repeat(target - lens, lens) if side == "left" else 0)
+    ids = np.full((len(lens), target), pad_id if pad_id is not None else 0, dtype=np.int64)
+    ids[rows, cols] = flat[np.repeat(starts, lens) + within]
+    out = {"input_ids": ids}
+    if attention_mask:
+        mask = np.zeros((len(lens), target), dtype=np.int64)
+        mask[rows, cols] = 1
+        out["attention_mask"] = mask
+    return out
+
+
+def numpy_batch(tok, spec: AddedSpec, texts: list[str], split_special: bool, padding: PaddingStrategy,
+                truncation: TruncationStrategy, max_length: int | None, multiple: int | None, padding_side: str | None,
+                attention_mask: bool | None, verbose: bool) -> dict[str, np.ndarray]:
+    """``tok(texts, return_tensors="np", ...)`` for a batch of single texts with nothing added
+    around them: one 2-D array per column, written by numpy from the flat ids."""
+    flat, off = encode_flat(tok.bpe, spec, texts, split_special)
+    tok._eventual_warn_about_too_long_sequence(range(int(np.diff(off).max(initial=0))), max_length, verbose)
+    truncate = truncation != TruncationStrategy.DO_NOT_TRUNCATE and max_length is not None
+    mask = "attention_mask" in tok.model_input_names if attention_mask is None else attention_mask
+    return padded_arrays(flat, off, padding, max_length, truncate, multiple, padding_side or tok.padding_side,
+                         tok.truncation_side, tok.pad_token_id, mask)
+
+
 def encode_texts(bpe: BPE, spec: AddedSpec, texts: list[str], split_special: bool, offsets: bool):
     """Encodes texts. Returns (ids per text, offsets per text or None)."""
     n = len(texts)
     if not offsets and (split_special or not spec.items or spec.native_ok(bpe)):
-        allowed = () if split_special else "all"
-        flat, off = bpe.encode_batch_flat(texts, allowed_special=allowed, disallowed_special=())
+        flat, off = encode_flat(bpe, spec, texts, split_special)
         flat_l, off_l = flat.tolist(), off.tolist()
         return [flat_l[off_l[k]:off_l[k + 1]] for k in range(n)], None
     # General path: cut on added tokens, encode every plain piece of every text in one call.

@@ -130,3 +130,33 @@ def test_column_reader_on_every_layout(tok, rows):
         column_flat(bpe, pa.chunked_array([arr.slice(0, 7), pa.array(["a", None])]))
     with pytest.raises(TypeError, match="column 'text' holds int64, not strings"):
         column_flat(bpe, pa.array([1, 2]))
+
+
+def test_numpy_batches_take_the_flat_path_and_equal_gpt2tokenizer(rows, monkeypatch):
+    """`tok(rows, padding=..., return_tensors="np")` is written from the flat ids (no lists) and
+    equals transformers' GPT2Tokenizer on the same files, option by option."""
+    from transformers import GPT2Tokenizer
+
+    ours = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
+    ref = GPT2Tokenizer.from_pretrained(shared_data() / "gpt2")
+    for t in (ours, ref):
+        t.pad_token = t.eos_token
+    calls = []
+    real = hf_mod.numpy_batch
+    monkeypatch.setattr(hf_mod, "numpy_batch", lambda *a, **k: calls.append(1) or real(*a, **k))
+    batch = rows[:40]
+    grid = [dict(padding=True), dict(padding="max_length", max_length=700), dict(padding=True, truncation=True, max_length=16),
+            dict(padding=True, pad_to_multiple_of=8, return_attention_mask=False), dict(padding=True, padding_side="left"),
+            dict(padding="longest", truncation="only_first", max_length=5)]
+    for kw in grid:
+        for side in ("right", "left"):
+            ours.truncation_side = ref.truncation_side = side
+            a, b = ours(batch, return_tensors="np", **kw), ref(batch, return_tensors="np", **kw)
+            assert a.keys() == b.keys(), kw
+            for k in a:
+                assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), (kw, side, k)
+    assert len(calls) == 2 * len(grid)
+    equal = ["same length"] * 3
+    assert np.array_equal(ours(equal, return_tensors="np")["input_ids"], ref(equal, return_tensors="np")["input_ids"])
+    with pytest.raises(ValueError, match="padding"):
+        ours(["a", "a b c"], return_tensors="np")
