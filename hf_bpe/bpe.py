@@ -3,12 +3,29 @@ decodes text through the native core, saves to GPT-2/HF files and loads them bac
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Collection, Iterable, Literal, Sequence
 
 from hf_bpe import _core, formats, tiktoken_io
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Python's cyclic garbage collector paused while a batch's lists are built: the lists hold
+    ints only, yet every few hundred of them the collector walked all the young ones (a third of
+    the time of ``encode_batch`` on short texts)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 if TYPE_CHECKING:  # numpy is imported where it is used: `import hf_bpe` stays light (~16 MiB less RSS)
     import numpy as np
@@ -238,8 +255,9 @@ class BPE:
     def encode_batch(self, texts: Sequence[str], num_threads: int | None = None,
                      allowed_special: AllowedSpecial = (), disallowed_special: AllowedSpecial = "all") -> list[list[int]]:
         """Encodes many texts on all cores (GIL released)."""
-        return self._encoder().encode_batch(_texts_arg(texts), _specials_arg(allowed_special),
-                                            _specials_arg(disallowed_special), num_threads)
+        with gc_paused():
+            return self._encoder().encode_batch(_texts_arg(texts), _specials_arg(allowed_special),
+                                                _specials_arg(disallowed_special), num_threads)
 
     def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None,
                           allowed_special: AllowedSpecial = (), disallowed_special: AllowedSpecial = "all"

@@ -22,7 +22,7 @@ from hf_bpe import formats
 from hf_bpe.artifacts import save_staged, write_vocabulary
 from hf_bpe.arrow import (ArrowMapFn, arrow_columns, is_arrow_table, map_batch, map_batch_column, map_fn,
                           with_columns)
-from hf_bpe.bpe import BPE, from_hf_files
+from hf_bpe.bpe import BPE, from_hf_files, gc_paused
 from hf_bpe.post import template_of
 from hf_bpe.hf_encoding import (AddedSpec, decode_with_added, encode_texts, numpy_batch, pad_rows, pair_keep,
                                 token_tables, windows, with_added)
@@ -98,8 +98,6 @@ class BPETokenizer(PreTrainedTokenizer):
         kwargs.setdefault("clean_up_tokenization_spaces", False)
         super().__init__(errors=errors, unk_token=unk_token, bos_token=bos_token, eos_token=eos_token,
                          pad_token=pad_token, add_prefix_space=False, text_column=text_column, **kwargs)
-
-    # ---- conversions -----------------------------------------------------------------------
 
     @classmethod
     def from_bpe(cls, bpe: BPE, **kwargs: Any) -> "BPETokenizer":
@@ -264,10 +262,11 @@ class BPETokenizer(PreTrainedTokenizer):
                 and truncation_strategy == TruncationStrategy.DO_NOT_TRUNCATE and not return_overflowing_tokens
                 and not (return_token_type_ids or return_special_tokens_mask or return_offsets_mapping or return_length)):
             data: dict[str, Any] = {"input_ids": a_ids}
-            if return_attention_mask:
-                data["attention_mask"] = [[1] * len(x) for x in a_ids]
-            for x in a_ids:
-                self._eventual_warn_about_too_long_sequence(x, max_length, verbose)
+            longest = max(a_ids, key=len, default=[])
+            if return_attention_mask:  # one list of ones, sliced per row
+                with gc_paused():
+                    data["attention_mask"] = [ones[:len(x)] for ones in [[1] * len(longest)] for x in a_ids]
+            self._eventual_warn_about_too_long_sequence(longest, max_length, verbose)
             if not batched and return_tensors is None:
                 data = {k: v[0] for k, v in data.items()}
             return BatchEncoding(data, tensor_type=return_tensors)

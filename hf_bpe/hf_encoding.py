@@ -13,7 +13,7 @@ from transformers.tokenization_utils_base import TruncationStrategy
 from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import formats
-from hf_bpe.bpe import BPE
+from hf_bpe.bpe import BPE, gc_paused
 
 __all__ = ["TokenTables", "token_tables", "AddedSpec", "split_added", "hf_offsets", "encode_texts", "windows",
            "pair_keep", "pad_rows", "decode_with_added"]
@@ -198,8 +198,9 @@ def encode_texts(bpe: BPE, spec: AddedSpec, texts: list[str], split_special: boo
     n = len(texts)
     if not offsets and (split_special or not spec.items or spec.native_ok(bpe)):
         flat, off = encode_flat(bpe, spec, texts, split_special)
-        flat_l, off_l = flat.tolist(), off.tolist()
-        return [flat_l[off_l[k]:off_l[k + 1]] for k in range(n)], None
+        with gc_paused():
+            flat_l, off_l = flat.tolist(), off.tolist()
+            return [flat_l[off_l[k]:off_l[k + 1]] for k in range(n)], None
     # General path: cut on added tokens, encode every plain piece of every text in one call.
     cuts = [[(0, len(t), None)] if split_special or not spec.items else split_added(spec, t) for t in texts]
     ids_out, offs_out = [], [] if offsets else None
