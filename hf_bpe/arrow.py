@@ -11,7 +11,7 @@ import numpy as np
 
 from hf_bpe.bpe import BPE
 
-__all__ = ["ArrowMapFn", "arrow_columns", "column_flat", "is_arrow_table", "map_batch", "map_fn", "with_columns"]
+__all__ = ["ArrowMapFn", "arrow_columns", "column_flat", "is_arrow_table", "map_batch", "map_fn", "table_call", "with_columns"]
 
 
 def is_arrow_table(x: object) -> bool:
@@ -119,6 +119,24 @@ def map_batch_column(batch, column: str):
     if caller.f_code.co_name != "apply_function" or caller.f_globals.get("__name__") != "datasets.arrow_dataset":
         return None
     return batch.pa_table.column(column)
+
+
+def table_call(bpe: BPE, spec, table, name: str, split_special: bool, attention_mask: bool, call):
+    """A tokenizer called on a ``pyarrow.Table``: the table with the encoding of its ``name``
+    column appended; from the buffers when ``spec`` is given (a plain call), else the columns of
+    ``call(texts)`` (the tokenizer with its options) as Arrow arrays."""
+    import pyarrow as pa
+
+    if name not in table.column_names:
+        raise KeyError(f"column {name!r} not in the table (columns: {table.column_names})")
+    if spec is not None:
+        cols, _ = arrow_columns(bpe, spec, table.column(name), name, split_special, attention_mask)
+    else:
+        enc = call(table.column(name).to_pylist())
+        cols = {k: pa.array(v, type=pa.list_(pa.int32()) if k != "offset_mapping" else None)
+                if isinstance(v, list) and v and isinstance(v[0], list) else pa.array(v)
+                for k, v in enc.items()}
+    return with_columns(table, cols)
 
 
 def with_columns(table, cols: dict):

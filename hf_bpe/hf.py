@@ -20,12 +20,11 @@ from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import formats
 from hf_bpe.artifacts import save_staged, write_vocabulary
-from hf_bpe.arrow import (ArrowMapFn, arrow_columns, is_arrow_table, map_batch, map_batch_column, map_fn,
-                          with_columns)
+from hf_bpe.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
 from hf_bpe.bpe import BPE, from_hf_files, gc_paused
 from hf_bpe.post import template_of
 from hf_bpe.hf_encoding import (AddedSpec, decode_with_added, encode_texts, numpy_batch, pad_rows, pair_keep,
-                                token_tables, windows, with_added)
+                                token_tables, train_new, windows, with_added)
 
 __all__ = ["BPETokenizer", "BPETokenizerConfig", "ArrowMapFn", "map_fn", "register"]
 
@@ -128,6 +127,10 @@ class BPETokenizer(PreTrainedTokenizer):
     def num_special_tokens_to_add(self, pair: bool = False) -> int:
         t = template_of(self.bpe.pipeline)
         return t.added(pair) if t else super().num_special_tokens_to_add(pair)
+
+    def train_new_from_iterator(self, text_iterator, vocab_size: int, **kwargs: Any) -> "BPETokenizer":
+        """A new tokenizer of this kind trained on ``text_iterator`` (see :func:`hf_encoding.train_new`)."""
+        return train_new(self, text_iterator, vocab_size, **kwargs)
 
     def get_vocab(self) -> dict[str, int]:
         v = dict(token_tables(self.bpe).str_to_id)
@@ -380,19 +383,10 @@ class BPETokenizer(PreTrainedTokenizer):
                 and self.num_special_tokens_to_add() == 0)
 
     def _call_arrow(self, table, *args: Any, **kwargs: Any):
-        import pyarrow as pa
-
-        if self.text_column not in table.column_names:
-            raise KeyError(f"column {self.text_column!r} not in the table (columns: {table.column_names})")
-        if self._plain(args, kwargs):
-            cols, _ = arrow_columns(self.bpe, self._added_spec(), table.column(self.text_column), self.text_column,
-                                    self.split_special_tokens, "attention_mask" in self.model_input_names)
-        else:
-            enc = super().__call__(table.column(self.text_column).to_pylist(), *args, **kwargs)
-            cols = {k: pa.array(v, type=pa.list_(pa.int32()) if k != "offset_mapping" else None)
-                    if isinstance(v, list) and v and isinstance(v[0], list) else pa.array(v)
-                    for k, v in enc.items()}
-        return with_columns(table, cols)
+        plain = self._plain(args, kwargs)
+        return table_call(self.bpe, self._added_spec() if plain else None, table, self.text_column,
+                          self.split_special_tokens, "attention_mask" in self.model_input_names,
+                          lambda texts: super(BPETokenizer, self).__call__(texts, *args, **kwargs))
 
 
 register()  # also when this module is imported directly (the import hook may have run too early)

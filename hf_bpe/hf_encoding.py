@@ -319,3 +319,32 @@ def pad_rows(rows: dict[str, list], strategy: PaddingStrategy, max_length: int |
             d = target - len(v)
             if d > 0:
                 vals[r] = v + [f] * d if side == "right" else [f] * d + v
+
+
+def train_new(tok, text_iterator, vocab_size: int, new_special_tokens=None, special_tokens_map=None, **options):
+    """``PreTrainedTokenizerFast.train_new_from_iterator`` for :class:`hf_bpe.BPETokenizer`: trains
+    with :func:`hf_bpe.train` on the texts (or batches of texts) of ``text_iterator``, with the
+    tokenizer's pattern and special tokens (renamed by ``special_tokens_map``, plus
+    ``new_special_tokens``), and ``tie_break="hf"`` unless told (so the merges equal those of
+    transformers' own method). Returns a tokenizer of the same class and settings."""
+    from hf_bpe.training import train
+
+    known = {"tie_break", "min_frequency", "max_token_length", "num_threads", "progress", "pattern", "length"}
+    if unknown := sorted(set(options) - known):
+        raise TypeError(f"train_new_from_iterator: unsupported option(s) {unknown} (hf_bpe trains with {sorted(known)})")
+    options.pop("length", None)  # the size of the iterator, for a progress bar: hf_bpe counts as it goes
+    rename = dict(special_tokens_map or {})
+
+    def texts():
+        for item in text_iterator:
+            yield from ([item] if isinstance(item, str) else item)
+
+    old = [str(t) for t in tok.all_special_tokens] + [t.content for t in tok.added_tokens_decoder.values() if t.special]
+    specials = list(dict.fromkeys([rename.get(t, t) for t in old] + [str(t) for t in new_special_tokens or ()]))
+    options.setdefault("tie_break", "hf")
+    options.setdefault("pattern", tok.bpe.pattern)
+    bpe = train(texts(), vocab_size=vocab_size, special_tokens=specials, **options)
+    names = {k: rename.get(str(v), str(v)) for k, v in tok.special_tokens_map.items() if isinstance(v, str)}
+    keep = {k: getattr(tok, k) for k in ("model_max_length", "padding_side", "truncation_side", "text_column",
+                                         "chat_template", "split_special_tokens")}
+    return type(tok)(bpe=bpe, **{k: names.get(k) for k in ("bos_token", "eos_token", "unk_token", "pad_token")}, **keep)
