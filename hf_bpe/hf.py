@@ -23,7 +23,7 @@ from hf_bpe.artifacts import save_staged, write_vocabulary
 from hf_bpe.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
 from hf_bpe.bpe import BPE, from_hf_files, gc_paused
 from hf_bpe.post import template_of
-from hf_bpe.hf_encoding import (AddedSpec, decode_with_added, encode_texts, numpy_batch, pad_rows, pair_keep,
+from hf_bpe.hf_encoding import (AddedSpec, backend_of, decode_with_added, encode_texts, numpy_batch, pad_rows, pair_keep,
                                 token_tables, train_new, windows, with_added)
 
 __all__ = ["BPETokenizer", "BPETokenizerConfig", "ArrowMapFn", "map_fn", "register"]
@@ -127,6 +127,11 @@ class BPETokenizer(PreTrainedTokenizer):
     def num_special_tokens_to_add(self, pair: bool = False) -> int:
         t = template_of(self.bpe.pipeline)
         return t.added(pair) if t else super().num_special_tokens_to_add(pair)
+
+    @property
+    def backend_tokenizer(self):
+        """This tokenizer as a ``tokenizers.Tokenizer`` with the same ids (from its ``tokenizer.json``)."""
+        return backend_of(self)
 
     def train_new_from_iterator(self, text_iterator, vocab_size: int, **kwargs: Any) -> "BPETokenizer":
         """A new tokenizer of this kind trained on ``text_iterator`` (see :func:`hf_encoding.train_new`)."""

@@ -5,6 +5,7 @@ single_word rules), the batch encoder, transformers-style offsets, and truncatio
 
 from __future__ import annotations
 
+import json
 import re
 import weakref
 
@@ -348,3 +349,16 @@ def train_new(tok, text_iterator, vocab_size: int, new_special_tokens=None, spec
     keep = {k: getattr(tok, k) for k in ("model_max_length", "padding_side", "truncation_side", "text_column",
                                          "chat_template", "split_special_tokens")}
     return type(tok)(bpe=bpe, **{k: names.get(k) for k in ("bos_token", "eos_token", "unk_token", "pad_token")}, **keep)
+
+
+def backend_of(tok):
+    """``tok`` as a ``tokenizers.Tokenizer`` built from the ``tokenizer.json`` it saves (added
+    tokens included): the same ids."""
+    try:
+        import tokenizers
+    except ImportError as e:
+        raise ImportError("BPETokenizer.backend_tokenizer needs the `tokenizers` package (pip install 'hf_bpe[hf]')") from e
+    b = tok.bpe
+    spec = formats.tokenizer_json(b.vocab, b.merges, b.special_tokens, b.pattern, with_added(b, tok.added_tokens_decoder),
+                                  b.pipeline)
+    return tokenizers.Tokenizer.from_str(json.dumps(spec))

@@ -1,4 +1,4 @@
-"""`BPETokenizer.train_new_from_iterator`: our trainer behind transformers' method, equal to
+"""Methods of a fast tokenizer on `BPETokenizer`. `train_new_from_iterator`: our trainer, equal to
 `hf_bpe.train` and, with `tie_break="hf"`, to transformers' own method on GPT2TokenizerFast."""
 
 from __future__ import annotations
@@ -43,3 +43,17 @@ def test_special_tokens_renamed_and_added_and_bad_options(docs):
     assert new("a<eos>b")["input_ids"][1] == new.bpe.special_tokens["<eos>"]
     with pytest.raises(TypeError, match="unsupported option.*'dropout'"):
         tok.train_new_from_iterator(docs[:5], 300, dropout=0.1)
+
+
+def test_backend_tokenizer_gives_the_same_ids(docs, tmp_path):
+    import tokenizers
+
+    tok = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
+    tok.add_tokens(["<|im_start|>"], special_tokens=True)
+    tok.add_tokens(["zqxzqx"])
+    trained = hf_bpe.BPETokenizer.from_bpe(hf_bpe.train(docs, vocab_size=600, progress=False))
+    for t in (tok, trained):
+        backend = t.backend_tokenizer
+        assert isinstance(backend, tokenizers.Tokenizer)
+        for text in docs[:30] + ["<|im_start|>a zqxzqx<|endoftext|>b"]:
+            assert backend.encode(text, add_special_tokens=False).ids == t(text)["input_ids"]
