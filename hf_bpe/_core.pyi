@@ -153,3 +153,9 @@ def encode_utf8_column(encoder: Encoder, data: npt.NDArray[np.uint8], offsets: n
                        num_threads: int | None = None) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
     """``Encoder.encode_batch_flat`` of the rows ``data[offsets[i]:offsets[i+1]]`` (an Arrow string
     column's buffers); bad offsets or bytes that are not UTF-8 fail naming the row."""
+
+def pad_rows(ids: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64], width: int, pad_id: int,
+             pad_left: bool = False, truncate_left: bool = False, attention_mask: bool = True
+             ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None]:
+    """A batch's flat ids as a padded 2-D int64 array ``width`` wide (rows cut to ``width``, the
+    end kept with ``truncate_left``), and the 0/1 attention mask."""

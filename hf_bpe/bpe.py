@@ -13,6 +13,14 @@ from typing import TYPE_CHECKING, AbstractSet, Collection, Iterable, Literal, Se
 from hf_bpe import _core, formats, tiktoken_io
 
 
+def pad_flat(ids: np.ndarray, offsets: np.ndarray, width: int, pad_id: int, pad_left: bool = False,
+             truncate_left: bool = False, attention_mask: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Flat ids (``uint32``, rows cut by ``int64`` ``offsets``) as a 2-D ``int64`` array ``width``
+    wide: rows cut to ``width`` (keeping their end with ``truncate_left``), at the left or right,
+    the rest ``pad_id``; and the 0/1 attention mask (or ``None``). Written by the core in one pass."""
+    return _core.pad_rows(ids, offsets, width, pad_id, pad_left, truncate_left, attention_mask)
+
+
 @contextlib.contextmanager
 def gc_paused():
     """Python's cyclic garbage collector paused while a batch's lists are built: the lists hold

@@ -14,7 +14,7 @@ from transformers.tokenization_utils_base import TruncationStrategy
 from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import formats
-from hf_bpe.bpe import BPE, gc_paused
+from hf_bpe.bpe import BPE, gc_paused, pad_flat
 
 __all__ = ["TokenTables", "token_tables", "AddedSpec", "split_added", "hf_offsets", "encode_texts", "windows",
            "pair_keep", "pad_rows", "decode_with_added"]
@@ -149,18 +149,14 @@ def padded_arrays(flat: np.ndarray, off: np.ndarray, strategy: PaddingStrategy, 
                   attention_mask: bool) -> dict[str, np.ndarray]:
     """``input_ids`` (and ``attention_mask``) as 2-D ``int64`` arrays, rows truncated to
     ``max_length`` (on ``truncation_side``) when ``truncate`` and padded (``pad_rows``' rules),
-    written with numpy from the flat ids: no Python object per token."""
+    written by the core from the flat ids (:func:`hf_bpe.bpe.pad_flat`)."""
     lens = np.diff(off)
-    starts = off[:-1].copy()
     if truncate:
-        over = np.maximum(lens - max_length, 0)
-        if truncation_side == "left":
-            starts += over
-        lens = lens - over
+        lens = np.minimum(lens, max_length)
     longest = int(lens.max(initial=0))
     target = longest if strategy == PaddingStrategy.LONGEST or max_length is None else max(max_length, longest)
     if strategy == PaddingStrategy.DO_NOT_PAD:
-        if lens.size and (lens != longest).any():
+        if (lens != longest).any():
             raise ValueError("Unable to create tensor, you should probably activate truncation and/or padding with "
                              "'padding=True' 'truncation=True' to have batched tensors with the same length.")
         target = longest
@@ -168,17 +164,9 @@ def padded_arrays(flat: np.ndarray, off: np.ndarray, strategy: PaddingStrategy, 
         target = (target // multiple + 1) * multiple
     if pad_id is None and (lens != target).any():
         raise ValueError("Asking to pad but the tokenizer does not have a padding token: set tokenizer.pad_token")
-    rows = np.repeat(np.arange(len(lens)), lens)
-    within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-    cols = within + (np.repeat(target - lens, lens) if side == "left" else 0)
-    ids = np.full((len(lens), target), pad_id if pad_id is not None else 0, dtype=np.int64)
-    ids[rows, cols] = flat[np.repeat(starts, lens) + within]
-    out = {"input_ids": ids}
-    if attention_mask:
-        mask = np.zeros((len(lens), target), dtype=np.int64)
-        mask[rows, cols] = 1
-        out["attention_mask"] = mask
-    return out
+    ids, mask = pad_flat(flat.view(np.uint32), off, target, pad_id or 0, side == "left", truncation_side == "left",
+                         attention_mask)
+    return {"input_ids": ids, "attention_mask": mask} if attention_mask else {"input_ids": ids}
 
 
 def numpy_batch(tok, spec: AddedSpec, texts: list[str], split_special: bool, padding: PaddingStrategy,

@@ -1,7 +1,8 @@
-//! Encoding a column of strings held as an Arrow string array's two buffers (the UTF-8 data
-//! and the n + 1 offsets), so that a `datasets` batch is encoded without a Python `str` per row.
+//! Batches as arrays, both ways: a column of strings held as an Arrow string array's two buffers
+//! (the UTF-8 data and the n + 1 offsets) encoded without a Python `str` per row (a `datasets`
+//! batch), and a batch's flat ids written into padded 2-D arrays (`return_tensors="np"`).
 
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 use super::encoder::{allowed_of, disallowed_of, flat_arrays, Encoder};
@@ -61,6 +62,58 @@ pub fn encode_utf8_column<'py>(
         })
         .map_err(value_error)?;
     flat_arrays(py, flat)
+}
+
+/// A batch's flat ids (`ids`, rows cut by `offsets`) as a 2-D int64 array `width` wide: each
+/// row cut to `width` (its end kept when `truncate_left`), placed at the left or right
+/// (`pad_left`) and the rest set to `pad_id`; with `attention_mask`, the matching 0/1 array.
+#[pyfunction]
+#[pyo3(signature = (ids, offsets, width, pad_id, pad_left=false, truncate_left=false, attention_mask=true))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn pad_rows<'py>(
+    py: Python<'py>,
+    ids: PyReadonlyArray1<'py, u32>,
+    offsets: PyReadonlyArray1<'py, i64>,
+    width: usize,
+    pad_id: i64,
+    pad_left: bool,
+    truncate_left: bool,
+    attention_mask: bool,
+) -> PyResult<(Bound<'py, PyArray2<i64>>, Option<Bound<'py, PyArray2<i64>>>)> {
+    let (ids, off) = (ids.as_slice()?, offsets.as_slice()?);
+    if off.is_empty() || off[0] < 0 || off.windows(2).any(|w| w[1] < w[0]) || *off.last().unwrap() as u64 > ids.len() as u64 {
+        return Err(value_error(format!("offsets must be n + 1 non-decreasing positions in the {} ids", ids.len())));
+    }
+    let n = off.len() - 1;
+    let out = PyArray2::<i64>::zeros(py, [n, width], false);
+    let mask = attention_mask.then(|| PyArray2::<i64>::zeros(py, [n, width], false));
+    // SAFETY: both arrays were just made here, are contiguous and nothing else refers to them.
+    let o = unsafe { out.as_slice_mut()? };
+    let m = match &mask {
+        Some(m) => Some(unsafe { m.as_slice_mut()? }),
+        None => None,
+    };
+    py.allow_threads(move || {
+        let mut m = m;
+        for r in 0..n {
+            let (s, e) = (off[r] as usize, off[r + 1] as usize);
+            let len = (e - s).min(width);
+            let s = if truncate_left { e - len } else { s };
+            let at = if pad_left { width - len } else { 0 };
+            let row = &mut o[r * width..(r + 1) * width];
+            for (d, &x) in row[at..at + len].iter_mut().zip(&ids[s..s + len]) {
+                *d = i64::from(x);
+            }
+            if pad_id != 0 {
+                row[..at].fill(pad_id);
+                row[at + len..].fill(pad_id);
+            }
+            if let Some(m) = m.as_deref_mut() {
+                m[r * width + at..r * width + at + len].fill(1);
+            }
+        }
+    });
+    Ok((out, mask))
 }
 
 #[cfg(test)]

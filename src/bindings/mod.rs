@@ -176,6 +176,7 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<training::WordCounter>()?;
     m.add_class::<encoder::Encoder>()?;
     m.add_function(wrap_pyfunction!(columns::encode_utf8_column, m)?)?;
+    m.add_function(wrap_pyfunction!(columns::pad_rows, m)?)?;
     m.add_class::<encoder::IdBuffer>()?;
     m.add_function(wrap_pyfunction!(encoder::_encoder_from_state, m)?)?;
     Ok(())
