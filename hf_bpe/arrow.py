@@ -53,19 +53,16 @@ def column_flat(bpe: BPE, column, name: str = "text", split_special: bool = Fals
 
 
 def _texts_flat(bpe: BPE, spec, column, name: str, split_special: bool) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`column_flat`, or through the added-token matcher when ``spec`` (an
-    ``hf_encoding.AddedSpec``) holds tokens the core lacks."""
-    from hf_bpe.hf_encoding import encode_texts  # (imports transformers)
+    """:func:`column_flat`, or ``hf_encoding.encode_flat`` (the added-token matcher) when ``spec``
+    (an ``hf_encoding.AddedSpec``) holds tokens the core lacks."""
+    from hf_bpe.hf_encoding import encode_flat  # (imports transformers)
 
     if split_special or not spec.items or spec.native_ok(bpe):
         return column_flat(bpe, column, name, split_special)
     texts = column.to_pylist()
     if None in texts:
         raise ValueError(f"row {texts.index(None)} of column {name!r} is None: every row must be a string (use '' for none)")
-    lists = encode_texts(bpe, spec, texts, split_special, False)[0]
-    off = np.zeros(len(lists) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=off[1:])
-    return np.fromiter((i for x in lists for i in x), dtype=np.int32, count=int(off[-1])), off
+    return encode_flat(bpe, spec, texts, split_special)
 
 
 def arrow_columns(bpe: BPE, spec, column, name: str, split_special: bool, attention_mask: bool,

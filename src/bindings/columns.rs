@@ -9,17 +9,25 @@ use super::encoder::{allowed_of, disallowed_of, flat_arrays, Encoder};
 use super::{no_panic, threads, value_error};
 use crate::batch;
 
-/// The rows `data[offsets[i]:offsets[i+1]]` as strs, or an error naming the first bad row.
-fn rows_of<'a>(data: &'a [u8], offsets: &[i64]) -> Result<Vec<&'a str>, String> {
+/// Checks that `offsets` are n + 1 non-decreasing positions in `0..=len` (of `what`); the error
+/// names the first bad row.
+fn check_offsets(offsets: &[i64], len: usize, what: &str) -> Result<(), String> {
     let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
         return Err("offsets must hold n + 1 entries (got none)".into());
     };
     if let Some(i) = offsets.windows(2).position(|w| w[1] < w[0]) {
         return Err(format!("row {i}: offsets go backwards ({} then {})", offsets[i], offsets[i + 1]));
     }
-    if first < 0 || last as u64 > data.len() as u64 {
-        return Err(format!("offsets {first}..{last} do not fit the {} bytes of string data", data.len()));
+    if first < 0 || last as u64 > len as u64 {
+        return Err(format!("offsets {first}..{last} do not fit the {len} {what}"));
     }
+    Ok(())
+}
+
+/// The rows `data[offsets[i]:offsets[i+1]]` as strs, or an error naming the first bad row.
+fn rows_of<'a>(data: &'a [u8], offsets: &[i64]) -> Result<Vec<&'a str>, String> {
+    check_offsets(offsets, data.len(), "bytes of string data")?;
+    let (first, last) = (offsets[0], offsets[offsets.len() - 1]);
     let text = std::str::from_utf8(&data[first as usize..last as usize]).map_err(|e| {
         let at = first as usize + e.valid_up_to();
         let row = offsets.partition_point(|&o| o as usize <= at).saturating_sub(1);
@@ -81,9 +89,7 @@ pub fn pad_rows<'py>(
     attention_mask: bool,
 ) -> PyResult<(Bound<'py, PyArray2<i64>>, Option<Bound<'py, PyArray2<i64>>>)> {
     let (ids, off) = (ids.as_slice()?, offsets.as_slice()?);
-    if off.is_empty() || off[0] < 0 || off.windows(2).any(|w| w[1] < w[0]) || *off.last().unwrap() as u64 > ids.len() as u64 {
-        return Err(value_error(format!("offsets must be n + 1 non-decreasing positions in the {} ids", ids.len())));
-    }
+    check_offsets(off, ids.len(), "ids").map_err(value_error)?;
     let n = off.len() - 1;
     let out = PyArray2::<i64>::zeros(py, [n, width], false);
     let mask = attention_mask.then(|| PyArray2::<i64>::zeros(py, [n, width], false));
@@ -130,5 +136,6 @@ mod tests {
         assert!(rows_of(data, &[0, 9]).unwrap_err().contains("do not fit the 5 bytes"));
         assert!(rows_of(b"ok\xff", &[0, 2, 3]).unwrap_err().contains("row 1: its string data is not valid UTF-8"));
         assert!(rows_of(data, &[]).is_err());
+        assert!(super::check_offsets(&[0, 5], 3, "ids").unwrap_err().contains("do not fit the 3 ids"));
     }
 }
