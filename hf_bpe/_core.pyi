@@ -103,6 +103,10 @@ class Encoder:
     def encode_with_offsets(self, text: str, allowed_special: _Specials = None,
                             disallowed_special: _Specials = None) -> tuple[list[int], list[tuple[int, int]]]:
         """Ids plus character offsets; a character belongs to the token holding its first byte."""
+    def encode_spans(self, texts: Sequence[str], allowed_special: _Specials = None, disallowed_special: _Specials = None
+                     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+        """Flat ``(ids, offsets (n, 2), words, row_offsets)``: char ranges as ``tokenizers`` gives them
+        (every char a token touches) and each token's word (pre-tokenizer piece) index per text."""
     def encode_file(self, path_in: str, path_out: str, allowed_special: _Specials = None,
                     disallowed_special: _Specials = None, separator: str | None = None, text_field: str = "text",
                     errors: Literal["strict", "replace", "ignore"] = "strict", num_threads: int | None = None,

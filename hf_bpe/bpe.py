@@ -290,6 +290,15 @@ class BPE:
         return self._encoder().encode_with_offsets(text, _specials_arg(allowed_special),
                                                    _specials_arg(disallowed_special))
 
+    def encode_spans(self, texts: Sequence[str], allowed_special: AllowedSpecial = (),
+                     disallowed_special: AllowedSpecial = "all") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Flat ``(ids, offsets, words, row_offsets)`` of ``texts``: text ``i`` is rows
+        ``row_offsets[i]:row_offsets[i+1]``; ``offsets`` (``(n, 2)``) are the chars each token's bytes
+        touch, ``words`` each token's pre-tokenizer piece (or special token) index in its text, as
+        ``tokenizers``' ``Encoding.offsets`` / ``word_ids``."""
+        return self._encoder().encode_spans(_texts_arg(texts), _specials_arg(allowed_special),
+                                            _specials_arg(disallowed_special))
+
     def encode_file(self, path_in: str | os.PathLike, path_out: str | os.PathLike, *, progress: bool = True,
                     allowed_special: AllowedSpecial = "all", errors: str = "strict", separator: str | None = None,
                     text_field: str = "text", num_threads: int | None = None) -> tuple[int, int]:

@@ -23,8 +23,10 @@ from hf_bpe.artifacts import save_staged, write_vocabulary
 from hf_bpe.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
 from hf_bpe.bpe import BPE, from_hf_files, gc_paused
 from hf_bpe.post import template_of
-from hf_bpe.hf_encoding import (AddedSpec, backend_of, decode_with_added, encode_texts, numpy_batch, pad_rows, pair_keep,
-                                token_tables, train_new, windows, with_added)
+from hf_bpe.hf_encoding import (AddedSpec, backend_of, decode_with_added, encode_split_words, encode_texts, numpy_batch,
+                                token_tables, train_new, with_added)
+from hf_bpe.hf_rows import pad_rows, rows_of
+from hf_bpe.hf_spans import LazyEncodings, spans_rows
 
 __all__ = ["BPETokenizer", "BPETokenizerConfig", "ArrowMapFn", "map_fn", "register"]
 
@@ -224,22 +226,22 @@ class BPETokenizer(PreTrainedTokenizer):
                      return_overflowing_tokens: bool = False, return_special_tokens_mask: bool = False,
                      return_offsets_mapping: bool = False, return_length: bool = False, verbose: bool = True,
                      split_special_tokens: bool | None = None, **kwargs: Any) -> BatchEncoding:
-        batched = isinstance(text, (list, tuple))
+        words = is_split_into_words
+        batched = isinstance(text, (list, tuple)) and (not words or bool(text) and isinstance(text[0], (list, tuple)))
         texts = list(text) if batched else [text]
         pairs = None
         if text_pair is not None:
             if batched and (not isinstance(text_pair, (list, tuple)) or len(text_pair) != len(texts)):
                 raise ValueError("If `text` is a batch, `text_pair` must also be a batch of the same length.")
             pairs = list(text_pair) if batched else [text_pair]
-        elif batched and texts and all(isinstance(t, tuple) and len(t) == 2 for t in texts):
+        elif batched and not words and texts and all(isinstance(t, tuple) and len(t) == 2 for t in texts):
             texts, pairs = [t[0] for t in texts], [t[1] for t in texts]
-        simple = (not is_split_into_words and not kwargs.get("sanitize_control_tokens")
-                  and all(isinstance(t, str) for t in texts)
-                  and (pairs is None or all(isinstance(t, str) for t in pairs)))
-        if not simple:
+        ok = ((lambda t: isinstance(t, (list, tuple)) and all(isinstance(w, str) for w in t)) if words
+              else (lambda t: isinstance(t, str)))
+        if kwargs.get("sanitize_control_tokens") or not all(map(ok, texts)) or (pairs and not all(map(ok, pairs))):
             if return_offsets_mapping:
-                raise NotImplementedError(
-                    "return_offsets_mapping=True is supported for str / list[str] inputs (and pairs) only")
+                raise NotImplementedError("return_offsets_mapping=True needs text as str / list[str] "
+                                          "(or words as list[str] with is_split_into_words=True), and pairs of them")
             return super()._encode_plus(
                 text, text_pair=text_pair, add_special_tokens=add_special_tokens, padding_strategy=padding_strategy,
                 truncation_strategy=truncation_strategy, max_length=max_length, stride=stride,
@@ -248,119 +250,78 @@ class BPETokenizer(PreTrainedTokenizer):
                 return_attention_mask=return_attention_mask, return_overflowing_tokens=return_overflowing_tokens,
                 return_special_tokens_mask=return_special_tokens_mask, return_length=return_length, verbose=verbose,
                 split_special_tokens=split_special_tokens, **kwargs)
+        if words:  # copies: the encodings may be built later (`LazyEncodings`)
+            texts, pairs = [list(t) for t in texts], pairs and [list(t) for t in pairs]
+        opts = dict(add_special_tokens=add_special_tokens, padding_strategy=padding_strategy,
+                    truncation_strategy=truncation_strategy, max_length=max_length, stride=stride,
+                    pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side,
+                    return_token_type_ids=return_token_type_ids, return_attention_mask=return_attention_mask,
+                    return_overflowing_tokens=return_overflowing_tokens,
+                    return_special_tokens_mask=return_special_tokens_mask,
+                    return_offsets_mapping=return_offsets_mapping, return_length=return_length, verbose=verbose,
+                    split_special_tokens=split_special_tokens)
+        lazy = LazyEncodings(lambda: self._batch(texts, pairs, words, batched, spans=True, **opts))
+        if (return_tensors == "np" and batched and pairs is None and not words
+                and truncation_strategy != TruncationStrategy.ONLY_SECOND and self._plain((), {})
+                and not (return_overflowing_tokens or return_token_type_ids or return_special_tokens_mask
+                         or return_offsets_mapping or return_length)):
+            sst = self.split_special_tokens if split_special_tokens is None else split_special_tokens
+            data = numpy_batch(self, self._added_spec(), texts, sst, padding_strategy, truncation_strategy, max_length,
+                               pad_to_multiple_of, padding_side, return_attention_mask, verbose)
+            return BatchEncoding(data, encoding=lazy, tensor_type="np", n_sequences=1)
+        data = self._batch(texts, pairs, words, batched, spans=False, **opts)
+        if not batched and return_tensors is None and not return_overflowing_tokens:
+            # as transformers' tokenizers backend: per-token lists lose the batch axis, scalars don't
+            data = {k: (v[0] if v and isinstance(v[0], list) else v) for k, v in data.items()}
+        return BatchEncoding(data, encoding=lazy, tensor_type=return_tensors, n_sequences=1 if pairs is None else 2)
+
+    def _batch(self, texts, pairs, words: bool, batched: bool, spans: bool, *, add_special_tokens, padding_strategy,
+               truncation_strategy, max_length, stride, pad_to_multiple_of, padding_side, return_token_type_ids,
+               return_attention_mask, return_overflowing_tokens, return_special_tokens_mask, return_offsets_mapping,
+               return_length, verbose, split_special_tokens):
+        """The rows of a batch (lists), or with ``spans`` their :class:`TokenSpans` (the encodings)."""
         sst = self.split_special_tokens if split_special_tokens is None else split_special_tokens
         spec = self._added_spec()
-        if (return_tensors == "np" and batched and pairs is None and truncation_strategy != TruncationStrategy.ONLY_SECOND
-                and self._plain((), {}) and not (return_overflowing_tokens or return_token_type_ids
-                                                 or return_special_tokens_mask or return_offsets_mapping or return_length)):
-            return BatchEncoding(numpy_batch(self, spec, texts, sst, padding_strategy, truncation_strategy, max_length,
-                                             pad_to_multiple_of, padding_side, return_attention_mask, verbose),
-                                 tensor_type="np")
-        a_ids, a_offs = encode_texts(self.bpe, spec, texts, sst, return_offsets_mapping)
-        if pairs is not None:
-            b_ids, b_offs = encode_texts(self.bpe, spec, pairs, sst, return_offsets_mapping)
+        encode = encode_split_words if words else encode_texts
+        offs = return_offsets_mapping or spans
+        a = encode(self.bpe, spec, texts, sst, offs)
+        b = encode(self.bpe, spec, pairs, sst, offs) if pairs is not None else None
         if return_attention_mask is None:
             return_attention_mask = "attention_mask" in self.model_input_names
         if return_token_type_ids is None:
             return_token_type_ids = "token_type_ids" in self.model_input_names
-        n_special = (self.num_special_tokens_to_add(pair=pairs is not None) if add_special_tokens else 0)
+        n_special = self.num_special_tokens_to_add(pair=pairs is not None) if add_special_tokens else 0
 
         # Fast exit: nothing but ids (and a mask of ones).
-        if (pairs is None and n_special == 0 and padding_strategy == PaddingStrategy.DO_NOT_PAD
+        if (not spans and b is None and n_special == 0 and padding_strategy == PaddingStrategy.DO_NOT_PAD
                 and truncation_strategy == TruncationStrategy.DO_NOT_TRUNCATE and not return_overflowing_tokens
                 and not (return_token_type_ids or return_special_tokens_mask or return_offsets_mapping or return_length)):
-            data: dict[str, Any] = {"input_ids": a_ids}
-            longest = max(a_ids, key=len, default=[])
+            data: dict[str, Any] = {"input_ids": a[0]}
+            longest = max(a[0], key=len, default=[])
             if return_attention_mask:  # one list of ones, sliced per row
                 with gc_paused():
-                    data["attention_mask"] = [ones[:len(x)] for ones in [[1] * len(longest)] for x in a_ids]
+                    data["attention_mask"] = [ones[:len(x)] for ones in [[1] * len(longest)] for x in a[0]]
             self._eventual_warn_about_too_long_sequence(longest, max_length, verbose)
-            if not batched and return_tensors is None:
-                data = {k: v[0] for k, v in data.items()}
-            return BatchEncoding(data, tensor_type=return_tensors)
+            return data
 
-        truncate = truncation_strategy != TruncationStrategy.DO_NOT_TRUNCATE and max_length is not None
-        left = self.truncation_side == "left"
-        rows: dict[str, list] = {}
-        mapping: list[int] = []
-
-        def seq(ids, offs, k, rng):
-            s, e = rng
-            return ids[k][s:e], (offs[k][s:e] if offs is not None else None)
-
-        for k in range(len(texts)):
-            na = len(a_ids[k])
-            if pairs is None:
-                if truncate:
-                    keep = max_length - n_special
-                    if keep < 0:
-                        raise ValueError(f"max_length={max_length} is smaller than the {n_special} special tokens added")
-                    if truncation_strategy == TruncationStrategy.ONLY_SECOND and na > keep:
-                        raise ValueError("Truncation error: truncation='only_second' needs a second sequence (text_pair)")
-                    wins = windows(na, keep, stride, left)
-                else:
-                    wins = [(0, na)]
-                combos = [(w, None) for w in wins]
-            else:
-                nb = len(b_ids[k])
-                if truncate:
-                    ka, kb = pair_keep(na, nb, max(max_length - n_special, 0), truncation_strategy)
-                    wa, wb = windows(na, ka, stride, left), windows(nb, kb, stride, left)
-                else:
-                    wa, wb = [(0, na)], [(0, nb)]
-                combos = [(wa[0], wb[0])] + [(x, y) for x in wa[1:] for y in wb] + [(wa[0], y) for y in wb[1:]]
-            if not return_overflowing_tokens:
-                combos = combos[:1]
-            for ra, rb in combos:
-                ia, oa = seq(a_ids, a_offs, k, ra)
-                ib = ob = None
-                if rb is not None:
-                    ib, ob = seq(b_ids, b_offs, k, rb)
-                self._emit(rows, ia, oa, ib, ob, add_special_tokens, return_token_type_ids,
-                           return_special_tokens_mask, return_offsets_mapping)
-                mapping.append(k)
-
-        for x in rows["input_ids"]:
+        rows, mapping = rows_of(self, a, b, add_special_tokens, truncation_strategy, max_length, stride,
+                                return_overflowing_tokens, return_token_type_ids, return_special_tokens_mask,
+                                return_offsets_mapping, spans)
+        for x in rows["input_ids"] if not spans else ():
             self._eventual_warn_about_too_long_sequence(x, max_length, verbose)
         pad_rows(rows, padding_strategy, max_length, pad_to_multiple_of, padding_side or self.padding_side,
                  self.pad_token_id, self.pad_token_type_id)
+        if spans:
+            t = token_tables(self.bpe)
+            added = {i: str(x.content) for i, x in self._added_tokens_decoder.items()}
+            return spans_rows(rows, t.id_to_str, added, 1 if pairs is None else 2)
         if not return_attention_mask:
             rows.pop("attention_mask")
         if return_length:
             rows["length"] = [len(x) for x in rows["input_ids"]]
         if return_overflowing_tokens:
             rows["overflow_to_sample_mapping"] = mapping
-        if not batched and return_tensors is None and not return_overflowing_tokens:
-            # as transformers' tokenizers backend: per-token lists lose the batch axis, scalars don't
-            rows = {k: (v[0] if v and isinstance(v[0], list) else v) for k, v in rows.items()}
-        return BatchEncoding(rows, tensor_type=return_tensors)
-
-    def _emit(self, rows, ia, oa, ib, ob, add_special, want_tt, want_mask, want_offs) -> None:
-        if add_special:
-            ids = self.build_inputs_with_special_tokens(ia, ib)
-        else:
-            ids = ia + (ib if ib is not None else [])
-        pair_len = len(ia) + (len(ib) if ib is not None else 0)
-        rows.setdefault("input_ids", []).append(ids)
-        rows.setdefault("attention_mask", []).append([1] * len(ids))
-        if want_tt:
-            if add_special:
-                tt = self.create_token_type_ids_from_sequences(ia, ib)
-            else:
-                tt = [0] * len(ia) + ([1] * len(ib) if ib is not None else [])
-            rows.setdefault("token_type_ids", []).append(tt)
-        if want_mask or want_offs:
-            # 1 for the special tokens the template adds around the sequences (as transformers'
-            # GPT2Tokenizer: special tokens written in the text itself count as content).
-            if add_special and len(ids) != pair_len:
-                sm = self.get_special_tokens_mask(ia, ib)
-            else:
-                sm = [0] * len(ids)
-            if want_mask:
-                rows.setdefault("special_tokens_mask", []).append(sm)
-            if want_offs:
-                offs = iter((oa or []) + (ob or []))
-                rows.setdefault("offset_mapping", []).append([(0, 0) if bit else next(offs) for bit in sm])
+        return rows
 
     # ---- datasets ----------------------------------------------------------------------------
 

@@ -15,9 +15,10 @@ from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import formats
 from hf_bpe.bpe import BPE, gc_paused, pad_flat
+from hf_bpe.post import offset_trim
 
-__all__ = ["TokenTables", "token_tables", "AddedSpec", "split_added", "hf_offsets", "encode_texts", "windows",
-           "pair_keep", "pad_rows", "decode_with_added"]
+__all__ = ["TokenTables", "token_tables", "AddedSpec", "split_added", "encode_texts", "encode_split_words",
+           "decode_with_added"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -27,18 +28,42 @@ __all__ = ["TokenTables", "token_tables", "AddedSpec", "split_added", "hf_offset
 
 class TokenTables:
     """Each id's GPT-2 spelling (an added token, special or not, as its text, as ``tokenizers``
-    spells it) and back, and which ids start with a UTF-8 continuation byte."""
+    spells it) and back; the spaces that spelling starts and ends with (for offset trimming)."""
 
-    __slots__ = ("str_to_id", "id_to_str", "first_cont")
+    __slots__ = ("str_to_id", "id_to_str", "lead", "trail")
 
     def __init__(self, bpe: BPE) -> None:
         vocab = bpe.vocab
         added = {i: s for s, i in bpe.special_tokens.items()} | {t.id: t.content for t in bpe.added_tokens}
         self.id_to_str = {i: added.get(i) or formats.token_to_str(b) for i, b in vocab.items()}
         self.str_to_id = {s: i for i, s in sorted(self.id_to_str.items())}
-        self.first_cont = np.zeros(max(vocab) + 1, dtype=bool)
+        self.lead = np.zeros(max(vocab, default=0) + 1, dtype=np.int64)
+        self.trail = self.lead.copy()
         for i, b in vocab.items():
-            self.first_cont[i] = bool(b) and (b[0] & 0xC0) == 0x80
+            if i in added:
+                self.lead[i], self.trail[i] = _spaces(added[i])
+            elif b[:1] == b" " or b[-1:] == b" ":
+                self.lead[i], self.trail[i] = len(b) - len(b.lstrip(b" ")), len(b) - len(b.rstrip(b" "))
+
+
+def _spaces(text: str) -> tuple[int, int]:
+    """Whitespace chars at the start and end of ``text`` (Rust's ``char::is_whitespace``)."""
+    def ws(c: str) -> bool:
+        return c.isspace() and not "\x1c" <= c <= "\x1f"
+    lead = next((k for k, c in enumerate(text) if not ws(c)), len(text))
+    trail = next((k for k, c in enumerate(reversed(text)) if not ws(c)), len(text))
+    return lead, trail
+
+
+def trim_offsets(offs: np.ndarray, lead: np.ndarray, trail: np.ndarray, first: np.ndarray, keep_one: bool) -> np.ndarray:
+    """``tokenizers``' ByteLevel offset trimming (``trim_offsets=True``): each token's range loses
+    the spaces its spelling starts and ends with (``lead``/``trail``), except one leading space
+    of a first token when the post-processor adds a prefix space (``keep_one``)."""
+    if keep_one:
+        lead = np.where(first & (lead == 1), 0, lead)
+    start = np.minimum(offs[:, 0] + lead, offs[:, 1])
+    end = np.where((trail > 0) & (offs[:, 1] >= trail), np.maximum(offs[:, 1] - trail, start), offs[:, 1])
+    return np.stack([start, end], axis=1)
 
 
 _TABLES: dict[int, TokenTables] = {}
@@ -101,12 +126,14 @@ def split_added(spec: AddedSpec, text: str) -> list[tuple[int, int, int | None]]
         _, sp, ls, rs, sw = spec.by_content[p[3]]
         left = pieces[k - 1] if k > 0 and pieces[k - 1][2] is None else None
         right = pieces[k + 1] if k + 1 < len(pieces) and pieces[k + 1][2] is None else None
-        if rs and right is not None:
+        if rs and right is not None:  # the stripped spaces are the token's (its offsets cover them)
             seg = text[right[0]:right[1]]
             right[0] += len(seg) - len(seg.lstrip())
+            p[1] = right[0]
         if ls and left is not None:
             seg = text[left[0]:left[1]]
             left[1] -= len(seg) - len(seg.rstrip())
+            p[0] = left[1]
         if sw and ((left is not None and left[1] > left[0] and text[left[1] - 1] != " ")
                    or (right is not None and right[1] > right[0] and text[right[0]] != " ")):
             p[2] = None  # not a whole word: plain text
@@ -118,18 +145,6 @@ def split_added(spec: AddedSpec, text: str) -> list[tuple[int, int, int | None]]
             else:
                 out.append((p[0], p[1], p[2]))
     return out
-
-
-def hf_offsets(tables: TokenTables, ids: list[int], core_offsets: list[tuple[int, int]], shift: int) -> list[tuple[int, int]]:
-    """The core gives each character to the token holding its first byte (a token of continuation
-    bytes only gets an empty span); HF gives every token the span of all the characters its bytes
-    touch. The two differ only in the start of a token whose first byte is a continuation byte."""
-    if not ids:
-        return []
-    arr = np.asarray(core_offsets, dtype=np.int64).reshape(-1, 2)
-    starts = arr[:, 0] - tables.first_cont[np.asarray(ids, dtype=np.int64)]
-    ends = arr[:, 1]
-    return list(zip((starts + shift).tolist(), (ends + shift).tolist()))
 
 
 def encode_flat(bpe: BPE, spec: AddedSpec, texts: list[str], split_special: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -183,39 +198,88 @@ def numpy_batch(tok, spec: AddedSpec, texts: list[str], split_special: bool, pad
 
 
 def encode_texts(bpe: BPE, spec: AddedSpec, texts: list[str], split_special: bool, offsets: bool):
-    """Encodes texts. Returns (ids per text, offsets per text or None)."""
-    n = len(texts)
-    if not offsets and (split_special or not spec.items or spec.native_ok(bpe)):
+    """Encodes texts: (ids per text, offsets per text or None, words per text or None), with
+    ``offsets`` the chars each token touches (trimmed as the post-processor says) and the word
+    (pre-tokenizer piece or added token) of each token, numbered per text, as ``tokenizers``."""
+    native = split_special or not spec.items or spec.native_ok(bpe)
+    if native and not offsets:
         flat, off = encode_flat(bpe, spec, texts, split_special)
-        with gc_paused():
-            flat_l, off_l = flat.tolist(), off.tolist()
-            return [flat_l[off_l[k]:off_l[k + 1]] for k in range(n)], None
-    # General path: cut on added tokens, encode every plain piece of every text in one call.
-    cuts = [[(0, len(t), None)] if split_special or not spec.items else split_added(spec, t) for t in texts]
-    ids_out, offs_out = [], [] if offsets else None
-    tables = token_tables(bpe) if offsets else None
+        return _rows(flat, off), None, None
+    trim = offset_trim(bpe.pipeline)
+    if native:
+        ids, offs, words, off = bpe.encode_spans(texts, allowed_special=() if split_special else "all",
+                                                 disallowed_special=())
+        if trim is not None:
+            t = token_tables(bpe)
+            first = offs[:, 0] == 0
+            first[off[:-1][np.diff(off) > 0]] = True
+            offs = trim_offsets(offs, t.lead[ids], t.trail[ids], first, trim)
+        return _rows(ids, off), _rows(offs, off, pairs=True), _rows(words, off)
+    # Cut on the added tokens; every plain piece of every text goes to the core in one call.
+    cuts = [split_added(spec, t) for t in texts]
+    plain = [t[s:e] for t, cs in zip(texts, cuts) for s, e, a in cs if a is None]
     if not offsets:
-        plain = [t[s:e] for t, cs in zip(texts, cuts) for s, e, a in cs if a is None]
         enc = iter(bpe.encode_batch(plain, allowed_special=(), disallowed_special=()) if plain else [])
-    for t, cs in zip(texts, cuts):
-        ids: list[int] = []
-        of: list[tuple[int, int]] = []
+        return [[i for s, e, a in cs for i in ([a] if a is not None else next(enc))] for cs in cuts], None, None
+    pi, po, pw = [], [], []
+    if plain:
+        ids, offs, words, off = bpe.encode_spans(plain, allowed_special=(), disallowed_special=())
+        pi, po, pw = _rows(ids, off), _rows(offs, off, pairs=True), _rows(words, off)
+    tables = token_tables(bpe) if trim is not None else None
+    ids_out, offs_out, words_out, k = [], [], [], 0
+    for text, cs in zip(texts, cuts):
+        ids, of, ws, base, added = [], [], [], 0, []
         for s, e, a in cs:
             if a is not None:
-                ids.append(a)
-                if offsets:
-                    of.append((s, e))
+                added.append((len(ids), *_spaces(text[s:e])))  # as tokenizers: the text it matched
+                ids.append(a), of.append((s, e)), ws.append(base)
+                base += 1
                 continue
+            ids += pi[k]
+            of += [(x + s, y + s) for x, y in po[k]]
+            ws += [w + base for w in pw[k]]
+            base += pw[k][-1] + 1 if pw[k] else 0
+            k += 1
+        if tables is not None and ids:
+            arr = np.minimum(np.asarray(ids), len(tables.lead) - 1)  # (ids past the vocabulary are added tokens)
+            lead, trail = tables.lead[arr], tables.trail[arr]
+            for pos, ld, tr in added:
+                lead[pos], trail[pos] = ld, tr
+            o = np.asarray(of, dtype=np.int64).reshape(-1, 2)
+            first = o[:, 0] == 0
+            first[0] = True
+            of = list(map(tuple, trim_offsets(o, lead, trail, first, trim).tolist()))
+        ids_out.append(ids), offs_out.append(of), words_out.append(ws)
+    return ids_out, offs_out, words_out
+
+
+def encode_split_words(bpe: BPE, spec: AddedSpec, rows: list, split_special: bool, offsets: bool):
+    """:func:`encode_texts` of pre-split rows (``is_split_into_words``): each word encoded on its
+    own, its tokens all of that word, offsets within the word (as ``tokenizers``' pre-tokenized
+    input)."""
+    ids, offs, _ = encode_texts(bpe, spec, [w for r in rows for w in r], split_special, offsets)
+    ids_out, offs_out, words_out, k = [], [] if offsets else None, [] if offsets else None, 0
+    for r in rows:
+        i, o, w = [], [], []
+        for j in range(len(r)):
+            i += ids[k]
             if offsets:
-                piece_ids, piece_off = bpe.encode_with_offsets(t[s:e], allowed_special=(), disallowed_special=())
-                of.extend(hf_offsets(tables, piece_ids, piece_off, s))
-            else:
-                piece_ids = next(enc)
-            ids.extend(piece_ids)
-        ids_out.append(ids)
+                o += offs[k]
+                w += [j] * len(ids[k])
+            k += 1
+        ids_out.append(i)
         if offsets:
-            offs_out.append(of)
-    return ids_out, offs_out
+            offs_out.append(o), words_out.append(w)
+    return ids_out, offs_out, words_out
+
+
+def _rows(flat: np.ndarray, off: np.ndarray, pairs: bool = False) -> list[list]:
+    """Rows ``flat[off[k]:off[k+1]]`` as lists (of tuples when ``pairs``)."""
+    with gc_paused():
+        v, o = flat.tolist(), off.tolist()
+        if pairs:
+            v = list(map(tuple, v))
+        return [v[o[k]:o[k + 1]] for k in range(len(o) - 1)]
 
 
 def decode_with_added(bpe: BPE, ids: list[int], added: dict[int, str]) -> bytes:
@@ -234,80 +298,6 @@ def decode_with_added(bpe: BPE, ids: list[int], added: dict[int, str]) -> bytes:
     if run:
         parts.append(bpe.decode_bytes(run))
     return b"".join(parts)
-
-
-# --------------------------------------------------------------------------------------------
-# Truncation windows and padding, as the `tokenizers` library does them.
-
-
-def windows(n: int, keep: int, stride: int, left: bool) -> list[tuple[int, int]]:
-    """Ranges of a sequence of length n cut to ``keep`` tokens: the kept part first, then the
-    overflowing windows, each overlapping the previous one by ``stride`` tokens."""
-    if n <= keep:
-        return [(0, n)]
-    if keep == 0:
-        return [(0, 0)]
-    if stride >= keep:
-        raise ValueError(f"stride ({stride}) must be smaller than the number of tokens kept per sequence ({keep})")
-    step = keep - stride
-    out = []
-    if not left:
-        for start in range(0, n, step):
-            stop = min(start + keep, n)
-            out.append((start, stop))
-            if stop == n:
-                break
-    else:
-        for stop in range(n, 0, -step):
-            start = max(stop - keep, 0)
-            out.append((start, stop))
-            if start == 0:
-                break
-    return out
-
-
-def pair_keep(n1: int, n2: int, max_len: int, strategy: TruncationStrategy) -> tuple[int, int]:
-    """How many tokens of each sequence of a pair fit in ``max_len``, as ``tokenizers`` truncates."""
-    if n1 + n2 <= max_len:
-        return n1, n2
-    if strategy == TruncationStrategy.ONLY_FIRST:
-        if max_len < n2:
-            raise ValueError("Truncation error: Sequence to truncate too short to respect the provided max_length")
-        return max_len - n2, n2
-    if strategy == TruncationStrategy.ONLY_SECOND:
-        if max_len < n1:
-            raise ValueError("Truncation error: Sequence to truncate too short to respect the provided max_length")
-        return n1, max_len - n1
-    swap = n1 > n2
-    a, b = (n2, n1) if swap else (n1, n2)
-    b = a if a > max_len else max(a, max_len - a)
-    if a + b > max_len:
-        a = max_len // 2
-        b = a + max_len % 2
-    return (b, a) if swap else (a, b)
-
-
-def pad_rows(rows: dict[str, list], strategy: PaddingStrategy, max_length: int | None, multiple: int | None,
-             side: str, pad_id: int | None, pad_type_id: int) -> None:
-    """Pads every per-token row in place, on ``side``, to the longest row (``LONGEST``) or to
-    ``max_length`` (``MAX_LENGTH``), rounded up to a multiple of ``multiple``."""
-    if strategy == PaddingStrategy.DO_NOT_PAD:
-        return
-    target = max(map(len, rows["input_ids"]), default=0) if strategy == PaddingStrategy.LONGEST else max_length
-    if target is None:
-        return
-    if multiple and target % multiple:
-        target = (target // multiple + 1) * multiple
-    if pad_id is None:
-        raise ValueError("Asking to pad but the tokenizer does not have a padding token: set tokenizer.pad_token")
-    fill = {"input_ids": pad_id, "attention_mask": 0, "token_type_ids": pad_type_id,
-            "special_tokens_mask": 1, "offset_mapping": (0, 0)}
-    for key, vals in rows.items():
-        f = fill[key]
-        for r, v in enumerate(vals):
-            d = target - len(v)
-            if d > 0:
-                vals[r] = v + [f] * d if side == "right" else [f] * d + v
 
 
 def train_new(tok, text_iterator, vocab_size: int, new_special_tokens=None, special_tokens_map=None, **options):

@@ -7,9 +7,10 @@ nothing. A tokenizer without one adds nothing, as GPT-2's."""
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import NamedTuple
 
-__all__ = ["Template", "template_of"]
+__all__ = ["Template", "template_of", "offset_trim"]
 
 # A piece of a template: ("A" | "B", type_id) for a sequence, (ids, type_id) for special tokens.
 _Piece = tuple[object, int]
@@ -72,3 +73,22 @@ def template_of(pipeline: str | None) -> Template | None:
         return None
     spec = json.loads(pipeline).get("post_processor")
     return _template(spec) if spec else None
+
+
+def _trim(spec: dict) -> bool | None:
+    kind = spec.get("type")
+    if kind == "Sequence":
+        return next((t for t in (_trim(p) for p in spec.get("processors") or []) if t is not None), None)
+    if kind in ("ByteLevel", "RobertaProcessing") and spec.get("trim_offsets", True):
+        return bool(spec.get("add_prefix_space", True))
+    return None
+
+
+@lru_cache(maxsize=64)
+def offset_trim(pipeline: str | None) -> bool | None:
+    """Whether the post-processor trims offsets (ByteLevel or RobertaProcessing with
+    ``trim_offsets``): None if not, else its ``add_prefix_space`` (a first token keeps one space)."""
+    if not pipeline:
+        return None
+    spec = json.loads(pipeline).get("post_processor")
+    return _trim(spec) if spec else None

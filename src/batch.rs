@@ -31,8 +31,6 @@ pub const PARALLEL_MIN_BYTES: usize = 256 << 10;
 
 /// One work unit's output: its ids and the number of ids of each of its items.
 type UnitOut = (Vec<u32>, Vec<u32>);
-/// Token ids and their `(start, end)` ranges.
-pub type IdsAndSpans = (Vec<u32>, Vec<(usize, usize)>);
 
 /// Result of a batch: all ids in document order and each document's number of ids.
 pub struct Flat {
@@ -336,71 +334,4 @@ fn encode_small(enc: &Encoder, text: &str, allowed: &SpecialSet, disallowed: &Op
     }
     let n = ids.len();
     Ok(Flat { ids, lens: vec![n] })
-}
-
-/// Ids and the character range of each token in `text`.
-///
-/// Policy: a character belongs to the token that holds its *first* byte. A token's range is
-/// the characters whose first byte lies inside the token, so slicing the text by the range
-/// gives back the token's text whenever the token is made of whole characters; a token made
-/// only of continuation bytes (the tail of a character split across tokens) gets an empty
-/// range `(k, k)` at the character that follows. Special tokens get their full span.
-pub fn encode_with_offsets(
-    enc: &Encoder,
-    text: &str,
-    allowed: &SpecialSet,
-    disallowed: &Option<SpecialSet>,
-) -> Result<IdsAndSpans, String> {
-    enc.check_disallowed(text, allowed, disallowed)?;
-    let mut items = Vec::new();
-    enc.split_specials(text, allowed, 0, &mut items);
-    let mut cache = enc.cache(0);
-    let mut ids = Vec::new();
-    let mut spans = Vec::new();
-    let inner = enc.inner_automaton(allowed);
-    for it in items {
-        match it {
-            Item::Text(s, e) if enc.is_generic() => {
-                // The tokens' bytes laid end to end from the stretch's start, kept inside it
-                // (exact where the pieces tile the text: no normalizer changed it, nothing
-                // was removed or added).
-                let k = ids.len();
-                enc.encode_text_with(&mut cache, &text[s..e], inner.as_deref(), &mut ids)?;
-                let mut p = s;
-                for &id in &ids[k..] {
-                    let q = (p + enc.token_bytes(id).map_or(0, <[u8]>::len)).min(e);
-                    spans.push((p, q));
-                    p = q;
-                }
-            }
-            Item::Text(s, e) => enc.encode_text_spans(&mut cache, &text[s..e], s, &mut ids, &mut spans)?,
-            Item::Special(id, s, e) => {
-                ids.push(id);
-                spans.push((s, e));
-            }
-        }
-    }
-    // Byte offsets -> char offsets: chars_before(p) = char starts in text[..p]. Spans are
-    // increasing, so one forward walk does it.
-    let b = text.as_bytes();
-    let mut pos = 0usize;
-    let mut chars = 0usize;
-    let mut advance = |to: usize| -> usize {
-        while pos < to {
-            if b[pos] & 0xC0 != 0x80 {
-                chars += 1;
-            }
-            pos += 1;
-        }
-        chars
-    };
-    let offsets = spans
-        .into_iter()
-        .map(|(s, e)| {
-            let cs = advance(s);
-            let ce = advance(e);
-            (cs, ce)
-        })
-        .collect();
-    Ok((ids, offsets))
 }

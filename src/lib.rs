@@ -18,6 +18,7 @@ pub mod pipeline;
 pub mod pool;
 pub mod pretok;
 pub mod reader;
+pub mod spans;
 pub mod specials;
 pub mod train;
 pub mod unicode_tables;

@@ -1,12 +1,13 @@
 //! Bindings of the encoder: the `Encoder` class (encode, batches, offsets, files, decode,
 //! cache, serialized form) and `IdBuffer`, the owner of a batch's ids behind numpy arrays.
 
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use super::{no_panic, threads, value_error, with_progress};
 use crate::specials::{AddedToken, SpecialSet};
+use crate::spans::{self, CharPolicy};
 use crate::{batch, encode, files, outbuf, reader};
 
 /// Owner of a batch's ids behind a numpy array (its `base`): when the array and all its views
@@ -312,12 +313,48 @@ impl Encoder {
         text: &Bound<'_, PyAny>,
         allowed_special: Option<&Bound<'_, PyAny>>,
         disallowed_special: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<batch::IdsAndSpans> {
+    ) -> PyResult<(Vec<u32>, Vec<(usize, usize)>)> {
         let allowed = allowed_of(allowed_special)?;
         let disallowed = disallowed_of(disallowed_special)?;
         let t = text_of(text)?;
         let enc = &self.inner;
-        py.allow_threads(|| no_panic(|| batch::encode_with_offsets(enc, &t, &allowed, &disallowed))).map_err(value_error)
+        let s = py
+            .allow_threads(|| no_panic(|| spans::encode_spans(enc, &[&t], &allowed, &disallowed, CharPolicy::FirstByte)))
+            .map_err(value_error)?;
+        Ok((s.ids, s.ranges))
+    }
+
+    /// `(ids, offsets, words, row_offsets)` of a batch, flat: uint32 ids, int64 `(n, 2)` char
+    /// ranges (every char a token's bytes touch, as `tokenizers`), uint32 word index of each
+    /// token (the pre-tokenizer piece, or special token, it came from, numbered per text), and
+    /// int64 row offsets (len texts + 1).
+    #[pyo3(signature = (texts, allowed_special=None, disallowed_special=None))]
+    #[allow(clippy::type_complexity)]
+    fn encode_spans<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        allowed_special: Option<&Bound<'_, PyAny>>,
+        disallowed_special: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray2<i64>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
+        let allowed = allowed_of(allowed_special)?;
+        let disallowed = disallowed_of(disallowed_special)?;
+        let held = texts_of(texts)?;
+        let texts = strs_of(&held)?;
+        let docs: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
+        let enc = &self.inner;
+        let s = py
+            .allow_threads(|| no_panic(|| spans::encode_spans(enc, &docs, &allowed, &disallowed, CharPolicy::Touched)))
+            .map_err(value_error)?;
+        let mut rows = Vec::with_capacity(s.lens.len() + 1);
+        rows.push(0i64);
+        for &l in &s.lens {
+            rows.push(rows[rows.len() - 1] + l as i64);
+        }
+        let flat: Vec<i64> = s.ranges.iter().flat_map(|&(a, b)| [a as i64, b as i64]).collect();
+        let n = s.ids.len();
+        let offsets = PyArray1::from_vec(py, flat).reshape([n, 2])?;
+        Ok((PyArray1::from_vec(py, s.ids), offsets, PyArray1::from_vec(py, s.words), PyArray1::from_vec(py, rows)))
     }
 
     /// Streams a text/.gz/.jsonl file into a .npy of ids (uint16 if n_vocab <= 65536, else

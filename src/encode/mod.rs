@@ -287,25 +287,19 @@ impl Encoder {
         self.caches.shared.put(piece, &out[start..]);
     }
 
-    /// Like [`Self::encode_text`] but also reports the byte range of every token.
-    pub fn encode_text_spans(
-        &self,
-        cache: &mut WordCache,
-        text: &str,
-        base: usize,
-        out: &mut Vec<u32>,
-        spans: &mut Vec<(usize, usize)>,
-    ) -> Result<(), String> {
+    /// Ordinary text (between raw-matched added tokens) cut into the pre-tokenizer's pieces,
+    /// each with its ids: `f(start, end, ids)` in order, byte ranges of `text`
+    /// ([`crate::spans`]). The ids are those of [`Self::encode_text_with`].
+    pub fn encode_pieces(&self, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, f: &mut dyn FnMut(usize, usize, &[u32])) -> Result<(), String> {
+        if self.generic {
+            return self.pipeline.encode_pieces(self, cache, text, inner, f);
+        }
         let b = text.as_bytes();
+        let mut ids = Vec::new();
         self.pattern.for_each_piece_dyn(text, &mut |s, e| {
-            let k = out.len();
-            self.encode_piece(cache, &b[s..e], out);
-            let mut p = base + s;
-            for &id in &out[k..] {
-                let l = self.tokens.len_of(id);
-                spans.push((p, p + l));
-                p += l;
-            }
+            ids.clear();
+            self.encode_piece(cache, &b[s..e], &mut ids);
+            f(s, e, &ids);
         })
     }
 

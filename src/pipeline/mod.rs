@@ -224,6 +224,51 @@ impl Pipeline {
         Ok(())
     }
 
+    /// One stretch cut as [`Self::encode`] cuts it, each piece with its ids: `f(start, end, ids)`
+    /// in text order, byte ranges of `text`; an added token of the normalized group is a piece
+    /// of its own. Fails when the normalizer changes this text or the pre-tokenizer adds to it
+    /// (the ranges would not lie in the text).
+    pub fn encode_pieces(&self, enc: &Encoder, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, f: &mut dyn FnMut(usize, usize, &[u32])) -> Result<(), String> {
+        if let Some(n) = &self.normalizer {
+            if n.apply_cow(text)? != text {
+                return Err(format!("offsets and words are not available for this text: the tokenizer.json normalizer changes it ({:?}...)", text.chars().take(40).collect::<String>()));
+            }
+        }
+        let mut items = Vec::new();
+        enc.specials().split_with(inner, text, 0, &mut items);
+        let mut ids = Vec::new();
+        for it in items {
+            let (s, e) = match it {
+                Item::Special(id, s, e) => {
+                    f(s, e, &[id]);
+                    continue;
+                }
+                Item::Text(s, e) => (s, e),
+            };
+            let t = &text[s..e];
+            match &self.pre {
+                None => enc.pattern.for_each_piece_dyn(t, &mut |a: usize, b: usize| {
+                    ids.clear();
+                    self.encode_piece(enc, cache, &t.as_bytes()[a..b], &mut ids);
+                    f(s + a, s + b, &ids);
+                })?,
+                Some(pre) => {
+                    let mut pos = 0;
+                    for p in pre.pieces(t)? {
+                        let a = pos + t[pos..].find(p.as_str()).ok_or_else(|| {
+                            format!("offsets and words are not available for this text: the tokenizer.json pre_tokenizer adds to it (piece {p:?})")
+                        })?;
+                        ids.clear();
+                        self.encode_piece(enc, cache, p.as_bytes(), &mut ids);
+                        f(s + a, s + a + p.len(), &ids);
+                        pos = a + p.len();
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn encode_stretch(&self, enc: &Encoder, cache: &mut WordCache, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
         match &self.pre {
             // One pattern and every byte a token: the encoder's hot loop.
