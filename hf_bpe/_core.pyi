@@ -103,6 +103,10 @@ class Encoder:
     def encode_with_offsets(self, text: str, allowed_special: _Specials = None,
                             disallowed_special: _Specials = None) -> tuple[list[int], list[tuple[int, int]]]:
         """Ids plus character offsets; a character belongs to the token holding its first byte."""
+    def derive(self, added_tokens: Sequence[tuple[str, int, bool, bool, bool, bool, bool]],
+               pipeline: str | None = None) -> Encoder:
+        """This encoder with more added tokens ``(content, id, special, lstrip, rstrip, single_word,
+        normalized)`` and, when given, ``pipeline`` (tokenizer.json components) in place of its own."""
     def encode_spans(self, texts: Sequence[str], allowed_special: _Specials = None, disallowed_special: _Specials = None
                      ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
         """Flat ``(ids, offsets (n, 2), words, row_offsets)``: char ranges as ``tokenizers`` gives them

@@ -52,27 +52,14 @@ def column_flat(bpe: BPE, column, name: str = "text", split_special: bool = Fals
     return flat, np.concatenate(offs)
 
 
-def _texts_flat(bpe: BPE, spec, column, name: str, split_special: bool) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`column_flat`, or ``hf_encoding.encode_flat`` (the added-token matcher) when ``spec``
-    (an ``hf_encoding.AddedSpec``) holds tokens the core lacks."""
-    from hf_bpe.hf_encoding import encode_flat  # (imports transformers)
-
-    if split_special or not spec.items or spec.native_ok(bpe):
-        return column_flat(bpe, column, name, split_special)
-    texts = column.to_pylist()
-    if None in texts:
-        raise ValueError(f"row {texts.index(None)} of column {name!r} is None: every row must be a string (use '' for none)")
-    return encode_flat(bpe, spec, texts, split_special)
-
-
-def arrow_columns(bpe: BPE, spec, column, name: str, split_special: bool, attention_mask: bool,
+def arrow_columns(bpe: BPE, column, name: str, split_special: bool, attention_mask: bool,
                   rows: bool = False) -> tuple[dict, int]:
     """``input_ids`` (``int32``) and ``attention_mask`` (``int8``) of an Arrow string column, and
     the longest row's length: as Arrow list arrays, or with ``rows`` as numpy object arrays of
     per-row views (what ``datasets`` accepts from a batched ``map`` function's dict)."""
     import pyarrow as pa
 
-    flat, off = _texts_flat(bpe, spec, column, name, split_special)
+    flat, off = column_flat(bpe, column, name, split_special)
     longest = int(np.diff(off).max(initial=0))
     mask = np.ones(len(flat), dtype=np.int8) if attention_mask else None
     if rows:
@@ -89,7 +76,7 @@ def arrow_columns(bpe: BPE, spec, column, name: str, split_special: bool, attent
     return cols, longest
 
 
-def map_batch(batch, column, bpe: BPE, spec, name: str, split_special: bool, attention_mask: bool) -> tuple[dict, int]:
+def map_batch(batch, column, bpe: BPE, name: str, split_special: bool, attention_mask: bool) -> tuple[dict, int]:
     """The return for ``datasets``' batched ``map`` (see :func:`map_batch_column`) and the longest
     row. With datasets 5, whose ``map`` writes the Arrow values of the batch's columns as they are,
     the Arrow columns go into the batch and the function returns ``{}`` (an Arrow array is not
@@ -98,11 +85,11 @@ def map_batch(batch, column, bpe: BPE, spec, name: str, split_special: bool, att
     import datasets
 
     if datasets.__version__.split(".")[0] == "5" and not {"input_ids", "attention_mask"} & set(batch.pa_table.column_names):
-        cols, longest = arrow_columns(bpe, spec, column, name, split_special, attention_mask)
+        cols, longest = arrow_columns(bpe, column, name, split_special, attention_mask)
         for key, values in cols.items():
             batch[key] = values
         return {}, longest
-    return arrow_columns(bpe, spec, column, name, split_special, attention_mask, rows=True)
+    return arrow_columns(bpe, column, name, split_special, attention_mask, rows=True)
 
 
 def map_batch_column(batch, column: str):
@@ -118,16 +105,16 @@ def map_batch_column(batch, column: str):
     return batch.pa_table.column(column)
 
 
-def table_call(bpe: BPE, spec, table, name: str, split_special: bool, attention_mask: bool, call):
+def table_call(bpe: BPE | None, table, name: str, split_special: bool, attention_mask: bool, call):
     """A tokenizer called on a ``pyarrow.Table``: the table with the encoding of its ``name``
-    column appended; from the buffers when ``spec`` is given (a plain call), else the columns of
+    column appended; from the buffers by ``bpe`` when given (a plain call), else the columns of
     ``call(texts)`` (the tokenizer with its options) as Arrow arrays."""
     import pyarrow as pa
 
     if name not in table.column_names:
         raise KeyError(f"column {name!r} not in the table (columns: {table.column_names})")
-    if spec is not None:
-        cols, _ = arrow_columns(bpe, spec, table.column(name), name, split_special, attention_mask)
+    if bpe is not None:
+        cols, _ = arrow_columns(bpe, table.column(name), name, split_special, attention_mask)
     else:
         enc = call(table.column(name).to_pylist())
         cols = {k: pa.array(v, type=pa.list_(pa.int32()) if k != "offset_mapping" else None)
@@ -151,15 +138,14 @@ class ArrowMapFn:
     from its compact, deterministic state (the BPE's core state and the options)."""
 
     def __init__(self, bpe: BPE, column: str = "text", attention_mask: bool = True,
-                 added_tokens: tuple = (), split_special_tokens: bool = False) -> None:
+                 split_special_tokens: bool = False) -> None:
         self.bpe = bpe
         self.column = column
         self.attention_mask = attention_mask
-        self.added_tokens = tuple(added_tokens)
         self.split_special_tokens = split_special_tokens
 
     def __reduce__(self):
-        return (type(self), (self.bpe, self.column, self.attention_mask, self.added_tokens, self.split_special_tokens))
+        return (type(self), (self.bpe, self.column, self.attention_mask, self.split_special_tokens))
 
     def __call__(self, batch):
         import pyarrow as pa
@@ -174,10 +160,7 @@ class ArrowMapFn:
         else:
             raise TypeError(f"expected a pyarrow.Table batch (use ds.with_format('arrow').map(fn, batched=True)), "
                             f"got {type(batch).__name__}")
-        from hf_bpe.hf_encoding import AddedSpec
-
-        cols, _ = arrow_columns(self.bpe, AddedSpec(self.added_tokens), column, self.column, self.split_special_tokens,
-                                self.attention_mask)
+        cols, _ = arrow_columns(self.bpe, column, self.column, self.split_special_tokens, self.attention_mask)
         return with_columns(batch, cols)
 
 
@@ -187,10 +170,8 @@ def map_fn(tok_or_bpe: "BPETokenizer | BPE", column: str = "text", attention_mas
     returns the batch as a ``pyarrow.Table`` with ``input_ids`` (``list<int32>``) and
     ``attention_mask`` columns: the fastest way to tokenize a dataset. Special tokens of the
     vocabulary (and a tokenizer's added tokens) in the text become their ids."""
-    if isinstance(getattr(tok_or_bpe, "bpe", None), BPE) and hasattr(tok_or_bpe, "_added_spec"):  # a BPETokenizer
-        spec = tok_or_bpe._added_spec()
-        return ArrowMapFn(tok_or_bpe.bpe, column, attention_mask, () if spec.native_ok(tok_or_bpe.bpe) else spec.items,
-                          split_special_tokens)
+    if isinstance(getattr(tok_or_bpe, "bpe", None), BPE) and hasattr(tok_or_bpe, "engine"):  # a BPETokenizer
+        return ArrowMapFn(tok_or_bpe.engine(), column, attention_mask, split_special_tokens)
     if isinstance(tok_or_bpe, BPE):
-        return ArrowMapFn(tok_or_bpe, column, attention_mask, (), split_special_tokens)
+        return ArrowMapFn(tok_or_bpe, column, attention_mask, split_special_tokens)
     raise TypeError(f"expected an hf_bpe.BPETokenizer or hf_bpe.BPE, got {type(tok_or_bpe).__name__}")

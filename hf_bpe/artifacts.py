@@ -17,7 +17,7 @@ from hf_bpe import _core
 from hf_bpe.alphabet import token_to_str
 from hf_bpe.regex_forms import for_oniguruma
 
-__all__ = ["ARTIFACTS", "folder_files", "gpt2_files", "tokenizer_json", "tokenizer_config", "write_folder",
+__all__ = ["ARTIFACTS", "folder_files", "gpt2_files", "pipeline_parts", "tokenizer_json", "tokenizer_config", "write_folder",
            "write_file"]
 
 # The files `save` writes, in the order they are moved into place (the config last).
@@ -67,6 +67,18 @@ def _added_json(special_tokens: dict[str, int], added_tokens: Sequence) -> list[
     return sorted(entries.values(), key=lambda e: e["id"])
 
 
+def pipeline_parts(pattern: str, pipeline: str | None) -> dict:
+    """The ``tokenizer.json`` components around the model: an imported file's (``pipeline``), or
+    hf_bpe's own for ``pattern`` (split -> ByteLevel, ByteLevel post-processor and decoder)."""
+    return json.loads(pipeline) if pipeline else {
+        "normalizer": None,
+        "pre_tokenizer": _pre_tokenizer_json(pattern),
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {},
+    }
+
+
 def tokenizer_json(
     vocab: dict[int, bytes],
     merges: list[tuple[bytes, bytes]],
@@ -80,13 +92,7 @@ def tokenizer_json(
     ``pattern`` is ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex."""
     added = _added_json(special_tokens, added_tokens)
     names = {e["content"]: e["id"] for e in added}
-    parts = json.loads(pipeline) if pipeline else {
-        "normalizer": None,
-        "pre_tokenizer": _pre_tokenizer_json(pattern),
-        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {},
-    }
+    parts = pipeline_parts(pattern, pipeline)
     options = {"dropout": None, "unk_token": None, "continuing_subword_prefix": None, "end_of_word_suffix": None,
                "fuse_unk": False, "byte_fallback": False, "ignore_merges": False}
     options.update({k: v for k, v in parts["model"].items() if k in options})

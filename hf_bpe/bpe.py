@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Collection, Iterable, Literal, Sequence
 
 from hf_bpe import _core, formats, tiktoken_io
+from hf_bpe.artifacts import pipeline_parts
 
 
 def pad_flat(ids: np.ndarray, offsets: np.ndarray, width: int, pad_id: int, pad_left: bool = False,
@@ -164,6 +166,21 @@ class BPE:
     __hash__ = None  # type: ignore[assignment]
 
     # ---- files ----------------------------------------------------------------------------
+
+    def derive(self, added_tokens: Iterable[formats.AddedToken] = (), *, post_processor: dict | None = None) -> "BPE":
+        """This tokenizer with more added tokens (:class:`hf_bpe.formats.AddedToken`, or tuples of its
+        fields; those it has are kept, a clash raises ``ValueError``) and, when given, another
+        ``tokenizer.json`` ``post_processor`` (e.g. a ``TemplateProcessing`` adding a BOS token)."""
+        new = [formats.AddedToken(*t) for t in added_tokens]
+        pipeline = None
+        if post_processor is not None:
+            pipeline = json.dumps(dict(pipeline_parts(self.pattern, self.pipeline), post_processor=post_processor))
+        out = BPE.__new__(BPE)
+        vocab = dict(self._vocab)
+        for t in new:
+            vocab.setdefault(t.id, t.content.encode())
+        out._adopt(self._encoder().derive([tuple(t) for t in new], pipeline), vocab, self._merges)
+        return out
 
     def save(self, path: str | os.PathLike, *, tokenizer_class: str | None = None) -> Path:
         """Writes ``vocab.json``, ``merges.txt``, ``tokenizer.json`` and ``tokenizer_config.json``
@@ -380,14 +397,3 @@ def _from_state(state: bytes) -> BPE:
     bpe = BPE.__new__(BPE)
     bpe._adopt(core, core.vocab, core.merges)
     return bpe
-
-
-def from_hf_files(vocab_file: str | None, merges_file: str | None, tokenizer_file: str | None) -> BPE:
-    """The BPE of the files transformers resolved: ``vocab.json`` + ``merges.txt`` (with
-    ``tokenizer.json`` for the pattern and which added tokens are special), or ``tokenizer.json``."""
-    if vocab_file and merges_file:
-        tables = formats.read(vocab_file, merges_file=merges_file, tokenizer_file=tokenizer_file or None)
-        return BPE.from_tables(tables, vocab_file)
-    if tokenizer_file:
-        return BPE.load(tokenizer_file)
-    raise ValueError("BPETokenizer needs vocab_file + merges_file, tokenizer_file, or bpe=hf_bpe.BPE(...)")

@@ -21,9 +21,9 @@ from transformers.utils.generic import PaddingStrategy
 from hf_bpe import formats
 from hf_bpe.artifacts import save_staged, write_vocabulary
 from hf_bpe.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
-from hf_bpe.bpe import BPE, from_hf_files, gc_paused
-from hf_bpe.post import template_of
-from hf_bpe.hf_encoding import (AddedSpec, backend_of, decode_with_added, encode_split_words, encode_texts, numpy_batch,
+from hf_bpe.bpe import BPE, gc_paused
+from hf_bpe.post import bos_eos_template, template_of
+from hf_bpe.hf_encoding import (backend_of, from_hf_files, decode_with_added, encode_split_words, encode_texts, numpy_batch,
                                 token_tables, train_new, with_added)
 from hf_bpe.hf_rows import pad_rows, rows_of
 from hf_bpe.hf_spans import LazyEncodings, spans_rows
@@ -88,6 +88,11 @@ class BPETokenizer(PreTrainedTokenizer):
         if cache_bytes is not None:  # (from_pretrained passes it through): the encoder's memory bound
             bpe.cache_bytes = cache_bytes
         self.bpe = bpe  # before super().__init__: it calls get_vocab()
+        # add_bos_token / add_eos_token given: a template of them replaces the post-processor
+        # (as transformers' tokenizers backend does); None: the post-processor of the files.
+        self._bos_eos: tuple[bool, bool] | None = None
+        if "add_bos_token" in kwargs or "add_eos_token" in kwargs:
+            self._bos_eos = (bool(kwargs.pop("add_bos_token", False)), bool(kwargs.pop("add_eos_token", False)))
         self.errors = errors
         self.text_column = text_column
         default = EOT if EOT in bpe.special_tokens else None
@@ -113,21 +118,47 @@ class BPETokenizer(PreTrainedTokenizer):
         """The largest id + 1 (added tokens included): an embedding of this size fits every id."""
         return max(self.bpe.vocab_size, max(self._added_tokens_decoder, default=-1) + 1)
 
-    # ---- the post-processor of an imported tokenizer.json (`hf_bpe.post`) -----------------
+    # ---- the post-processor (`hf_bpe.post`): the files', or add_bos_token / add_eos_token's ----
+    @property
+    def add_bos_token(self) -> bool:
+        return bool(self._bos_eos and self._bos_eos[0])
+
+    @add_bos_token.setter
+    def add_bos_token(self, value: bool) -> None:
+        self._bos_eos = (bool(value), self.add_eos_token)
+
+    @property
+    def add_eos_token(self) -> bool:
+        return bool(self._bos_eos and self._bos_eos[1])
+
+    @add_eos_token.setter
+    def add_eos_token(self, value: bool) -> None:
+        self._bos_eos = (self.add_bos_token, bool(value))
+
+    def _bos_eos_template(self) -> dict | None:
+        """The ``TemplateProcessing`` of add_bos_token / add_eos_token (None when not given)."""
+        if self._bos_eos is None:
+            return None
+        return bos_eos_template((self.bos_token, self.bos_token_id, self._bos_eos[0]),
+                                (self.eos_token, self.eos_token_id, self._bos_eos[1]))
+
+    def _template(self):
+        return template_of(self.engine().pipeline)
+
     def build_inputs_with_special_tokens(self, ids_a: list[int], ids_b: list[int] | None = None) -> list[int]:
-        t = template_of(self.bpe.pipeline)
+        t = self._template()
         return t.apply(ids_a, ids_b)[0] if t else super().build_inputs_with_special_tokens(ids_a, ids_b)
 
     def create_token_type_ids_from_sequences(self, ids_a: list[int], ids_b: list[int] | None = None) -> list[int]:
-        t = template_of(self.bpe.pipeline)
+        t = self._template()
         return t.apply(ids_a, ids_b)[1] if t else super().create_token_type_ids_from_sequences(ids_a, ids_b)
 
     def get_special_tokens_mask(self, ids_a, ids_b=None, already_has_special_tokens: bool = False) -> list[int]:
-        t = None if already_has_special_tokens else template_of(self.bpe.pipeline)
+        t = None if already_has_special_tokens else self._template()
         return t.apply(ids_a, ids_b)[2] if t else super().get_special_tokens_mask(ids_a, ids_b, already_has_special_tokens)
 
     def num_special_tokens_to_add(self, pair: bool = False) -> int:
-        t = template_of(self.bpe.pipeline)
+        t = self._template()
         return t.added(pair) if t else super().num_special_tokens_to_add(pair)
 
     @property
@@ -184,10 +215,11 @@ class BPETokenizer(PreTrainedTokenizer):
     # ---- files -----------------------------------------------------------------------------
 
     def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str, ...]:
-        """vocab.json, merges.txt and tokenizer.json, which lists every added token (``add_tokens`` ones too)."""
-        b = self.bpe
-        files = formats.folder_files(b.vocab, b.merges, b.special_tokens, b.pattern, type(self).__name__,
-                                     with_added(b, self._added_tokens_decoder), b.pipeline)
+        """vocab.json, merges.txt and tokenizer.json, which lists every added token (``add_tokens`` ones
+        too) and the post-processor (the add_bos_token / add_eos_token template when given)."""
+        e = self.engine()
+        files = formats.folder_files(e.vocab, e.merges, e.special_tokens, e.pattern, type(self).__name__,
+                                     e.added_tokens, e.pipeline)
         return write_vocabulary(save_directory, files, filename_prefix)
 
     def save_pretrained(self, save_directory, *args: Any, **kwargs: Any):
@@ -203,19 +235,24 @@ class BPETokenizer(PreTrainedTokenizer):
 
     # ---- encoding --------------------------------------------------------------------------
 
-    def _added_spec(self) -> AddedSpec:
-        items = tuple(sorted((t.content, i, bool(t.special), bool(t.lstrip), bool(t.rstrip), bool(t.single_word))
-                             for i, t in self._added_tokens_decoder.items()))
+    def engine(self) -> BPE:
+        """The :class:`hf_bpe.BPE` that encodes for this tokenizer: ``bpe`` with the tokens added by
+        ``add_tokens``/``add_special_tokens`` and the add_bos_token / add_eos_token template (built
+        once per set of them; ``bpe`` itself when there are none)."""
         cache = self.__dict__.setdefault("cache", {})  # datasets' hasher ignores a dict named `cache`
-        spec = cache.get("added_spec")
-        if spec is None or spec.items != items:
-            spec = cache["added_spec"] = AddedSpec(items)
-        return spec
+        key = (id(self.bpe), len(self._added_tokens_decoder), self._bos_eos, self._bos_eos and (self.bos_token, self.eos_token))
+        hit = cache.get("engine")
+        if hit is None or hit[0] != key:
+            extra = with_added(self.bpe, self._added_tokens_decoder)[len(self.bpe.added_tokens):]
+            post = self._bos_eos_template()
+            engine = self.bpe.derive(extra, post_processor=post) if extra or post else self.bpe
+            hit = cache["engine"] = (key, engine)
+        return hit[1]
 
     def encode_texts(self, texts: list[str], split_special_tokens: bool | None = None) -> list[list[int]]:
         """Ids of each text (added tokens matched), without special tokens added, truncation or padding."""
         sst = self.split_special_tokens if split_special_tokens is None else split_special_tokens
-        return encode_texts(self.bpe, self._added_spec(), list(texts), sst, False)[0]
+        return encode_texts(self.engine(), list(texts), sst, False)[0]
 
     def _encode_plus(self, text, text_pair=None, add_special_tokens: bool = True,
                      padding_strategy: PaddingStrategy = PaddingStrategy.DO_NOT_PAD,
@@ -266,7 +303,7 @@ class BPETokenizer(PreTrainedTokenizer):
                 and not (return_overflowing_tokens or return_token_type_ids or return_special_tokens_mask
                          or return_offsets_mapping or return_length)):
             sst = self.split_special_tokens if split_special_tokens is None else split_special_tokens
-            data = numpy_batch(self, self._added_spec(), texts, sst, padding_strategy, truncation_strategy, max_length,
+            data = numpy_batch(self, texts, sst, padding_strategy, truncation_strategy, max_length,
                                pad_to_multiple_of, padding_side, return_attention_mask, verbose)
             return BatchEncoding(data, encoding=lazy, tensor_type="np", n_sequences=1)
         data = self._batch(texts, pairs, words, batched, spans=False, **opts)
@@ -281,11 +318,11 @@ class BPETokenizer(PreTrainedTokenizer):
                return_length, verbose, split_special_tokens):
         """The rows of a batch (lists), or with ``spans`` their :class:`TokenSpans` (the encodings)."""
         sst = self.split_special_tokens if split_special_tokens is None else split_special_tokens
-        spec = self._added_spec()
+        engine = self.engine()
         encode = encode_split_words if words else encode_texts
         offs = return_offsets_mapping or spans
-        a = encode(self.bpe, spec, texts, sst, offs)
-        b = encode(self.bpe, spec, pairs, sst, offs) if pairs is not None else None
+        a = encode(engine, texts, sst, offs)
+        b = encode(engine, pairs, sst, offs) if pairs is not None else None
         if return_attention_mask is None:
             return_attention_mask = "attention_mask" in self.model_input_names
         if return_token_type_ids is None:
@@ -312,7 +349,7 @@ class BPETokenizer(PreTrainedTokenizer):
         pad_rows(rows, padding_strategy, max_length, pad_to_multiple_of, padding_side or self.padding_side,
                  self.pad_token_id, self.pad_token_type_id)
         if spans:
-            t = token_tables(self.bpe)
+            t = token_tables(engine)
             added = {i: str(x.content) for i, x in self._added_tokens_decoder.items()}
             return spans_rows(rows, t.id_to_str, added, 1 if pairs is None else 2)
         if not return_attention_mask:
@@ -333,7 +370,7 @@ class BPETokenizer(PreTrainedTokenizer):
                 raise KeyError(f"column {self.text_column!r} not in the batch (columns: {list(text.keys())}); "
                                f"set tokenizer.text_column")
             if self._plain(args, kwargs) and (column := map_batch_column(text, self.text_column)) is not None:
-                cols, longest = map_batch(text, column, self.bpe, self._added_spec(), self.text_column,
+                cols, longest = map_batch(text, column, self.engine(), self.text_column,
                                           self.split_special_tokens, "attention_mask" in self.model_input_names)
                 self._eventual_warn_about_too_long_sequence(range(longest), None, True)
                 return cols
@@ -350,7 +387,7 @@ class BPETokenizer(PreTrainedTokenizer):
 
     def _call_arrow(self, table, *args: Any, **kwargs: Any):
         plain = self._plain(args, kwargs)
-        return table_call(self.bpe, self._added_spec() if plain else None, table, self.text_column,
+        return table_call(self.engine() if plain else None, table, self.text_column,
                           self.split_special_tokens, "attention_mask" in self.model_input_names,
                           lambda texts: super(BPETokenizer, self).__call__(texts, *args, **kwargs))
 

@@ -1,12 +1,12 @@
 """The encoding helpers behind :class:`hf_bpe.BPETokenizer`: tables derived from the vocabulary
-(GPT-2 spellings by id), added tokens (cutting text on them with transformers' lstrip / rstrip /
-single_word rules), the batch encoder, transformers-style offsets, and truncation windows as the
-``tokenizers`` library cuts them. Only public names of :class:`hf_bpe.BPE` are used."""
+(GPT-2 spellings by id), the batch encoders (flat ids; ids with ``tokenizers``' offsets and
+words; pre-split words; padded numpy), training a new tokenizer of the same kind, and the
+``tokenizers`` backend. Added tokens are the core's to match (``BPE.with_added_tokens``): one
+matcher, with ``tokenizers``' rules. Only public names of :class:`hf_bpe.BPE` are used."""
 
 from __future__ import annotations
 
 import json
-import re
 import weakref
 
 import numpy as np
@@ -17,8 +17,8 @@ from hf_bpe import formats
 from hf_bpe.bpe import BPE, gc_paused, pad_flat
 from hf_bpe.post import offset_trim
 
-__all__ = ["TokenTables", "token_tables", "AddedSpec", "split_added", "encode_texts", "encode_split_words",
-           "decode_with_added"]
+__all__ = ["TokenTables", "token_tables", "with_added", "encode_flat", "encode_texts", "encode_split_words",
+           "numpy_batch", "decode_with_added", "train_new", "backend_of", "from_hf_files"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -30,7 +30,7 @@ class TokenTables:
     """Each id's GPT-2 spelling (an added token, special or not, as its text, as ``tokenizers``
     spells it) and back; the spaces that spelling starts and ends with (for offset trimming)."""
 
-    __slots__ = ("str_to_id", "id_to_str", "lead", "trail")
+    __slots__ = ("str_to_id", "id_to_str", "lead", "trail", "stripping")
 
     def __init__(self, bpe: BPE) -> None:
         vocab = bpe.vocab
@@ -44,6 +44,7 @@ class TokenTables:
                 self.lead[i], self.trail[i] = _spaces(added[i])
             elif b[:1] == b" " or b[-1:] == b" ":
                 self.lead[i], self.trail[i] = len(b) - len(b.lstrip(b" ")), len(b) - len(b.rstrip(b" "))
+        self.stripping = np.array([t.id for t in bpe.added_tokens if t.lstrip or t.rstrip], dtype=np.int64)
 
 
 def _spaces(text: str) -> tuple[int, int]:
@@ -88,75 +89,15 @@ def token_tables(bpe: BPE) -> TokenTables:
 
 
 # --------------------------------------------------------------------------------------------
-# Encoding text into per-sequence (ids, special flags, offsets) with added tokens honoured.
+# Encoding text into per-sequence ids, offsets and words. `bpe` is the tokenizer's engine
+# (`BPETokenizer.engine()`): its added tokens are the tokenizer's, matched by the core.
 
 
-class AddedSpec:
-    """The added tokens as the encoder needs them: a tuple of (content, id, special, lstrip,
-    rstrip, single_word), hashable and picklable, with the regex that finds them (longest first)."""
-
-    def __init__(self, items: tuple) -> None:
-        self.items = items
-        self.by_content = {c: (i, sp, ls, rs, sw) for c, i, sp, ls, rs, sw in items}
-        self.regex = (re.compile("|".join(re.escape(c) for c in sorted(self.by_content, key=lambda c: (-len(c), c))))
-                      if items else None)
-
-    def native_ok(self, bpe: BPE) -> bool:
-        """True when every added token is one of the core's own special tokens (same id, no
-        stripping), so the core can match them itself in one batch call."""
-        sp = bpe.special_tokens
-        return all(sp.get(c) == i and not (ls or rs or sw) for c, i, _, ls, rs, sw in self.items)
-
-
-def split_added(spec: AddedSpec, text: str) -> list[tuple[int, int, int | None]]:
-    """``text`` cut into (start, end, added_id or None) pieces, with the lstrip/rstrip/single_word
-    handling of transformers' ``tokenize``."""
-    pieces: list[list] = []
-    pos = 0
-    for m in spec.regex.finditer(text):
-        if m.start() > pos:
-            pieces.append([pos, m.start(), None])
-        pieces.append([m.start(), m.end(), spec.by_content[m.group()][0], m.group()])
-        pos = m.end()
-    if pos < len(text) or not pieces:
-        pieces.append([pos, len(text), None])
-    for k, p in enumerate(pieces):
-        if p[2] is None:
-            continue
-        _, sp, ls, rs, sw = spec.by_content[p[3]]
-        left = pieces[k - 1] if k > 0 and pieces[k - 1][2] is None else None
-        right = pieces[k + 1] if k + 1 < len(pieces) and pieces[k + 1][2] is None else None
-        if rs and right is not None:  # the stripped spaces are the token's (its offsets cover them)
-            seg = text[right[0]:right[1]]
-            right[0] += len(seg) - len(seg.lstrip())
-            p[1] = right[0]
-        if ls and left is not None:
-            seg = text[left[0]:left[1]]
-            left[1] -= len(seg) - len(seg.rstrip())
-            p[0] = left[1]
-        if sw and ((left is not None and left[1] > left[0] and text[left[1] - 1] != " ")
-                   or (right is not None and right[1] > right[0] and text[right[0]] != " ")):
-            p[2] = None  # not a whole word: plain text
-    out = []
-    for p in pieces:
-        if p[1] > p[0]:
-            if out and p[2] is None and out[-1][2] is None and out[-1][1] == p[0]:
-                out[-1] = (out[-1][0], p[1], None)
-            else:
-                out.append((p[0], p[1], p[2]))
-    return out
-
-
-def encode_flat(bpe: BPE, spec: AddedSpec, texts: list[str], split_special: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The ids of all texts as one flat ``int32`` array plus ``int64`` offsets (n + 1)."""
-    if split_special or not spec.items or spec.native_ok(bpe):
-        allowed = () if split_special else "all"
-        flat, off = bpe.encode_batch_flat(texts, allowed_special=allowed, disallowed_special=())
-        return flat.view(np.int32), off
-    lists = encode_texts(bpe, spec, texts, split_special, False)[0]
-    off = np.zeros(len(lists) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=off[1:])
-    return np.fromiter((i for x in lists for i in x), dtype=np.int32, count=int(off[-1])), off
+def encode_flat(bpe: BPE, texts: list[str], split_special: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The ids of all texts as one flat ``int32`` array plus ``int64`` offsets (n + 1). Added
+    tokens match (special ones only unless ``split_special``), as ``tokenizers``."""
+    flat, off = bpe.encode_batch_flat(texts, allowed_special=() if split_special else "all", disallowed_special=())
+    return flat.view(np.int32), off
 
 
 def padded_arrays(flat: np.ndarray, off: np.ndarray, strategy: PaddingStrategy, max_length: int | None,
@@ -169,27 +110,47 @@ def padded_arrays(flat: np.ndarray, off: np.ndarray, strategy: PaddingStrategy, 
     if truncate:
         lens = np.minimum(lens, max_length)
     longest = int(lens.max(initial=0))
-    target = longest if strategy == PaddingStrategy.LONGEST or max_length is None else max(max_length, longest)
     if strategy == PaddingStrategy.DO_NOT_PAD:
-        if (lens != longest).any():
-            raise ValueError("Unable to create tensor, you should probably activate truncation and/or padding with "
-                             "'padding=True' 'truncation=True' to have batched tensors with the same length.")
-        target = longest
-    if multiple and target % multiple:
-        target = (target // multiple + 1) * multiple
-    if pad_id is None and (lens != target).any():
+        target = 0
+    else:
+        target = longest if strategy == PaddingStrategy.LONGEST or max_length is None else max_length
+        if multiple and target % multiple:
+            target = (target // multiple + 1) * multiple
+    if pad_id is None and (lens < target).any():
         raise ValueError("Asking to pad but the tokenizer does not have a padding token: set tokenizer.pad_token")
-    ids, mask = pad_flat(flat.view(np.uint32), off, target, pad_id or 0, side == "left", truncation_side == "left",
-                         attention_mask)
+    final = np.maximum(lens, target)
+    if final.size and (final != final[0]).any():  # rows longer than max_length, not truncated: as transformers,
+        return _ragged(flat, off, final, pad_id, side, attention_mask)  # an object array of rows
+    ids, mask = pad_flat(flat.view(np.uint32), off, int(final[0]) if final.size else target, pad_id or 0,
+                         side == "left", truncation_side == "left", attention_mask)
     return {"input_ids": ids, "attention_mask": mask} if attention_mask else {"input_ids": ids}
 
 
-def numpy_batch(tok, spec: AddedSpec, texts: list[str], split_special: bool, padding: PaddingStrategy,
+def _ragged(flat: np.ndarray, off: np.ndarray, final: np.ndarray, pad_id: int | None, side: str,
+            attention_mask: bool) -> dict[str, np.ndarray]:
+    """Rows of different lengths (none truncated), each padded to ``final``, as 1-D object arrays
+    of ``int64`` rows (what transformers' numpy conversion gives for ragged rows)."""
+    out = {"input_ids": np.empty(len(final), dtype=object)}
+    if attention_mask:
+        out["attention_mask"] = np.empty(len(final), dtype=object)
+    for k, width in enumerate(final.tolist()):
+        row = flat[off[k]:off[k + 1]].astype(np.int64)
+        pad = width - len(row)
+        fill, ones = np.full(pad, pad_id or 0, dtype=np.int64), np.ones(len(row), dtype=np.int64)
+        parts = (fill, row) if side == "left" else (row, fill)
+        out["input_ids"][k] = np.concatenate(parts)
+        if attention_mask:
+            zeros = np.zeros(pad, dtype=np.int64)
+            out["attention_mask"][k] = np.concatenate((zeros, ones) if side == "left" else (ones, zeros))
+    return out
+
+
+def numpy_batch(tok, texts: list[str], split_special: bool, padding: PaddingStrategy,
                 truncation: TruncationStrategy, max_length: int | None, multiple: int | None, padding_side: str | None,
                 attention_mask: bool | None, verbose: bool) -> dict[str, np.ndarray]:
     """``tok(texts, return_tensors="np", ...)`` for a batch of single texts with nothing added
     around them: one 2-D array per column, written by numpy from the flat ids."""
-    flat, off = encode_flat(tok.bpe, spec, texts, split_special)
+    flat, off = encode_flat(tok.engine(), texts, split_special)
     tok._eventual_warn_about_too_long_sequence(range(int(np.diff(off).max(initial=0))), max_length, verbose)
     truncate = truncation != TruncationStrategy.DO_NOT_TRUNCATE and max_length is not None
     mask = "attention_mask" in tok.model_input_names if attention_mask is None else attention_mask
@@ -197,67 +158,33 @@ def numpy_batch(tok, spec: AddedSpec, texts: list[str], split_special: bool, pad
                          tok.truncation_side, tok.pad_token_id, mask)
 
 
-def encode_texts(bpe: BPE, spec: AddedSpec, texts: list[str], split_special: bool, offsets: bool):
+def encode_texts(bpe: BPE, texts: list[str], split_special: bool, offsets: bool):
     """Encodes texts: (ids per text, offsets per text or None, words per text or None), with
     ``offsets`` the chars each token touches (trimmed as the post-processor says) and the word
     (pre-tokenizer piece or added token) of each token, numbered per text, as ``tokenizers``."""
-    native = split_special or not spec.items or spec.native_ok(bpe)
-    if native and not offsets:
-        flat, off = encode_flat(bpe, spec, texts, split_special)
-        return _rows(flat, off), None, None
-    trim = offset_trim(bpe.pipeline)
-    if native:
-        ids, offs, words, off = bpe.encode_spans(texts, allowed_special=() if split_special else "all",
-                                                 disallowed_special=())
-        if trim is not None:
-            t = token_tables(bpe)
-            first = offs[:, 0] == 0
-            first[off[:-1][np.diff(off) > 0]] = True
-            offs = trim_offsets(offs, t.lead[ids], t.trail[ids], first, trim)
-        return _rows(ids, off), _rows(offs, off, pairs=True), _rows(words, off)
-    # Cut on the added tokens; every plain piece of every text goes to the core in one call.
-    cuts = [split_added(spec, t) for t in texts]
-    plain = [t[s:e] for t, cs in zip(texts, cuts) for s, e, a in cs if a is None]
     if not offsets:
-        enc = iter(bpe.encode_batch(plain, allowed_special=(), disallowed_special=()) if plain else [])
-        return [[i for s, e, a in cs for i in ([a] if a is not None else next(enc))] for cs in cuts], None, None
-    pi, po, pw = [], [], []
-    if plain:
-        ids, offs, words, off = bpe.encode_spans(plain, allowed_special=(), disallowed_special=())
-        pi, po, pw = _rows(ids, off), _rows(offs, off, pairs=True), _rows(words, off)
-    tables = token_tables(bpe) if trim is not None else None
-    ids_out, offs_out, words_out, k = [], [], [], 0
-    for text, cs in zip(texts, cuts):
-        ids, of, ws, base, added = [], [], [], 0, []
-        for s, e, a in cs:
-            if a is not None:
-                added.append((len(ids), *_spaces(text[s:e])))  # as tokenizers: the text it matched
-                ids.append(a), of.append((s, e)), ws.append(base)
-                base += 1
-                continue
-            ids += pi[k]
-            of += [(x + s, y + s) for x, y in po[k]]
-            ws += [w + base for w in pw[k]]
-            base += pw[k][-1] + 1 if pw[k] else 0
-            k += 1
-        if tables is not None and ids:
-            arr = np.minimum(np.asarray(ids), len(tables.lead) - 1)  # (ids past the vocabulary are added tokens)
-            lead, trail = tables.lead[arr], tables.trail[arr]
-            for pos, ld, tr in added:
-                lead[pos], trail[pos] = ld, tr
-            o = np.asarray(of, dtype=np.int64).reshape(-1, 2)
-            first = o[:, 0] == 0
-            first[0] = True
-            of = list(map(tuple, trim_offsets(o, lead, trail, first, trim).tolist()))
-        ids_out.append(ids), offs_out.append(of), words_out.append(ws)
-    return ids_out, offs_out, words_out
+        flat, off = encode_flat(bpe, texts, split_special)
+        return _rows(flat, off), None, None
+    ids, offs, words, off = bpe.encode_spans(texts, allowed_special=() if split_special else "all", disallowed_special=())
+    trim = offset_trim(bpe.pipeline)
+    if trim is not None:
+        t = token_tables(bpe)
+        first = offs[:, 0] == 0
+        first[off[:-1][np.diff(off) > 0]] = True
+        lead, trail = t.lead[ids], t.trail[ids]
+        if t.stripping.size and (where := np.flatnonzero(np.isin(ids, t.stripping))).size:
+            rows = np.searchsorted(off, where, side="right") - 1  # an added token that took spaces: its text
+            for k, r in zip(where.tolist(), rows.tolist()):
+                lead[k], trail[k] = _spaces(texts[r][offs[k, 0]:offs[k, 1]])
+        offs = trim_offsets(offs, lead, trail, first, trim)
+    return _rows(ids, off), _rows(offs, off, pairs=True), _rows(words, off)
 
 
-def encode_split_words(bpe: BPE, spec: AddedSpec, rows: list, split_special: bool, offsets: bool):
+def encode_split_words(bpe: BPE, rows: list, split_special: bool, offsets: bool):
     """:func:`encode_texts` of pre-split rows (``is_split_into_words``): each word encoded on its
     own, its tokens all of that word, offsets within the word (as ``tokenizers``' pre-tokenized
     input)."""
-    ids, offs, _ = encode_texts(bpe, spec, [w for r in rows for w in r], split_special, offsets)
+    ids, offs, _ = encode_texts(bpe, [w for r in rows for w in r], split_special, offsets)
     ids_out, offs_out, words_out, k = [], [] if offsets else None, [] if offsets else None, 0
     for r in rows:
         i, o, w = [], [], []
@@ -336,7 +263,17 @@ def backend_of(tok):
         import tokenizers
     except ImportError as e:
         raise ImportError("BPETokenizer.backend_tokenizer needs the `tokenizers` package (pip install 'hf_bpe[hf]')") from e
-    b = tok.bpe
-    spec = formats.tokenizer_json(b.vocab, b.merges, b.special_tokens, b.pattern, with_added(b, tok.added_tokens_decoder),
-                                  b.pipeline)
+    e = tok.engine()
+    spec = formats.tokenizer_json(e.vocab, e.merges, e.special_tokens, e.pattern, e.added_tokens, e.pipeline)
     return tokenizers.Tokenizer.from_str(json.dumps(spec))
+
+
+def from_hf_files(vocab_file: str | None, merges_file: str | None, tokenizer_file: str | None) -> BPE:
+    """The BPE of the files transformers resolved: ``vocab.json`` + ``merges.txt`` (with
+    ``tokenizer.json`` for the pattern and which added tokens are special), or ``tokenizer.json``."""
+    if vocab_file and merges_file:
+        tables = formats.read(vocab_file, merges_file=merges_file, tokenizer_file=tokenizer_file or None)
+        return BPE.from_tables(tables, vocab_file)
+    if tokenizer_file:
+        return BPE.load(tokenizer_file)
+    raise ValueError("BPETokenizer needs vocab_file + merges_file, tokenizer_file, or bpe=hf_bpe.BPE(...)")

@@ -10,7 +10,7 @@ import json
 from functools import lru_cache
 from typing import NamedTuple
 
-__all__ = ["Template", "template_of", "offset_trim"]
+__all__ = ["Template", "template_of", "offset_trim", "bos_eos_template"]
 
 # A piece of a template: ("A" | "B", type_id) for a sequence, (ids, type_id) for special tokens.
 _Piece = tuple[object, int]
@@ -92,3 +92,17 @@ def offset_trim(pipeline: str | None) -> bool | None:
         return None
     spec = json.loads(pipeline).get("post_processor")
     return _trim(spec) if spec else None
+
+
+def bos_eos_template(bos: tuple, eos: tuple) -> dict:
+    """The ``TemplateProcessing`` that transformers' tokenizers backend makes of ``add_bos_token`` /
+    ``add_eos_token``: ``bos``/``eos`` are ``(token, id, add)``; a token that is None is not added.
+    Single: ``[BOS] $A [EOS]``; pair: that, then ``[BOS] $B [EOS]`` with type id 1."""
+    on = [(str(t), i) if add and t is not None else None for t, i, add in (bos, eos)]
+
+    def seq(name: str, type_id: int) -> list[dict]:
+        first, last = [[{"SpecialToken": {"id": x[0], "type_id": type_id}}] if x else [] for x in on]
+        return first + [{"Sequence": {"id": name, "type_id": type_id}}] + last
+    specials = {x[0]: {"id": x[0], "ids": [x[1]], "tokens": [x[0]]} for x in on if x}
+    return {"type": "TemplateProcessing", "single": seq("A", 0), "pair": seq("A", 0) + seq("B", 1),
+            "special_tokens": specials}

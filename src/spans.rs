@@ -47,8 +47,15 @@ fn document(enc: &Encoder, text: &str, allowed: &SpecialSet, disallowed: &Option
                 out.words.push(word);
                 word += 1;
             }
-            Item::Text(s, e) => enc.encode_pieces(&mut cache, &text[s..e], inner.as_deref(), &mut |a, b, ids| {
+            Item::Text(s, e) => enc.encode_pieces(&mut cache, &text[s..e], inner.as_deref(), &mut |a, b, ids, added| {
                 let (mut p, end) = (s + a, s + b);
+                if added {
+                    out.ids.extend_from_slice(ids);
+                    out.ranges.push((p, end));
+                    out.words.push(word);
+                    word += 1;
+                    return;
+                }
                 for &id in ids {
                     let q = (p + enc.token_bytes(id).map_or(0, <[u8]>::len)).min(end);
                     out.ids.push(id);

@@ -57,3 +57,38 @@ def test_backend_tokenizer_gives_the_same_ids(docs, tmp_path):
         assert isinstance(backend, tokenizers.Tokenizer)
         for text in docs[:30] + ["<|im_start|>a zqxzqx<|endoftext|>b"]:
             assert backend.encode(text, add_special_tokens=False).ids == t(text)["input_ids"]
+
+
+@pytest.mark.parametrize("kw", [dict(add_bos_token=True), dict(add_eos_token=True),
+                                dict(add_bos_token=True, add_eos_token=True), dict(add_bos_token=False)])
+def test_add_bos_and_eos_tokens_equal_transformers_and_persist(kw, tmp_path):
+    """``add_bos_token``/``add_eos_token`` as transformers' tokenizers backend applies them (a
+    template replacing the post-processor), set at load or later, and kept in the saved
+    ``tokenizer.json``: every reader of the folder adds the same tokens."""
+    import json
+    import subprocess
+    import sys
+
+    import tokenizers
+    from transformers import GPT2Tokenizer
+
+    texts, pairs = ["Hello world", "", "a<|endoftext|>b"], ["x y", "z", ""]
+    ours, ref = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2", **kw), GPT2Tokenizer.from_pretrained(shared_data() / "gpt2", **kw)
+    for args in ((texts,), (texts, pairs)):
+        for extra in ({}, dict(return_token_type_ids=True, return_special_tokens_mask=True, return_offsets_mapping=True)):
+            assert dict(ours(*args, **extra)) == dict(ref(*args, **extra)), (args, extra)
+    assert ours.add_bos_token == ref.add_bos_token and ours.add_eos_token == ref.add_eos_token
+    want = ref(texts)["input_ids"]
+    ours.save_pretrained(tmp_path / "saved")
+    assert hf_bpe.BPETokenizer.from_pretrained(tmp_path / "saved")(texts)["input_ids"] == want
+    file = tokenizers.Tokenizer.from_file(str(tmp_path / "saved" / "tokenizer.json"))
+    assert [e.ids for e in file.encode_batch(texts)] == want
+    code = ("import sys, json; sys.modules['hf_bpe'] = None\nfrom transformers import AutoTokenizer\n"
+            f"print(json.dumps(AutoTokenizer.from_pretrained({str(tmp_path / 'saved')!r})({texts!r})['input_ids']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == want
+    later, ref_later = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2"), GPT2Tokenizer.from_pretrained(shared_data() / "gpt2")
+    for t in (later, ref_later):
+        for k, v in kw.items():
+            setattr(t, k, v)
+    assert later(texts, pairs)["input_ids"] == ref_later(texts, pairs)["input_ids"]

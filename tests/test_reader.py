@@ -194,7 +194,7 @@ def test_bpe_does_not_import_its_adapter():
 
 
 def test_adapter_uses_public_names_of_bpe_and_formats():
-    for name in ("hf.py", "hf_encoding.py", "arrow.py", "cli.py"):
+    for name in ("hf.py", "hf_encoding.py", "hf_rows.py", "hf_spans.py", "arrow.py", "cli.py"):
         tree = ast.parse((PKG / name).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module in ("hf_bpe.bpe", "hf_bpe.formats"):

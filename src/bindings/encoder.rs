@@ -212,6 +212,29 @@ impl Encoder {
         Ok(Encoder { inner: std::sync::Arc::new(inner) })
     }
 
+    /// This encoder with more added tokens (same tuples as the constructor's), checked against
+    /// its own, and with `pipeline` (the constructor's) in place of its own when given.
+    #[pyo3(signature = (added_tokens, pipeline=None))]
+    fn derive(&self, py: Python<'_>, added_tokens: Vec<(String, u32, bool, bool, bool, bool, bool)>, pipeline: Option<&str>) -> PyResult<Self> {
+        let e = &self.inner;
+        let mut added: Vec<AddedToken> = e.specials().tokens().to_vec();
+        for (content, id, special, lstrip, rstrip, single_word, normalized) in added_tokens {
+            match added.iter().find(|t| t.content == content) {
+                Some(t) if t.id == id => {}
+                Some(t) => return Err(value_error(format!("added token {content:?} has id {}, not {id}", t.id))),
+                None => added.push(AddedToken { content, id, special, lstrip, rstrip, single_word, normalized }),
+            }
+        }
+        let vocab = e.vocab().to_vec();
+        let merges = e.merges().map(|m| encode::Merges::Ids(m.to_vec()));
+        let pipeline = pipeline.or(e.pipeline_json()).map(str::to_string);
+        let (pattern, budget) = (e.pattern_spec().to_string(), e.cache_bytes());
+        let inner = py
+            .allow_threads(|| encode::Encoder::build(vocab, merges, added, &pattern, pipeline.as_deref(), budget))
+            .map_err(value_error)?;
+        Ok(Encoder { inner: std::sync::Arc::new(inner) })
+    }
+
     /// Ids of `text` with special tokens treated as ordinary text.
     fn encode_ordinary(&self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         let t = text_of(text)?;
@@ -318,10 +341,8 @@ impl Encoder {
         let disallowed = disallowed_of(disallowed_special)?;
         let t = text_of(text)?;
         let enc = &self.inner;
-        let s = py
-            .allow_threads(|| no_panic(|| spans::encode_spans(enc, &[&t], &allowed, &disallowed, CharPolicy::FirstByte)))
-            .map_err(value_error)?;
-        Ok((s.ids, s.ranges))
+        let s = py.allow_threads(|| no_panic(|| spans::encode_spans(enc, &[&t], &allowed, &disallowed, CharPolicy::FirstByte)));
+        s.map(|s| (s.ids, s.ranges)).map_err(value_error)
     }
 
     /// `(ids, offsets, words, row_offsets)` of a batch, flat: uint32 ids, int64 `(n, 2)` char
@@ -346,11 +367,7 @@ impl Encoder {
         let s = py
             .allow_threads(|| no_panic(|| spans::encode_spans(enc, &docs, &allowed, &disallowed, CharPolicy::Touched)))
             .map_err(value_error)?;
-        let mut rows = Vec::with_capacity(s.lens.len() + 1);
-        rows.push(0i64);
-        for &l in &s.lens {
-            rows.push(rows[rows.len() - 1] + l as i64);
-        }
+        let rows: Vec<i64> = std::iter::once(0).chain(s.lens.iter().scan(0i64, |a, &l| { *a += l as i64; Some(*a) })).collect();
         let flat: Vec<i64> = s.ranges.iter().flat_map(|&(a, b)| [a as i64, b as i64]).collect();
         let n = s.ids.len();
         let offsets = PyArray1::from_vec(py, flat).reshape([n, 2])?;

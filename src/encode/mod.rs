@@ -288,9 +288,10 @@ impl Encoder {
     }
 
     /// Ordinary text (between raw-matched added tokens) cut into the pre-tokenizer's pieces,
-    /// each with its ids: `f(start, end, ids)` in order, byte ranges of `text`
+    /// each with its ids: `f(start, end, ids, added)` in order, byte ranges of `text` (`added`:
+    /// a token of the normalized group, whose range is its own)
     /// ([`crate::spans`]). The ids are those of [`Self::encode_text_with`].
-    pub fn encode_pieces(&self, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, f: &mut dyn FnMut(usize, usize, &[u32])) -> Result<(), String> {
+    pub fn encode_pieces(&self, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, f: &mut dyn FnMut(usize, usize, &[u32], bool)) -> Result<(), String> {
         if self.generic {
             return self.pipeline.encode_pieces(self, cache, text, inner, f);
         }
@@ -299,7 +300,7 @@ impl Encoder {
         self.pattern.for_each_piece_dyn(text, &mut |s, e| {
             ids.clear();
             self.encode_piece(cache, &b[s..e], &mut ids);
-            f(s, e, &ids);
+            f(s, e, &ids, false);
         })
     }
 

@@ -226,9 +226,9 @@ impl Pipeline {
 
     /// One stretch cut as [`Self::encode`] cuts it, each piece with its ids: `f(start, end, ids)`
     /// in text order, byte ranges of `text`; an added token of the normalized group is a piece
-    /// of its own. Fails when the normalizer changes this text or the pre-tokenizer adds to it
+    /// of its own (`f`'s last argument: the range is the token's). Fails when the normalizer changes this text or the pre-tokenizer adds to it
     /// (the ranges would not lie in the text).
-    pub fn encode_pieces(&self, enc: &Encoder, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, f: &mut dyn FnMut(usize, usize, &[u32])) -> Result<(), String> {
+    pub fn encode_pieces(&self, enc: &Encoder, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, f: &mut dyn FnMut(usize, usize, &[u32], bool)) -> Result<(), String> {
         if let Some(n) = &self.normalizer {
             if n.apply_cow(text)? != text {
                 return Err(format!("offsets and words are not available for this text: the tokenizer.json normalizer changes it ({:?}...)", text.chars().take(40).collect::<String>()));
@@ -240,7 +240,7 @@ impl Pipeline {
         for it in items {
             let (s, e) = match it {
                 Item::Special(id, s, e) => {
-                    f(s, e, &[id]);
+                    f(s, e, &[id], true);
                     continue;
                 }
                 Item::Text(s, e) => (s, e),
@@ -250,7 +250,7 @@ impl Pipeline {
                 None => enc.pattern.for_each_piece_dyn(t, &mut |a: usize, b: usize| {
                     ids.clear();
                     self.encode_piece(enc, cache, &t.as_bytes()[a..b], &mut ids);
-                    f(s + a, s + b, &ids);
+                    f(s + a, s + b, &ids, false);
                 })?,
                 Some(pre) => {
                     let mut pos = 0;
@@ -260,7 +260,7 @@ impl Pipeline {
                         })?;
                         ids.clear();
                         self.encode_piece(enc, cache, p.as_bytes(), &mut ids);
-                        f(s + a, s + a + p.len(), &ids);
+                        f(s + a, s + a + p.len(), &ids, false);
                         pos = a + p.len();
                     }
                 }
