@@ -23,8 +23,8 @@ from hf_bpe.artifacts import save_staged, write_vocabulary
 from hf_bpe.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
 from hf_bpe.bpe import BPE, gc_paused
 from hf_bpe.post import bos_eos_template, template_of
-from hf_bpe.hf_encoding import (backend_of, from_hf_files, decode_with_added, encode_split_words, encode_texts, numpy_batch,
-                                token_tables, train_new, with_added)
+from hf_bpe.hf_encoding import (backend_of, encode_split_words, encode_texts, from_hf_files, new_added, numpy_batch,
+                                token_tables, train_new)
 from hf_bpe.hf_rows import pad_rows, rows_of
 from hf_bpe.hf_spans import LazyEncodings, spans_rows
 
@@ -205,10 +205,7 @@ class BPETokenizer(PreTrainedTokenizer):
         if skip_special_tokens:
             skip = set(self.all_special_ids) | {i for i, t in self._added_tokens_decoder.items() if t.special}
             ids = [i for i in ids if i not in skip]
-        own = token_tables(self.bpe).id_to_str
-        added = {i: t.content for i, t in self._added_tokens_decoder.items() if i not in own}
-        data = decode_with_added(self.bpe, ids, added)
-        text = data.decode("utf-8", errors=self.errors)
+        text = self.engine().decode_bytes(ids).decode("utf-8", errors=self.errors)  # (added tokens included)
         cleanup = self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None else clean_up_tokenization_spaces
         return self.clean_up_tokenization(text) if cleanup else text
 
@@ -243,7 +240,7 @@ class BPETokenizer(PreTrainedTokenizer):
         key = (id(self.bpe), len(self._added_tokens_decoder), self._bos_eos, self._bos_eos and (self.bos_token, self.eos_token))
         hit = cache.get("engine")
         if hit is None or hit[0] != key:
-            extra = with_added(self.bpe, self._added_tokens_decoder)[len(self.bpe.added_tokens):]
+            extra = new_added(self.bpe, self._added_tokens_decoder)
             post = self._bos_eos_template()
             engine = self.bpe.derive(extra, post_processor=post) if extra or post else self.bpe
             hit = cache["engine"] = (key, engine)

@@ -1,7 +1,7 @@
 """The encoding helpers behind :class:`hf_bpe.BPETokenizer`: tables derived from the vocabulary
 (GPT-2 spellings by id), the batch encoders (flat ids; ids with ``tokenizers``' offsets and
 words; pre-split words; padded numpy), training a new tokenizer of the same kind, and the
-``tokenizers`` backend. Added tokens are the core's to match (``BPE.with_added_tokens``): one
+``tokenizers`` backend. Added tokens are the core's to match (``BPE.derive``): one
 matcher, with ``tokenizers``' rules. Only public names of :class:`hf_bpe.BPE` are used."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from hf_bpe import formats
 from hf_bpe.bpe import BPE, gc_paused, pad_flat
 from hf_bpe.post import offset_trim
 
-__all__ = ["TokenTables", "token_tables", "with_added", "encode_flat", "encode_texts", "encode_split_words",
-           "numpy_batch", "decode_with_added", "train_new", "backend_of", "from_hf_files"]
+__all__ = ["TokenTables", "token_tables", "new_added", "encode_flat", "encode_texts", "encode_split_words",
+           "numpy_batch", "train_new", "backend_of", "from_hf_files"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -70,13 +70,12 @@ def trim_offsets(offs: np.ndarray, lead: np.ndarray, trail: np.ndarray, first: n
 _TABLES: dict[int, TokenTables] = {}
 
 
-def with_added(bpe: BPE, decoder: dict) -> list[formats.AddedToken]:
-    """``bpe``'s added tokens, then those of a tokenizer's ``added_tokens_decoder`` (id ->
-    ``transformers.AddedToken``) that it lacks (``add_tokens``/``add_special_tokens``), by id."""
+def new_added(bpe: BPE, decoder: dict) -> list[formats.AddedToken]:
+    """The tokens of a tokenizer's ``added_tokens_decoder`` (id -> ``transformers.AddedToken``) that
+    ``bpe`` lacks (``add_tokens``/``add_special_tokens``), by id."""
     own = {t.id for t in bpe.added_tokens}
-    new = [formats.AddedToken(str(t.content), i, bool(t.special), bool(t.lstrip), bool(t.rstrip), bool(t.single_word),
-                              bool(t.normalized)) for i, t in sorted(decoder.items()) if i not in own]
-    return [*bpe.added_tokens, *new]
+    return [formats.AddedToken(str(t.content), i, bool(t.special), bool(t.lstrip), bool(t.rstrip), bool(t.single_word),
+                               bool(t.normalized)) for i, t in sorted(decoder.items()) if i not in own]
 
 
 def token_tables(bpe: BPE) -> TokenTables:
@@ -207,24 +206,6 @@ def _rows(flat: np.ndarray, off: np.ndarray, pairs: bool = False) -> list[list]:
         if pairs:
             v = list(map(tuple, v))
         return [v[o[k]:o[k + 1]] for k in range(len(o) - 1)]
-
-
-def decode_with_added(bpe: BPE, ids: list[int], added: dict[int, str]) -> bytes:
-    """The bytes of ``ids``, where ids in ``added`` (added tokens the vocabulary lacks) are their text."""
-    if not added or not added.keys() & set(ids):
-        return bpe.decode_bytes(ids)
-    parts, run = [], []
-    for i in ids:
-        if i in added:
-            if run:
-                parts.append(bpe.decode_bytes(run))
-                run = []
-            parts.append(added[i].encode("utf-8"))
-        else:
-            run.append(i)
-    if run:
-        parts.append(bpe.decode_bytes(run))
-    return b"".join(parts)
 
 
 def train_new(tok, text_iterator, vocab_size: int, new_special_tokens=None, special_tokens_map=None, **options):

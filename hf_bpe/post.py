@@ -67,6 +67,7 @@ def _template(spec: dict) -> Template | None:
     return None  # ByteLevel: offsets only
 
 
+@lru_cache(maxsize=64)
 def template_of(pipeline: str | None) -> Template | None:
     """The template of a core pipeline's post-processor (None when it adds nothing)."""
     if not pipeline:

@@ -171,3 +171,18 @@ def test_assistant_masks_equal_tokenizers_backend():
                      batch["assistant_masks"].tolist(), cut["assistant_masks"]))
     assert outs[0] == outs[1]
     assert 0 < sum(outs[0][1]) < len(outs[0][1])
+
+
+def test_offsets_of_text_a_normalizer_changes_are_an_error():
+    """NeoX normalizes to NFC: offsets into a text that changes would not point into it. The ids
+    stay those of tokenizers; asking for offsets (or alignment) names the normalizer."""
+    path = str(shared_data() / "hf-tokenizers" / "gpt-neox-20b" / "tokenizer.json")
+    ours, ref = hf_bpe.BPETokenizer(tokenizer_file=path), PreTrainedTokenizerFast(tokenizer_file=path)
+    decomposed = "Cafe\u0301 au lait"
+    assert ours(decomposed)["input_ids"] == ref(decomposed)["input_ids"]
+    with pytest.raises(ValueError, match="normalizer changes it"):
+        ours(decomposed, return_offsets_mapping=True)
+    with pytest.raises(ValueError, match="normalizer changes it"):
+        ours([decomposed]).word_ids(0)
+    assert ours("Café au lait", return_offsets_mapping=True)["offset_mapping"] == \
+        ref("Café au lait", return_offsets_mapping=True)["offset_mapping"]
