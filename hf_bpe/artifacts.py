@@ -197,7 +197,7 @@ TOKENIZER_FILES = frozenset({"vocab.json", "merges.txt", "tokenizer.json", "toke
 
 
 def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
-    """Writes files into a folder all-or-nothing, as seen by every reader: at any moment (a crash
+    """Writes files (names are paths inside the folder) into a folder all-or-nothing, as seen by every reader: at any moment (a crash
     included) the folder holds the old files or the new ones, never a mix or a half-written file.
 
     The new folder is written under a hidden temporary name beside it (with hard links to
@@ -217,20 +217,22 @@ def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
     try:
         for name, data in files.items():
             _step(f"write {name}")
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             _write_synced(tmp / name, data)
         if not out.exists():
             _step("rename")
             os.replace(tmp, out)
             _fsync_dir(out.parent)
             return out
+        tops = {n.split("/")[0] for n in files}  # names may be paths ("additional_chat_templates/x.jinja")
         for entry in os.scandir(out):
-            if entry.name not in files and entry.name not in TOKENIZER_FILES:
+            if entry.name not in tops and entry.name not in TOKENIZER_FILES:
                 _step(f"keep {entry.name}")
                 _keep(Path(entry.path), tmp / entry.name)
         _fsync_dir(tmp)
         _step("exchange")
         if not _exchange(tmp, out):
-            return _replace_one_by_one(out, tmp, files)
+            return _replace_one_by_one(out, tmp, tops)
         _fsync_dir(out.parent)
         _step("remove old")
     finally:
@@ -278,7 +280,9 @@ def save_staged(path: str | os.PathLike, write) -> tuple[str, ...]:
     then puts them all into ``path`` at once (:func:`write_folder`); returns their final paths."""
     with tempfile.TemporaryDirectory(prefix=".hf_bpe-staging-") as staging:
         written = write(staging)
-        write_folder(path, {p.name: p.read_bytes() for p in Path(staging).iterdir() if p.is_file()})
+        root = Path(staging)
+        files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+        write_folder(path, files)
     return tuple(os.path.join(os.fspath(path), os.path.basename(w)) for w in written)
 
 
@@ -312,20 +316,23 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
-def _replace_one_by_one(out: Path, tmp: Path, files: dict[str, bytes]) -> Path:
-    names = sorted(files, key=lambda n: n == "tokenizer_config.json")
+def _replace_one_by_one(out: Path, tmp: Path, tops: set[str]) -> Path:
     (out / "tokenizer_config.json").unlink(missing_ok=True)  # from here on the folder does not load
     _fsync_dir(out)
-    for name in names:
+    for name in sorted(tops, key=lambda n: n == "tokenizer_config.json"):
+        _remove(out / name)
         os.replace(tmp / name, out / name)
-    for name in TOKENIZER_FILES - set(files):
-        stale = out / name
-        if stale.is_dir() and not stale.is_symlink():
-            shutil.rmtree(stale)
-        else:
-            stale.unlink(missing_ok=True)
+    for name in TOKENIZER_FILES - tops:
+        _remove(out / name)
     _fsync_dir(out)
     return out
+
+
+def _remove(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p)
+    else:
+        p.unlink(missing_ok=True)
 
 
 def _remove_stale(out: Path) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "AddedToken",
     "Tables",
     "read",
+    "from_strings",
     "read_tiktoken",
     "pattern_name",
     "TIKTOKEN_ENCODINGS",
@@ -151,6 +152,26 @@ def read(
     if (p / "tokenizer.json").exists():
         return _read_tokenizer_json(p / "tokenizer.json", declared)
     raise FileNotFoundError(f"{p}: neither vocab.json + merges.txt nor tokenizer.json found")
+
+
+def from_strings(vocab: dict[str, int], merges: Iterable, added: Iterable[tuple[str, bool]] = (),
+                 what: str = "vocab=/merges=") -> Tables:
+    """The tables of a byte-level vocabulary and merges held in memory, as transformers' v5
+    constructors take them: ``vocab`` maps spellings to ids, ``merges`` are ``(a, b)`` pairs or
+    ``"a b"`` strings, ``added`` the ``(content, special)`` of the added tokens. Checked as a
+    ``vocab.json`` + ``merges.txt`` pair is; errors name ``what``."""
+    label = Path(what)
+    lines = []
+    for n, m in enumerate(merges, start=1):
+        if isinstance(m, (tuple, list)) and len(m) == 2 and all(isinstance(x, str) for x in m):
+            m = f"{m[0]} {m[1]}"
+        if not isinstance(m, str):
+            raise FormatError(f"{what}: merge #{n} is {m!r}, not a pair of tokens")
+        lines.append((n, m))
+    added = list(added)
+    declared = [c for c, special in added if special]
+    vocab = _parse_vocab(vocab, label)
+    return _to_tables(vocab, _parse_merges(lines, vocab, label), declared, [c for c, _ in added], "gpt2", label)
 
 
 def _beside(folder: Path) -> Path | None:

@@ -22,9 +22,9 @@ from hf_bpe import formats
 from hf_bpe.artifacts import save_staged, write_vocabulary
 from hf_bpe.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
 from hf_bpe.bpe import BPE, gc_paused
-from hf_bpe.post import bos_eos_template, template_of
-from hf_bpe.hf_encoding import (backend_of, encode_split_words, encode_texts, from_hf_files, new_added, numpy_batch,
-                                token_tables, train_new)
+from hf_bpe.post import bos_eos_flag, bos_eos_template, prefix_space, template_of
+from hf_bpe.hf_encoding import (backend_of, encode_split_words, encode_texts, bpe_of, new_added,
+                                numpy_batch, token_tables, train_new)
 from hf_bpe.hf_rows import pad_rows, rows_of
 from hf_bpe.hf_spans import LazyEncodings, spans_rows
 
@@ -61,6 +61,7 @@ class BPETokenizer(PreTrainedTokenizer):
 
     vocab_files_names = {"vocab_file": "vocab.json", "merges_file": "merges.txt", "tokenizer_file": "tokenizer.json"}
     model_input_names = ["input_ids", "attention_mask"]
+    model = BPE  # the model class, as transformers 5's tokenizer classes name theirs (a BPE: vocab is {token: id})
 
     def __init__(
         self,
@@ -68,6 +69,8 @@ class BPETokenizer(PreTrainedTokenizer):
         merges_file: str | None = None,
         tokenizer_file: str | None = None,
         *,
+        vocab: dict[str, int] | str | None = None,
+        merges: list | str | None = None,
         bpe: BPE | None = None,
         errors: str = "replace",
         unk_token: Any = _DEFAULT,
@@ -79,12 +82,15 @@ class BPETokenizer(PreTrainedTokenizer):
         cache_bytes: int | None = None,
         **kwargs: Any,
     ) -> None:
-        if add_prefix_space:
-            raise ValueError("add_prefix_space=True is not supported by hf_bpe's BPETokenizer")
         if bpe is None:
-            bpe = from_hf_files(vocab_file, merges_file, tokenizer_file)
+            named = [EOT if t is _DEFAULT else t for t in (unk_token, bos_token, eos_token, pad_token)]
+            bpe = bpe_of(vocab_file, merges_file, tokenizer_file, vocab, merges, kwargs.get("added_tokens_decoder"),
+                         [str(t) for t in named if t is not None])
         elif not isinstance(bpe, BPE):
             raise TypeError(f"bpe must be an hf_bpe.BPE, got {type(bpe).__name__}")
+        if add_prefix_space and not prefix_space(bpe.pipeline):
+            raise ValueError("add_prefix_space=True is not supported by hf_bpe's BPETokenizer unless the "
+                             "tokenizer.json's ByteLevel pre-tokenizer adds the space itself")
         if cache_bytes is not None:  # (from_pretrained passes it through): the encoder's memory bound
             bpe.cache_bytes = cache_bytes
         self.bpe = bpe  # before super().__init__: it calls get_vocab()
@@ -102,13 +108,21 @@ class BPETokenizer(PreTrainedTokenizer):
         self._added_tokens_decoder = {t.id: AddedToken(t.content, special=t.special, normalized=t.normalized, lstrip=t.lstrip,
                                                        rstrip=t.rstrip, single_word=t.single_word) for t in bpe.added_tokens}
         kwargs.setdefault("clean_up_tokenization_spaces", False)
+        # bpe=None: init_kwargs name every argument (transformers' test suite checks it); the
+        # folder, not this object, is what a save writes.
         super().__init__(errors=errors, unk_token=unk_token, bos_token=bos_token, eos_token=eos_token,
-                         pad_token=pad_token, add_prefix_space=False, text_column=text_column, **kwargs)
+                         pad_token=pad_token, add_prefix_space=False, text_column=text_column, bpe=None,
+                         cache_bytes=cache_bytes, **kwargs)
 
     @classmethod
     def from_bpe(cls, bpe: BPE, **kwargs: Any) -> "BPETokenizer":
         """``bpe`` as a ``transformers`` tokenizer sharing it as ``.bpe``; ``kwargs`` as the constructor's."""
         return cls(bpe=bpe, **kwargs)
+
+    @property
+    def add_prefix_space(self) -> bool:
+        """Whether a space is put before each text (as the files' ByteLevel pre-tokenizer says)."""
+        return prefix_space(self.bpe.pipeline)
 
     @property
     def vocab_size(self) -> int:
@@ -119,21 +133,8 @@ class BPETokenizer(PreTrainedTokenizer):
         return max(self.bpe.vocab_size, max(self._added_tokens_decoder, default=-1) + 1)
 
     # ---- the post-processor (`hf_bpe.post`): the files', or add_bos_token / add_eos_token's ----
-    @property
-    def add_bos_token(self) -> bool:
-        return bool(self._bos_eos and self._bos_eos[0])
-
-    @add_bos_token.setter
-    def add_bos_token(self, value: bool) -> None:
-        self._bos_eos = (bool(value), self.add_eos_token)
-
-    @property
-    def add_eos_token(self) -> bool:
-        return bool(self._bos_eos and self._bos_eos[1])
-
-    @add_eos_token.setter
-    def add_eos_token(self, value: bool) -> None:
-        self._bos_eos = (self.add_bos_token, bool(value))
+    add_bos_token = bos_eos_flag(0, "Whether bos_token starts each sequence (a post-processor of its own).")
+    add_eos_token = bos_eos_flag(1, "Whether eos_token ends each sequence (a post-processor of its own).")
 
     def _bos_eos_template(self) -> dict | None:
         """The ``TemplateProcessing`` of add_bos_token / add_eos_token (None when not given)."""
@@ -222,7 +223,7 @@ class BPETokenizer(PreTrainedTokenizer):
     def save_pretrained(self, save_directory, *args: Any, **kwargs: Any):
         """``PreTrainedTokenizer.save_pretrained``, all-or-nothing (:func:`hf_bpe.artifacts.save_staged`),
         without the load-time keys transformers leaks into ``tokenizer_config.json``."""
-        leaked = {k: self.init_kwargs.pop(k) for k in ("is_local", "local_files_only") if k in self.init_kwargs}
+        leaked = {k: self.init_kwargs.pop(k) for k in ("is_local", "local_files_only", "bpe") if k in self.init_kwargs}
         try:
             if kwargs.get("push_to_hub"):
                 return super().save_pretrained(save_directory, *args, **kwargs)

@@ -7,7 +7,9 @@ matcher, with ``tokenizers``' rules. Only public names of :class:`hf_bpe.BPE` ar
 from __future__ import annotations
 
 import json
+import os
 import weakref
+from collections.abc import Mapping
 
 import numpy as np
 from transformers.tokenization_utils_base import TruncationStrategy
@@ -247,6 +249,32 @@ def backend_of(tok):
     e = tok.engine()
     spec = formats.tokenizer_json(e.vocab, e.merges, e.special_tokens, e.pattern, e.added_tokens, e.pipeline)
     return tokenizers.Tokenizer.from_str(json.dumps(spec))
+
+
+def bpe_of(vocab_file, merges_file, tokenizer_file, vocab, merges, added_tokens_decoder, named: list[str]) -> BPE:
+    """The BPE of ``BPETokenizer``'s arguments: files, or transformers 5's in-memory ``vocab``/``merges``
+    (also positional: ``BPETokenizer(vocab_dict, merges)``)."""
+    if isinstance(vocab_file, Mapping):
+        vocab, merges, vocab_file, merges_file = vocab_file, merges_file, None, None
+    if vocab is not None:
+        return from_memory(vocab, merges, added_tokens_decoder, named)
+    return from_hf_files(vocab_file, merges_file, tokenizer_file)
+
+
+def from_memory(vocab: dict[str, int] | str, merges: list | str | None, added_tokens_decoder: dict | None,
+                named: list[str]) -> BPE:
+    """The BPE of transformers 5's in-memory constructor: ``vocab`` (spelling -> id) and ``merges``
+    (pairs or ``"a b"`` strings), or the paths of ``vocab.json`` and ``merges.txt``. The contents
+    of ``added_tokens_decoder`` and the ``named`` special tokens (unk, bos, eos, pad) found in
+    ``vocab`` are its added tokens, special but where ``added_tokens_decoder`` says otherwise."""
+    if isinstance(vocab, (str, os.PathLike)) and isinstance(merges, (str, os.PathLike)):
+        return from_hf_files(os.fspath(vocab), os.fspath(merges), None)
+    if not isinstance(vocab, Mapping) or merges is None or isinstance(merges, (str, os.PathLike)):
+        raise TypeError("BPETokenizer(vocab=..., merges=...) takes a dict and a list of pairs (or two file paths)")
+    added = dict.fromkeys((t for t in named if t in vocab), True)
+    added.update((str(t), bool(getattr(t, "special", True))) for t in (added_tokens_decoder or {}).values())
+    added = list(added.items())
+    return BPE.from_tables(formats.from_strings(dict(vocab), merges, added))
 
 
 def from_hf_files(vocab_file: str | None, merges_file: str | None, tokenizer_file: str | None) -> BPE:

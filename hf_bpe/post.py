@@ -10,7 +10,7 @@ import json
 from functools import lru_cache
 from typing import NamedTuple
 
-__all__ = ["Template", "template_of", "offset_trim", "bos_eos_template"]
+__all__ = ["Template", "template_of", "offset_trim", "bos_eos_template", "bos_eos_flag", "prefix_space"]
 
 # A piece of a template: ("A" | "B", type_id) for a sequence, (ids, type_id) for special tokens.
 _Piece = tuple[object, int]
@@ -95,6 +95,21 @@ def offset_trim(pipeline: str | None) -> bool | None:
     return _trim(spec) if spec else None
 
 
+def _prefix_space(spec: dict | None) -> bool:
+    if not spec:
+        return False
+    if spec.get("type") == "Sequence":
+        return any(_prefix_space(p) for p in spec.get("pretokenizers") or [])
+    return spec.get("type") == "ByteLevel" and bool(spec.get("add_prefix_space", True))
+
+
+@lru_cache(maxsize=64)
+def prefix_space(pipeline: str | None) -> bool:
+    """Whether a core pipeline's pre-tokenizer adds a space before a text (ByteLevel
+    ``add_prefix_space``); hf_bpe's own pipeline does not."""
+    return bool(pipeline) and _prefix_space(json.loads(pipeline).get("pre_tokenizer"))
+
+
 def bos_eos_template(bos: tuple, eos: tuple) -> dict:
     """The ``TemplateProcessing`` that transformers' tokenizers backend makes of ``add_bos_token`` /
     ``add_eos_token``: ``bos``/``eos`` are ``(token, id, add)``; a token that is None is not added.
@@ -107,3 +122,15 @@ def bos_eos_template(bos: tuple, eos: tuple) -> dict:
     specials = {x[0]: {"id": x[0], "ids": [x[1]], "tokens": [x[0]]} for x in on if x}
     return {"type": "TemplateProcessing", "single": seq("A", 0), "pair": seq("A", 0) + seq("B", 1),
             "special_tokens": specials}
+
+
+def bos_eos_flag(i: int, doc: str) -> property:
+    """The add_bos_token (i=0) / add_eos_token (i=1) property of a tokenizer keeping ``_bos_eos``."""
+    def get(self) -> bool:
+        return bool(self._bos_eos and self._bos_eos[i])
+
+    def set_(self, value: bool) -> None:
+        flags = [self.add_bos_token, self.add_eos_token]
+        flags[i] = bool(value)
+        self._bos_eos = tuple(flags)
+    return property(get, set_, doc=doc)

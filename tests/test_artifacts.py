@@ -186,6 +186,26 @@ def test_retraining_into_a_folder_leaves_no_stale_tokenizer_file(tmp_path, monke
     assert again(text)["input_ids"] == new.encode(text) and again.chat_template is None
 
 
+@pytest.mark.parametrize("exchange", [True, False])
+def test_named_chat_templates_are_saved_in_their_subfolder(tmp_path, monkeypatch, exchange):
+    from hf_bpe import artifacts
+
+    if not exchange:
+        monkeypatch.setattr(artifacts, "_exchange", lambda a, b: False)
+    target = tmp_path / "tok"
+    tok = hf_bpe.BPETokenizer.from_bpe(small_bpe(tmp_path))
+    tok.chat_template = {"default": "{{'a'}}", "tools": "{{'b'}}"}
+    for _ in range(2):  # the second save replaces a folder that has the subfolder
+        tok.save_pretrained(target)
+        assert (target / "additional_chat_templates" / "tools.jinja").read_text() == "{{'b'}}"
+        assert (target / "chat_template.jinja").read_text() == "{{'a'}}"
+        assert hf_bpe.BPETokenizer.from_pretrained(target).chat_template == tok.chat_template
+    tok.chat_template = "{{'c'}}"
+    tok.save_pretrained(target)  # no named templates now: the subfolder is stale and goes
+    assert not (target / "additional_chat_templates").exists()
+    assert hf_bpe.BPETokenizer.from_pretrained(target).chat_template == "{{'c'}}"
+
+
 def write_pair(d: Path, vocab_text: str | bytes, merges_text: str | bytes) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     (d / "vocab.json").write_bytes(vocab_text.encode() if isinstance(vocab_text, str) else vocab_text)

@@ -92,3 +92,37 @@ def test_add_bos_and_eos_tokens_equal_transformers_and_persist(kw, tmp_path):
         for k, v in kw.items():
             setattr(t, k, v)
     assert later(texts, pairs)["input_ids"] == ref_later(texts, pairs)["input_ids"]
+
+
+def test_in_memory_constructor_equals_gpt2tokenizer_and_checks_its_input(docs):
+    import json
+
+    from transformers import GPT2Tokenizer
+
+    g = shared_data() / "gpt2"
+    vocab = json.loads((g / "vocab.json").read_text(encoding="utf-8"))
+    merges = [tuple(line.split(" ")) for line in (g / "merges.txt").read_text(encoding="utf-8").split("\n")[1:] if line]
+    ref = GPT2Tokenizer(vocab=vocab, merges=merges)
+    texts = docs[:20] + ["Hello world<|endoftext|> again"]
+    for ours in (hf_bpe.BPETokenizer(vocab=vocab, merges=merges), hf_bpe.BPETokenizer(vocab, [" ".join(m) for m in merges])):
+        assert ours(texts)["input_ids"] == ref(texts)["input_ids"]
+        assert (ours.eos_token, ours.eos_token_id) == (ref.eos_token, ref.eos_token_id)
+        assert "bpe" in ours.init_kwargs and "cache_bytes" in ours.init_kwargs
+    with pytest.raises(hf_bpe.formats.FormatError, match=r"line 2: token 'qqqqzz' is not in the vocabulary"):
+        hf_bpe.BPETokenizer(vocab=vocab, merges=merges[:1] + [("qqqqzz", "a")])
+    with pytest.raises(TypeError, match="takes a dict and a list of pairs"):
+        hf_bpe.BPETokenizer(vocab=vocab)
+
+
+def test_add_prefix_space_reports_the_files_pre_tokenizer(tmp_path):
+    import json
+
+    tok = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
+    assert tok.add_prefix_space is False
+    spec = json.loads((shared_data() / "gpt2" / "tokenizer.json").read_text(encoding="utf-8"))
+    spec["pre_tokenizer"]["add_prefix_space"] = True
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    spaced = hf_bpe.BPETokenizer(tokenizer_file=str(tmp_path / "tokenizer.json"), add_prefix_space=True)
+    assert spaced.add_prefix_space is True and spaced("Hello")["input_ids"] == tok(" Hello")["input_ids"]
+    with pytest.raises(ValueError, match="add_prefix_space=True is not supported"):
+        hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2", add_prefix_space=True)
