@@ -275,6 +275,21 @@ def _new_hidden_dir(out: Path) -> Path:
             continue
 
 
+def portable_config(written: tuple[str, ...], tokenizer_class: str | None) -> tuple[str, ...]:
+    """The files a ``save_pretrained`` wrote, with a ``tokenizer_config.json`` that transformers 4
+    reads too: the extra special tokens under their 4.x name ``additional_special_tokens`` (5.x
+    reads both; 4.x takes ``extra_special_tokens`` for a dict and fails on a list), and
+    ``tokenizer_class`` when given."""
+    cfg = next(Path(w) for w in written if os.path.basename(w) == "tokenizer_config.json")
+    spec = json.loads(cfg.read_text(encoding="utf-8"))
+    if isinstance(spec.get("extra_special_tokens"), list):
+        spec["additional_special_tokens"] = spec.pop("extra_special_tokens")
+    if tokenizer_class is not None:
+        spec["tokenizer_class"] = tokenizer_class
+    cfg.write_text(json.dumps(spec, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return written
+
+
 def save_staged(path: str | os.PathLike, write) -> tuple[str, ...]:
     """Runs ``write(staging)``, which writes files into a fresh folder and returns their paths,
     then puts them all into ``path`` at once (:func:`write_folder`); returns their final paths."""

@@ -23,6 +23,9 @@ def _add_train_options(p: argparse.ArgumentParser, vocab_size: int) -> None:
     p.add_argument("--errors", choices=["strict", "replace", "ignore"], default="strict",
                    help="what to do with bytes that are not UTF-8")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--tokenizer-class", default=None, metavar="NAME",
+                   help="the class tokenizer_config.json names (default BPETokenizer; PreTrainedTokenizerFast "
+                        "for transformers 4 without hf_bpe)")
 
 
 def _train(args: argparse.Namespace, files: list[str]) -> "object":
@@ -35,7 +38,7 @@ def _train(args: argparse.Namespace, files: list[str]) -> "object":
                              max_token_length=args.max_token_length, num_threads=args.threads,
                              progress=not args.quiet, errors=args.errors)
     elapsed = time.perf_counter() - t0
-    out = bpe.save(args.out)
+    out = bpe.save(args.out, tokenizer_class=args.tokenizer_class)
     print(f"trained {bpe.vocab_size} tokens ({len(bpe.merges)} merges) in {elapsed:.1f} s -> {out}")
     return bpe
 

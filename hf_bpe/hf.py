@@ -19,7 +19,7 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Trun
 from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import formats
-from hf_bpe.artifacts import save_staged, write_vocabulary
+from hf_bpe.artifacts import portable_config, save_staged, write_vocabulary
 from hf_bpe.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
 from hf_bpe.bpe import BPE, gc_paused
 from hf_bpe.post import bos_eos_flag, bos_eos_template, prefix_space, template_of
@@ -108,6 +108,7 @@ class BPETokenizer(PreTrainedTokenizer):
         self._added_tokens_decoder = {t.id: AddedToken(t.content, special=t.special, normalized=t.normalized, lstrip=t.lstrip,
                                                        rstrip=t.rstrip, single_word=t.single_word) for t in bpe.added_tokens}
         kwargs.setdefault("clean_up_tokenization_spaces", False)
+        kwargs["backend"] = "hf_bpe"  # whatever class saved the folder: the engine is this one
         # bpe=None: init_kwargs name every argument (transformers' test suite checks it); the
         # folder, not this object, is what a save writes.
         super().__init__(errors=errors, unk_token=unk_token, bos_token=bos_token, eos_token=eos_token,
@@ -220,14 +221,20 @@ class BPETokenizer(PreTrainedTokenizer):
                                      e.added_tokens, e.pipeline)
         return write_vocabulary(save_directory, files, filename_prefix)
 
-    def save_pretrained(self, save_directory, *args: Any, **kwargs: Any):
+    def save_pretrained(self, save_directory, *args: Any, tokenizer_class: str | None = None, **kwargs: Any):
         """``PreTrainedTokenizer.save_pretrained``, all-or-nothing (:func:`hf_bpe.artifacts.save_staged`),
-        without the load-time keys transformers leaks into ``tokenizer_config.json``."""
-        leaked = {k: self.init_kwargs.pop(k) for k in ("is_local", "local_files_only", "bpe") if k in self.init_kwargs}
+        without the load-time keys transformers leaks into ``tokenizer_config.json`` (and no ``backend``:
+        the class that reads the folder names its own). ``tokenizer_class`` replaces the class name the
+        folder gives ``AutoTokenizer`` (``"PreTrainedTokenizerFast"`` for transformers 4 without hf_bpe)."""
+        if tokenizer_class is not None and kwargs.get("push_to_hub"):
+            raise ValueError("tokenizer_class= is for a local save; save, then upload the folder")
+        leaked = {k: self.init_kwargs.pop(k) for k in ("is_local", "local_files_only", "bpe", "backend", "cache_bytes")
+                  if k in self.init_kwargs and (k != "cache_bytes" or self.init_kwargs[k] is None)}
         try:
             if kwargs.get("push_to_hub"):
                 return super().save_pretrained(save_directory, *args, **kwargs)
-            return save_staged(save_directory, lambda d: super(BPETokenizer, self).save_pretrained(d, *args, **kwargs))
+            return save_staged(save_directory, lambda d: portable_config(
+                super(BPETokenizer, self).save_pretrained(d, *args, **kwargs), tokenizer_class))
         finally:
             self.init_kwargs.update(leaked)
 

@@ -126,3 +126,19 @@ def test_add_prefix_space_reports_the_files_pre_tokenizer(tmp_path):
     assert spaced.add_prefix_space is True and spaced("Hello")["input_ids"] == tok(" Hello")["input_ids"]
     with pytest.raises(ValueError, match="add_prefix_space=True is not supported"):
         hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2", add_prefix_space=True)
+
+
+def test_backend_names_the_engine_whatever_class_saved_the_folder(tmp_path):
+    """A folder saved by transformers' ``GPT2Tokenizer`` says ``backend: tokenizers``; loaded by
+    ``BPETokenizer`` the engine is hf_bpe's, and its own save leaves the key to the reader."""
+    import json
+
+    from transformers import GPT2Tokenizer
+
+    GPT2Tokenizer.from_pretrained(shared_data() / "gpt2").save_pretrained(tmp_path / "theirs")
+    assert json.loads((tmp_path / "theirs" / "tokenizer_config.json").read_text())["backend"] == "tokenizers"
+    tok = hf_bpe.BPETokenizer.from_pretrained(tmp_path / "theirs")
+    assert tok.backend == "hf_bpe" and hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2").backend == "hf_bpe"
+    tok.save_pretrained(tmp_path / "ours")
+    cfg = json.loads((tmp_path / "ours" / "tokenizer_config.json").read_text())
+    assert "backend" not in cfg and "cache_bytes" not in cfg and tok.backend == "hf_bpe"
