@@ -108,7 +108,9 @@ class BPETokenizer(PreTrainedTokenizer):
         self._added_tokens_decoder = {t.id: AddedToken(t.content, special=t.special, normalized=t.normalized, lstrip=t.lstrip,
                                                        rstrip=t.rstrip, single_word=t.single_word) for t in bpe.added_tokens}
         kwargs.setdefault("clean_up_tokenization_spaces", False)
-        kwargs["backend"] = "hf_bpe"  # whatever class saved the folder: the engine is this one
+        # whatever class saved the folder: transformers reads "tokenizers" as "has the fast features"
+        # (sequence_ids, offsets, assistant masks: its processors, pipelines and test suite), as here
+        kwargs["backend"] = "tokenizers"
         # bpe=None: init_kwargs name every argument (transformers' test suite checks it); the
         # folder, not this object, is what a save writes.
         super().__init__(errors=errors, unk_token=unk_token, bos_token=bos_token, eos_token=eos_token,

@@ -128,17 +128,21 @@ def test_add_prefix_space_reports_the_files_pre_tokenizer(tmp_path):
         hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2", add_prefix_space=True)
 
 
-def test_backend_names_the_engine_whatever_class_saved_the_folder(tmp_path):
-    """A folder saved by transformers' ``GPT2Tokenizer`` says ``backend: tokenizers``; loaded by
-    ``BPETokenizer`` the engine is hf_bpe's, and its own save leaves the key to the reader."""
+def test_backend_is_the_fast_one_whatever_class_saved_the_folder(tmp_path):
+    """transformers gates the fast features on ``backend == "tokenizers"`` (processors' assistant
+    masks, pipelines, its own suite); BPETokenizer offers them, from any folder (one saved by
+    ``GPT2Tokenizer`` or its own, which leaves the key to the reader)."""
     import json
 
     from transformers import GPT2Tokenizer
 
     GPT2Tokenizer.from_pretrained(shared_data() / "gpt2").save_pretrained(tmp_path / "theirs")
     assert json.loads((tmp_path / "theirs" / "tokenizer_config.json").read_text())["backend"] == "tokenizers"
-    tok = hf_bpe.BPETokenizer.from_pretrained(tmp_path / "theirs")
-    assert tok.backend == "hf_bpe" and hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2").backend == "hf_bpe"
+    hf_bpe.BPE.load(shared_data() / "gpt2").save(tmp_path / "bpe")
+    for folder in ("theirs", "bpe"):
+        tok = hf_bpe.BPETokenizer.from_pretrained(tmp_path / folder)
+        assert tok.backend == "tokenizers" and tok("a b", "c").sequence_ids() == [0, 0, 1]
     tok.save_pretrained(tmp_path / "ours")
     cfg = json.loads((tmp_path / "ours" / "tokenizer_config.json").read_text())
-    assert "backend" not in cfg and "cache_bytes" not in cfg and tok.backend == "hf_bpe"
+    assert "backend" not in cfg and "cache_bytes" not in cfg
+    assert hf_bpe.BPETokenizer.from_pretrained(tmp_path / "ours").backend == "tokenizers"
