@@ -1,8 +1,8 @@
 """Hugging Face integration: :class:`BPETokenizer`, a ``transformers.PreTrainedTokenizer`` encoding
 straight through the native core (``ds.map(tok, batched=True)`` from Arrow, ``hf_bpe.arrow``).
 
-Importing this module imports ``transformers`` (about a second); ``import hf_bpe`` does not, it
-registers :class:`BPETokenizer` with ``AutoTokenizer`` lazily (see ``hf_bpe/__init__.py``).
+Importing this module imports ``transformers`` (about a second); ``import hf_bpe`` registers
+:class:`BPETokenizer` with ``AutoTokenizer`` lazily, when ``transformers`` is imported (``_hf_hook``).
 
 Output follows transformers' ``GPT2Tokenizer`` (``tokenizers``-backed) on the same files: ids, masks,
 padding, truncation with ``stride``, overflowing rows, special-token masks, lengths, offsets."""
@@ -21,11 +21,11 @@ from transformers.utils.generic import PaddingStrategy
 from hf_bpe import formats
 from hf_bpe.artifacts import portable_config, save_staged, write_vocabulary
 from hf_bpe.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
-from hf_bpe.bpe import BPE, gc_paused
+from hf_bpe.bpe import BPE
 from hf_bpe.post import bos_eos_flag, bos_eos_template, prefix_space, template_of
 from hf_bpe.hf_encoding import (backend_of, encode_split_words, encode_texts, bpe_of, new_added,
                                 numpy_batch, token_tables, train_new)
-from hf_bpe.hf_rows import pad_rows, rows_of
+from hf_bpe.hf_rows import all_rows, ones_rows, pad_rows, rows_of
 from hf_bpe.hf_spans import LazyEncodings, spans_rows
 
 __all__ = ["BPETokenizer", "BPETokenizerConfig", "ArrowMapFn", "map_fn", "register"]
@@ -122,10 +122,8 @@ class BPETokenizer(PreTrainedTokenizer):
         """``bpe`` as a ``transformers`` tokenizer sharing it as ``.bpe``; ``kwargs`` as the constructor's."""
         return cls(bpe=bpe, **kwargs)
 
-    @property
-    def add_prefix_space(self) -> bool:
-        """Whether a space is put before each text (as the files' ByteLevel pre-tokenizer says)."""
-        return prefix_space(self.bpe.pipeline)
+    add_prefix_space = property(lambda self: prefix_space(self.bpe.pipeline),
+                                doc="Whether a space is put before each text (as the files' ByteLevel says).")
 
     @property
     def vocab_size(self) -> int:
@@ -282,7 +280,7 @@ class BPETokenizer(PreTrainedTokenizer):
             texts, pairs = [t[0] for t in texts], [t[1] for t in texts]
         ok = ((lambda t: isinstance(t, (list, tuple)) and all(isinstance(w, str) for w in t)) if words
               else (lambda t: isinstance(t, str)))
-        if kwargs.get("sanitize_control_tokens") or not all(map(ok, texts)) or (pairs and not all(map(ok, pairs))):
+        if kwargs.get("sanitize_control_tokens") or not all_rows(ok, texts) or (pairs and not all_rows(ok, pairs)):
             if return_offsets_mapping:
                 raise NotImplementedError("return_offsets_mapping=True needs text as str / list[str] "
                                           "(or words as list[str] with is_split_into_words=True), and pairs of them")
@@ -342,9 +340,8 @@ class BPETokenizer(PreTrainedTokenizer):
                 and not (return_token_type_ids or return_special_tokens_mask or return_offsets_mapping or return_length)):
             data: dict[str, Any] = {"input_ids": a[0]}
             longest = max(a[0], key=len, default=[])
-            if return_attention_mask:  # one list of ones, sliced per row
-                with gc_paused():
-                    data["attention_mask"] = [ones[:len(x)] for ones in [[1] * len(longest)] for x in a[0]]
+            if return_attention_mask:
+                data["attention_mask"] = ones_rows(a[0])
             self._eventual_warn_about_too_long_sequence(longest, max_length, verbose)
             return data
 

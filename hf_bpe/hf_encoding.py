@@ -163,9 +163,8 @@ def encode_texts(bpe: BPE, texts: list[str], split_special: bool, offsets: bool)
     """Encodes texts: (ids per text, offsets per text or None, words per text or None), with
     ``offsets`` the chars each token touches (trimmed as the post-processor says) and the word
     (pre-tokenizer piece or added token) of each token, numbered per text, as ``tokenizers``."""
-    if not offsets:
-        flat, off = encode_flat(bpe, texts, split_special)
-        return _rows(flat, off), None, None
+    if not offsets:  # the core builds the lists
+        return bpe.encode_batch(texts, allowed_special=() if split_special else "all", disallowed_special=()), None, None
     ids, offs, words, off = bpe.encode_spans(texts, allowed_special=() if split_special else "all", disallowed_special=())
     trim = offset_trim(bpe.pipeline)
     if trim is not None:
