@@ -9,13 +9,18 @@
 from hf_bpe import _core
 from hf_bpe.bpe import BPE
 from hf_bpe.formats import FormatError
-from hf_bpe.training import train, train_files
+from hf_bpe.training import count, count_files, train, train_files, train_from_counts
 
 __version__ = "0.1.0"
-__all__ = ["BPE", "BPETokenizer", "FormatError", "map_fn", "train", "train_files", "sample_corpus", "__version__"]
+__all__ = ["BPE", "BPETokenizer", "FormatError", "WordCounts", "count", "count_files", "map_fn", "train", "train_files",
+           "train_from_counts", "sample_corpus", "__version__"]
 
 
 def __getattr__(name: str):
+    if name == "WordCounts":  # (it holds numpy arrays: numpy is imported on first use)
+        from hf_bpe.counts import WordCounts
+
+        return WordCounts
     # The transformers integration is imported on first use (transformers costs ~1-2 s).
     if name in ("BPETokenizer", "map_fn"):
         try:

@@ -36,6 +36,8 @@ class WordCounter:
         """Streams a text, ``.gz`` or ``.jsonl`` file; ``progress(bytes_read)`` now and then."""
     def words(self) -> list[tuple[bytes, int]]:
         """Distinct pre-tokens with their counts, sorted by bytes."""
+    def arrays(self) -> CountArrays:
+        """The same as flat arrays ``(bytes, offsets, counts)`` (``hf_bpe.WordCounts``' form)."""
     def __len__(self) -> int: ...
     @property
     def bytes(self) -> int: ...
@@ -46,7 +48,16 @@ class WordCounter:
         """What the reader did with the last file: (most bytes held at once, bytes searched for a
         cut more than once)."""
 
-def train_merges(words: WordCounter | Sequence[tuple[bytes, int]], max_new_tokens: int,
+CountArrays = tuple[np.ndarray, np.ndarray, np.ndarray]  # (u8 bytes, i64 offsets, u64 counts)
+
+def check_counts(arrays: CountArrays) -> None:
+    """Checks word counts' arrays: offsets from 0 to len(bytes), non-empty words strictly
+    increasing by bytes, counts >= 1; ValueError naming the first word that breaks one."""
+
+def merge_counts(runs: Sequence[CountArrays]) -> CountArrays:
+    """Merges checked word counts: every word once, counts summed (an overflow is an error)."""
+
+def train_merges(words: WordCounter | CountArrays | Sequence[tuple[bytes, int]], max_new_tokens: int,
                  tie_break: Literal["lexicographic", "hf"] = "lexicographic", min_frequency: int = 0,
                  max_token_length: int | None = None,
                  progress: Callable[[int], object] | None = None,

@@ -240,9 +240,10 @@ def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
     return out
 
 
-def write_file(path: str | os.PathLike, data: bytes) -> Path:
+def write_file(path: str | os.PathLike, data: bytes | Sequence[bytes | memoryview]) -> Path:
     """Writes one file atomically: a hidden temporary file beside it, synced, then renamed over
-    ``path``; readers see the old file or the whole new one, and a failure leaves the old one."""
+    ``path``; readers see the old file or the whole new one, and a failure leaves the old one.
+    ``data`` is the content, or its parts in order (large arrays are written without a copy)."""
     out = Path(path)
     if out.is_dir():
         raise IsADirectoryError(f"{out} is a folder, not a file path")
@@ -251,7 +252,8 @@ def write_file(path: str | os.PathLike, data: bytes) -> Path:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the usual mode, after the umask
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for part in [data] if isinstance(data, (bytes, bytearray, memoryview)) else data:
+                f.write(part)
             f.flush()
             os.fsync(f.fileno())
         _step("rename")

@@ -12,14 +12,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from hf_bpe import _core
 from hf_bpe.bpe import BPE
 from hf_bpe.alphabet import BYTE_TO_CHAR
+
+if TYPE_CHECKING:  # numpy (which WordCounts holds) is imported on first use: `import hf_bpe` stays light
+    from hf_bpe.counts import WordCounts
 from hf_bpe.progress import count_progress, file_progress
 
-__all__ = ["train", "train_files", "count_words"]
+__all__ = ["train", "train_files", "train_from_counts", "count", "count_files", "count_words"]
 
 TieBreak = Literal["lexicographic", "hf"]
 
@@ -156,6 +159,13 @@ def train_files(
     patterns at safe places every few MiB; for a custom regex ``pattern`` only right after a
     special token, so memory then holds the text up to the next special token (a file with no
     special tokens is held whole)."""
+    specials = _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
+    counter = _count_files(paths, specials, pattern, num_threads, progress, errors, text_field)
+    return _finish(counter, vocab_size, specials, pattern, tie_break, min_frequency, max_token_length, progress)
+
+
+def _count_files(paths, specials: list[str], pattern: str, num_threads: int | None, progress: bool, errors: str,
+                 text_field: str) -> _core.WordCounter:
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [os.fspath(p) for p in paths]
@@ -164,23 +174,72 @@ def train_files(
     for p in paths:
         if not Path(p).is_file():
             raise FileNotFoundError(f"{p}: no such file" if not Path(p).exists() else f"{p}: not a file")
-    specials = _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
     counter = _core.WordCounter(pattern, specials, num_threads)
     with file_progress(paths, "counting", enabled=progress) as cb:
         for p in paths:
             counter.add_file(p, errors, text_field, cb)
             if cb is not None:
                 cb.next_file()  # type: ignore[attr-defined]
-    return _finish(counter, vocab_size, specials, pattern, tie_break, min_frequency, max_token_length, progress)
+    return counter
 
 
-def _finish(counter: _core.WordCounter, vocab_size: int, specials: list[str], pattern: str, tie_break: str,
-            min_frequency: int, max_token_length: int | None, progress: bool) -> BPE:
-    if counter.bytes == 0 or len(counter) == 0:
+def count(texts: Any, special_tokens: Sequence[str] = ("<|endoftext|>",), pattern: str = "gpt2",
+          num_threads: int | None = None, progress: bool = True, text_column: str = "text") -> WordCounts:
+    """The word counts of documents, as :func:`train` makes them (same inputs): a
+    :class:`~hf_bpe.counts.WordCounts` to merge, save, ship and train on
+    (:func:`train_from_counts`)."""
+    specials = _check_specials(special_tokens)
+    counter = count_words(texts, specials, pattern, num_threads, progress, text_column)
+    return _counts_of(counter, specials, pattern)
+
+
+def count_files(paths: str | os.PathLike | Sequence[str | os.PathLike], special_tokens: Sequence[str] = ("<|endoftext|>",),
+                pattern: str = "gpt2", num_threads: int | None = None, progress: bool = True, errors: str = "strict",
+                text_field: str = "text") -> WordCounts:
+    """The word counts of files, as :func:`train_files` makes them (same inputs)."""
+    specials = _check_specials(special_tokens)
+    counter = _count_files(paths, specials, pattern, num_threads, progress, errors, text_field)
+    return _counts_of(counter, specials, pattern)
+
+
+def _counts_of(counter: _core.WordCounter, specials: list[str], pattern: str) -> WordCounts:
+    from hf_bpe.counts import WordCounts
+
+    return WordCounts(counter.arrays(), pattern, specials, counter.documents, counter.bytes, checked=True)
+
+
+def _check_specials(special_tokens: Sequence[str]) -> list[str]:
+    return _check_options(256 + len(special_tokens) if not isinstance(special_tokens, str) else 256, special_tokens,
+                          "lexicographic", 0, None)
+
+
+def train_from_counts(counts: WordCounts, vocab_size: int = 32000, tie_break: TieBreak = "lexicographic",
+                      min_frequency: int = 0, max_token_length: int | None = None, min_word_count: int = 0,
+                      progress: bool = True) -> BPE:
+    """Trains on word counts (:func:`count`, :func:`count_files`, merged or loaded): the same
+    vocabulary :func:`train` / :func:`train_files` give on the text counted, with the counts'
+    pattern and special tokens. ``min_word_count`` first drops the words seen fewer times (a
+    pruning for counts too large to train on; exact when 0), unlike ``min_frequency``, the merge
+    loop's threshold on pairs."""
+    from hf_bpe.counts import WordCounts
+
+    if not isinstance(counts, WordCounts):
+        raise TypeError(f"counts must be hf_bpe.WordCounts (from hf_bpe.count / count_files), not {type(counts).__name__}")
+    if min_word_count < 0:
+        raise ValueError(f"min_word_count must be >= 0, not {min_word_count}")
+    specials = _check_options(vocab_size, counts.special_tokens, tie_break, min_frequency, max_token_length)
+    counts = counts.pruned(min_word_count)
+    return _finish(counts, vocab_size, specials, counts.pattern, tie_break, min_frequency, max_token_length, progress)
+
+
+def _finish(counted: "_core.WordCounter | WordCounts", vocab_size: int, specials: list[str], pattern: str,
+            tie_break: str, min_frequency: int, max_token_length: int | None, progress: bool) -> BPE:
+    if len(counted) == 0 or (isinstance(counted, _core.WordCounter) and counted.bytes == 0):
         raise ValueError("the corpus is empty: there is no text to train on (only empty documents or special tokens)")
+    words = counted if isinstance(counted, _core.WordCounter) else (counted.bytes, counted.offsets, counted.counts)
     max_new = vocab_size - 256 - len(specials)
     with count_progress(max_new, "merging", "tok", enabled=progress and max_new > 0) as cb:
-        merges = _core.train_merges(counter, max_new, tie_break, min_frequency, max_token_length, cb,
+        merges = _core.train_merges(words, max_new, tie_break, min_frequency, max_token_length, cb,
                                      release_counts=True)
         bpe = assemble(merges, specials, pattern, tie_break)
         if cb is not None:

@@ -1,5 +1,5 @@
 //! hf_bpe's core. One module per concept of the pipeline (see `docs/architecture.md`):
-//! `specials` (split at special tokens), `pretok` (pre-tokenize), `count` (distinct words),
+//! `specials` (split at special tokens), `pretok` (pre-tokenize), `count` (distinct words) with `counts` (word counts as data),
 //! `train` (the merge loop), `encode` (encode by rank) with `cache` (the word cache), `batch`
 //! and `files` (parallel batches and files) on `pool` (fork-aware thread pools), `reader`
 //! (streaming corpora), `decode`; `keys` and `outbuf` are shared helpers. The Python bindings
@@ -9,6 +9,7 @@ pub mod batch;
 mod bindings;
 pub mod cache;
 pub mod count;
+pub mod counts;
 pub mod decode;
 pub mod encode;
 pub mod files;

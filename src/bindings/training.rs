@@ -1,10 +1,13 @@
-//! Bindings of counting and training: `WordCounter`, `train_merges`.
+//! Bindings of counting and training: `WordCounter`, word counts as arrays (`merge_counts`,
+//! `check_counts`), `train_merges`.
 
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use super::{no_panic, threads, value_error, with_progress};
 use crate::count::{Counter, Utf8Errors};
+use crate::counts::{self, Flat, FlatRef};
 use crate::pretok::Pattern;
 use crate::train::{self, TieBreak, TrainConfig};
 
@@ -57,6 +60,13 @@ impl WordCounter {
         words.iter().map(|(w, c)| (PyBytes::new(py, w), *c)).collect()
     }
 
+    /// The distinct pre-tokens and their counts as flat arrays sorted by bytes: `(bytes,
+    /// offsets, counts)` (`hf_bpe.WordCounts`' form).
+    fn arrays<'py>(&self, py: Python<'py>) -> Arrays<'py> {
+        let flat = py.allow_threads(|| Flat::from_words(&self.inner.words()));
+        to_arrays(py, flat)
+    }
+
     /// Number of distinct pre-tokens (an upper bound while counts sit in per-thread shards).
     fn __len__(&self) -> usize {
         self.inner.len()
@@ -82,8 +92,35 @@ impl WordCounter {
     }
 }
 
+type Arrays<'py> = (Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>);
+type ArraysIn<'py> = (PyReadonlyArray1<'py, u8>, PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, u64>);
+
+fn to_arrays(py: Python<'_>, f: Flat) -> Arrays<'_> {
+    (PyArray1::from_vec(py, f.bytes), PyArray1::from_vec(py, f.offsets), PyArray1::from_vec(py, f.counts))
+}
+
+fn flat_ref<'a>(a: &'a ArraysIn<'_>) -> PyResult<FlatRef<'a>> {
+    Ok(FlatRef { bytes: a.0.as_slice()?, offsets: a.1.as_slice()?, counts: a.2.as_slice()? })
+}
+
+/// Checks word counts in the flat form (`(bytes, offsets, counts)`); ValueError naming the word.
+#[pyfunction]
+pub fn check_counts(py: Python<'_>, arrays: ArraysIn<'_>) -> PyResult<()> {
+    let f = flat_ref(&arrays)?;
+    py.allow_threads(|| counts::check(f)).map_err(value_error)
+}
+
+/// Merges word counts in the flat form, each already checked: every word once, counts summed.
+#[pyfunction]
+pub fn merge_counts<'py>(py: Python<'py>, runs: Vec<ArraysIn<'py>>) -> PyResult<Arrays<'py>> {
+    let refs = runs.iter().map(flat_ref).collect::<PyResult<Vec<_>>>()?;
+    let merged = py.allow_threads(|| no_panic(|| counts::merge(&refs))).map_err(value_error)?;
+    Ok(to_arrays(py, merged))
+}
+
 pub enum Words<'a> {
     Counter(PyRefMut<'a, WordCounter>),
+    Arrays(ArraysIn<'a>),
     List(Vec<(Vec<u8>, u64)>),
 }
 
@@ -92,11 +129,15 @@ impl<'a> FromPyObject<'a> for Words<'a> {
         if let Ok(c) = ob.downcast::<WordCounter>() {
             return Ok(Words::Counter(c.try_borrow_mut()?));
         }
+        if let Ok(a) = ob.extract::<ArraysIn<'a>>() {
+            return Ok(Words::Arrays(a));
+        }
         Ok(Words::List(ob.extract()?))
     }
 }
 
-/// Learns BPE merges from a `WordCounter` or a list of `(word_bytes, count)`.
+/// Learns BPE merges from a `WordCounter`, checked flat arrays `(bytes, offsets, counts)` or a
+/// list of `(word_bytes, count)`.
 /// Returns the merges in training order as `(left_bytes, right_bytes)`. With
 /// `release_counts=True` the counter's tables are freed before the merge loop starts (the
 /// counter is then empty), so the two phases' memory does not add up.
@@ -130,6 +171,13 @@ pub fn train_merges<'py>(
                 // The merge loop's parallel part runs on the counter's pool, never on rayon's
                 // global one (which a forked child could not use).
                 Ok(train::train(words, &cfg, counter.pool(), &mut |n| cb(n as u64)))
+            })?
+        }
+        Words::Arrays(a) => {
+            let f = flat_ref(&a)?;
+            with_progress(py, progress, |cb| {
+                let pool = crate::pool::get(0);
+                Ok(train::train(f.to_words(), &cfg, pool.as_deref(), &mut |n| cb(n as u64)))
             })?
         }
         Words::List(list) => with_progress(py, progress, |cb| {

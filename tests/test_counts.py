@@ -1,0 +1,180 @@
+"""Word counts as data: ``count``/``count_files`` give ``WordCounts`` that merge exactly, save,
+load and pickle compactly, refuse to mix patterns or special tokens, and train to the vocabulary
+``train``/``train_files`` give."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pickle
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hf_bpe
+from hf_bpe import _core
+from conftest import corpus_docs
+
+SPECIALS = ("<|endoftext|>", "<|pad|>")
+PIECES = st.sampled_from(["the", " cat", " ", "  ", "\n", "é", "🙂", "'s", "123", ",", "<|endoftext|>", "<|pad|>",
+                          "<|endo", "ftext|>", "ab", " the", "\t"])
+DOC = st.lists(PIECES, max_size=12).map("".join)
+
+
+def direct_count(docs: list[str], pattern: str = "gpt2", specials=SPECIALS) -> Counter:
+    """The counts of pre-tokens, from the pre-tokenizer, one document at a time."""
+    out: Counter = Counter()
+    for d in docs:
+        parts = [d]
+        for s in specials:
+            parts = [q for p in parts for q in p.split(s)]
+        for p in parts:
+            out.update(w.encode() for w in _core.pretokenize(pattern, p))
+    return out
+
+
+def write(path, docs: list[str], kind: str) -> None:
+    if kind == "jsonl":
+        path.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+    else:
+        data = "<|endoftext|>".join(docs).encode()
+        path.write_bytes(gzip.compress(data) if kind == "gz" else data)
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs=st.lists(DOC, max_size=12), cuts=st.lists(st.integers(0, 12), max_size=4))
+def test_shards_merged_equal_one_count_of_the_whole(docs, cuts):
+    bounds = sorted({min(c, len(docs)) for c in cuts} | {0, len(docs)})
+    shards = [docs[a:b] for a, b in zip(bounds, bounds[1:])] or [[]]
+    whole = hf_bpe.count(docs, special_tokens=SPECIALS, progress=False)
+    parts = [hf_bpe.count(iter(s), special_tokens=SPECIALS, progress=False) for s in shards]  # generators too
+    assert hf_bpe.WordCounts.merge(parts) == whole == sum(parts)
+    assert dict(whole.items()) == direct_count(docs)
+    assert whole.total == sum(direct_count(docs).values()) and len(whole) == len(direct_count(docs))
+
+
+@settings(max_examples=15, deadline=None)
+@given(docs=st.lists(DOC, min_size=1, max_size=10), kind=st.sampled_from(["txt", "gz", "jsonl"]),
+       cut=st.integers(0, 10))
+def test_file_shards_merge_to_the_count_of_one_file(tmp_path_factory, docs, kind, cut):
+    d = tmp_path_factory.mktemp("shards")
+    write(d / f"all.{kind}", docs, kind)
+    write(d / f"a.{kind}", docs[:cut], kind)
+    write(d / f"b.{kind}", docs[cut:], kind)
+    whole = hf_bpe.count_files(d / f"all.{kind}", special_tokens=SPECIALS, progress=False)
+    assert hf_bpe.count_files(d / f"a.{kind}", special_tokens=SPECIALS, progress=False) + hf_bpe.count_files(
+        d / f"b.{kind}", special_tokens=SPECIALS, progress=False) == whole
+    assert whole == hf_bpe.count_files([d / f"a.{kind}", d / f"b.{kind}"], special_tokens=SPECIALS, progress=False)
+    assert dict(whole.items()) == direct_count(docs)
+
+
+def test_datasets_and_lists_count_alike():
+    datasets = pytest.importorskip("datasets")
+    docs = corpus_docs("multilingual", 200_000)
+    ds = datasets.Dataset.from_dict({"body": docs})
+    assert hf_bpe.count(ds, text_column="body", progress=False) == hf_bpe.count(docs, progress=False)
+
+
+@pytest.mark.parametrize("options", [
+    dict(), dict(tie_break="hf"), dict(min_frequency=5), dict(max_token_length=4),
+    dict(pattern="cl100k", special_tokens=("<|endoftext|>", "<|fim|>")), dict(tie_break="hf", pattern="o200k"),
+])
+def test_train_from_counts_equals_train_files(tmp_path, options):
+    docs = corpus_docs("english", 400_000) + corpus_docs("code", 200_000)
+    path = tmp_path / "c.txt.gz"
+    write(path, docs, "gz")
+    count_opts = {k: v for k, v in options.items() if k in ("pattern", "special_tokens")}
+    train_opts = {k: v for k, v in options.items() if k not in count_opts}
+    counts = hf_bpe.count_files(path, progress=False, **count_opts)
+    want = hf_bpe.train_files(path, vocab_size=1200, progress=False, **options)
+    assert hf_bpe.train_from_counts(counts, vocab_size=1200, progress=False, **train_opts) == want
+    assert hf_bpe.train_from_counts(hf_bpe.count(docs, progress=False, **count_opts), vocab_size=1200,
+                                    progress=False, **train_opts) == hf_bpe.train(docs, vocab_size=1200, progress=False,
+                                                                                  **options)
+
+
+def test_save_load_pickle_round_trip_and_compact(tmp_path):
+    counts = hf_bpe.count(corpus_docs("multilingual", 300_000), special_tokens=SPECIALS, progress=False)
+    path = counts.save(tmp_path / "shard.counts")
+    back = hf_bpe.WordCounts.load(path)
+    assert back == counts and back.special_tokens == SPECIALS and back.documents == counts.documents > 0
+    assert back.text_bytes == counts.text_bytes > 0
+    compact = len(counts.bytes) + 16 * len(counts) + 8
+    assert path.stat().st_size < compact + 1000
+    blob = pickle.dumps(counts)
+    assert pickle.loads(blob) == counts and len(blob) < compact + 1000
+    assert counts.most_common(3) == sorted(counts.items(), key=lambda kv: -kv[1])[:3]
+    word, n = counts.most_common(1)[0]
+    assert counts[word] == n and counts[b"\xff never"] == 0
+
+
+def test_bad_files_are_clear_errors(tmp_path):
+    counts = hf_bpe.count(["the cat sat on the mat"] * 3, progress=False)
+    path = counts.save(tmp_path / "c.counts")
+    data = path.read_bytes()
+    (tmp_path / "short.counts").write_bytes(data[:-5])
+    with pytest.raises(hf_bpe.FormatError, match=r"short.counts: truncated: the counts array"):
+        hf_bpe.WordCounts.load(tmp_path / "short.counts")
+    (tmp_path / "foreign.counts").write_bytes(b"PK\x03\x04 a zip file")
+    with pytest.raises(hf_bpe.FormatError, match=r"foreign.counts: not an hf_bpe word counts file"):
+        hf_bpe.WordCounts.load(tmp_path / "foreign.counts")
+    flipped = bytearray(data)
+    flipped[-20] ^= 1
+    (tmp_path / "flipped.counts").write_bytes(bytes(flipped))
+    with pytest.raises(hf_bpe.FormatError, match=r"flipped.counts: corrupt"):
+        hf_bpe.WordCounts.load(tmp_path / "flipped.counts")
+    (tmp_path / "long.counts").write_bytes(data + b"\0")
+    with pytest.raises(hf_bpe.FormatError, match=r"bytes after the word counts"):
+        hf_bpe.WordCounts.load(tmp_path / "long.counts")
+
+
+def test_counts_refuse_to_merge_across_patterns_and_specials():
+    a = hf_bpe.count(["the cat"], progress=False)
+    with pytest.raises(ValueError, match=r"pattern 'gpt2' cannot merge with counts made with pattern 'cl100k'"):
+        a + hf_bpe.count(["the cat"], pattern="cl100k", progress=False)
+    with pytest.raises(ValueError, match=r"special tokens \['<\|endoftext\|>'\] cannot merge"):
+        a + hf_bpe.count(["the cat"], special_tokens=("<|pad|>",), progress=False)
+    with pytest.raises(TypeError, match="can only merge WordCounts"):
+        a + Counter({b"x": 1})
+    assert a + hf_bpe.count(["the cat"], pattern=_core.pattern_source("gpt2"), progress=False) is not None
+
+
+def test_arrays_are_checked_and_errors_name_the_word():
+    ok = (np.frombuffer(b"abc", np.uint8), np.array([0, 1, 3]), np.array([2, 1], np.uint64))
+    assert len(hf_bpe.WordCounts(ok)) == 2
+    with pytest.raises(ValueError, match=r'word #1 \("a"\) is not after word #0 \("bc"\)'):
+        hf_bpe.WordCounts((np.frombuffer(b"bca", np.uint8), np.array([0, 2, 3]), np.array([1, 1], np.uint64)))
+    with pytest.raises(ValueError, match=r'word #0 \("a"\) has count 0'):
+        hf_bpe.WordCounts((ok[0], ok[1], np.array([0, 1], np.uint64)))
+    with pytest.raises(ValueError, match="offsets"):
+        hf_bpe.WordCounts((ok[0], np.array([0, 1, 9]), ok[2]))
+    big = (np.frombuffer(b"a", np.uint8), np.array([0, 1]), np.array([2**64 - 1], np.uint64))
+    with pytest.raises(ValueError, match="overflows 64 bits"):
+        hf_bpe.WordCounts(big) + hf_bpe.WordCounts(big)
+
+
+def test_min_word_count_prunes_before_training():
+    docs = corpus_docs("english", 300_000)
+    counts = hf_bpe.count(docs, progress=False)
+    kept = {w: n for w, n in counts.items() if n >= 3}
+    pruned = counts.pruned(3)
+    assert dict(pruned.items()) == kept and pruned.total == sum(kept.values())
+    got = hf_bpe.train_from_counts(counts, vocab_size=800, min_word_count=3, progress=False)
+    want = _core.train_merges(sorted(kept.items()), 800 - 257)
+    assert got.merges == want
+    assert hf_bpe.train_from_counts(counts, vocab_size=800, min_word_count=0, progress=False) == hf_bpe.train(
+        docs, vocab_size=800, progress=False)
+    with pytest.raises(ValueError, match="min_word_count must be >= 0"):
+        hf_bpe.train_from_counts(counts, vocab_size=800, min_word_count=-1)
+
+
+def test_module_doctest():
+    import doctest
+
+    import hf_bpe.counts
+
+    res = doctest.testmod(hf_bpe.counts)
+    assert res.attempted >= 2 and res.failed == 0
