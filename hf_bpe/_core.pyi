@@ -65,6 +65,19 @@ def train_merges(words: WordCounter | CountArrays | Sequence[tuple[bytes, int]],
     """Learns merges (in training order) until ``max_new_tokens`` new token strings exist.
     ``release_counts`` frees a counter's tables before the merge loop (the counter is emptied)."""
 
+def segment_words(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]
+                  ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+    """The words (flat bytes + offsets) cut into ``encoder``'s token ids by its merges alone (each
+    word one piece, no pre-tokenization): ``(ids, offsets)``."""
+
+def train_merges_extending(base: Sequence[bytes], syms: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64],
+                           counts: npt.NDArray[np.uint64], max_new_tokens: int,
+                           tie_break: Literal["lexicographic", "hf"] = "lexicographic", min_frequency: int = 0,
+                           max_token_length: int | None = None,
+                           progress: Callable[[int], object] | None = None) -> list[tuple[bytes, bytes]]:
+    """Learns merges extending a vocabulary: ``base`` its tokens of two bytes or more in id order
+    (internal ids 256..), the words already cut into internal ids; only new strings count."""
+
 def count_pieces(pattern: str, text: str) -> int:
     """Number of pre-tokens of ``text`` (benchmarks the scanner without building Python strings)."""
 

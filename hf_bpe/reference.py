@@ -21,6 +21,9 @@ Conventions shared with the Rust trainer:
     ``BpeTrainer`` with the ByteLevel alphabet does. ``rank`` of a single byte is its position
     in the GPT-2 byte-to-unicode alphabet sorted by code point (see :func:`hf_byte_rank`); a
     merged token's rank is ``256 + `` the order in which its string was first created.
+* Extending (``base_merges``): each word starts as the base's tokens (its merges applied by
+  rank, :func:`encode_word_reference`), the base's merged strings are tokens already (ranked
+  ``256 +`` their order in the base), and only new strings count towards ``max_new_tokens``.
 """
 
 from __future__ import annotations
@@ -73,8 +76,10 @@ def train_reference(
     tie_break: str = "lexicographic",
     min_frequency: int = 0,
     max_token_length: int | None = None,
+    base_merges: list[tuple[bytes, bytes]] = (),
 ) -> list[tuple[bytes, bytes]]:
-    """Learn BPE merges from ``{word_bytes: count}``; returns ``[(left, right), ...]`` in order.
+    """Learn BPE merges from ``{word_bytes: count}``; returns ``[(left, right), ...]`` in order
+    (the new ones only, when extending ``base_merges``).
 
     ``max_token_length`` (lexicographic rule only) forbids pairs whose merged string would be
     longer than that many bytes.
@@ -84,12 +89,17 @@ def train_reference(
     if tie_break == "hf" and max_token_length is not None:
         raise ValueError("the reference implements max_token_length for 'lexicographic' only")
     words: dict[tuple[bytes, ...], int] = Counter()
+    base_ranks: dict[tuple[bytes, bytes], int] = {}
+    for i, pair in enumerate(base_merges):
+        base_ranks.setdefault(pair, i)
     for w, n in word_counts.items():
         if n > 0:
-            words[tuple(bytes([b]) for b in w)] += n
+            words[tuple(_encode_by_ranks(w, base_ranks))] += n
 
     byte_rank = hf_byte_rank()
     rank: dict[bytes, int] = {bytes([b]): byte_rank[b] for b in range(256)}
+    for a, b in base_merges:
+        rank.setdefault(a + b, len(rank))
     merges: list[tuple[bytes, bytes]] = []
     new_tokens = 0
     while new_tokens < max_new_tokens:
@@ -107,7 +117,7 @@ def train_reference(
         merges.append(best)
         merged = best[0] + best[1]
         if merged not in rank:
-            rank[merged] = 256 + new_tokens
+            rank[merged] = len(rank)  # (256 + its order when there is no base)
             new_tokens += 1
         next_words: dict[tuple[bytes, ...], int] = Counter()
         for tokens, n in words.items():
@@ -125,6 +135,10 @@ def encode_word_reference(word: bytes, merges: list[tuple[bytes, bytes]]) -> lis
     ranks: dict[tuple[bytes, bytes], int] = {}
     for i, pair in enumerate(merges):
         ranks.setdefault(pair, i)
+    return _encode_by_ranks(word, ranks)
+
+
+def _encode_by_ranks(word: bytes, ranks: dict[tuple[bytes, bytes], int]) -> list[bytes]:
     tokens = [bytes([b]) for b in word]
     while len(tokens) > 1:
         best_i, best_rank = -1, None

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # numpy (which WordCounts holds) is imported on first use: `i
     from hf_bpe.counts import WordCounts
 from hf_bpe.progress import count_progress, file_progress
 
-__all__ = ["train", "train_files", "train_from_counts", "count", "count_files", "count_words"]
+__all__ = ["train", "train_files", "train_from_counts", "count", "count_files", "count_words", "extend"]
 
 TieBreak = Literal["lexicographic", "hf"]
 
@@ -122,6 +122,7 @@ def train(
     num_threads: int | None = None,
     progress: bool = True,
     text_column: str = "text",
+    base: BPE | None = None,
 ) -> BPE:
     """Trains a byte-level BPE vocabulary on documents.
 
@@ -131,11 +132,44 @@ def train(
     count, the greatest (left bytes, right bytes); ``"hf"`` reproduces HF ``tokenizers``'
     ``BpeTrainer`` exactly, ids included. Training stops early when no pair occurs at least
     ``min_frequency`` times. ``max_token_length`` caps the bytes of a merged token.
+
+    ``base`` extends that vocabulary instead (:mod:`hf_bpe.extending`): its ids, merges, pattern
+    and special tokens are kept, new tokens take ids from its largest id + 1 until
+    ``vocab_size`` (largest id + 1) is reached.
     """
+    if base is not None:
+        pattern, special_tokens = _base_settings(base, pattern, special_tokens)
     specials = _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
     _core.pattern_source(pattern)  # fail early on a bad pattern
     counter = count_words(texts, specials, pattern, num_threads, progress, text_column)
+    if base is not None:
+        return _extend(base, _counts_of(counter, specials, pattern), vocab_size, tie_break, min_frequency,
+                       max_token_length, progress)
     return _finish(counter, vocab_size, specials, pattern, tie_break, min_frequency, max_token_length, progress)
+
+
+def _base_settings(base: BPE, pattern: str, special_tokens: Sequence[str]) -> tuple[str, list[str]]:
+    """The pattern and the tokens to split on when extending ``base``: its own (every added
+    token is matched before the model, so none is part of a word)."""
+    from hf_bpe.extending import check_base
+
+    check_base(base)
+    own = [t.content for t in base.added_tokens]
+    if pattern != "gpt2" and _core.pattern_source(pattern) != base.pattern_source:
+        raise ValueError(f"pattern={pattern!r} differs from the base's {base.pattern!r}: an extension keeps the base's")
+    if tuple(special_tokens) not in (("<|endoftext|>",), tuple(own)):
+        raise ValueError(f"special_tokens={list(special_tokens)} differ from the base's {own}: an extension keeps "
+                         "the base's (add tokens to the result with BPE.derive or add_tokens)")
+    return base.pattern, own
+
+
+def _extend(base: BPE, counts: WordCounts, vocab_size: int, tie_break: str, min_frequency: int,
+            max_token_length: int | None, progress: bool) -> BPE:
+    from hf_bpe.extending import extend_from_counts
+
+    if len(counts) == 0:
+        raise ValueError("the corpus is empty: there is no text to train on (only empty documents or special tokens)")
+    return extend_from_counts(base, counts, vocab_size, tie_break, min_frequency, max_token_length, progress)
 
 
 def train_files(
@@ -150,6 +184,7 @@ def train_files(
     progress: bool = True,
     errors: str = "strict",
     text_field: str = "text",
+    base: BPE | None = None,
 ) -> BPE:
     """Trains on files, streamed (never loaded whole): plain UTF-8 text, ``.gz``, or ``.jsonl``
     (``.jsonl.gz``) with a ``text_field``. ``errors`` is ``"strict"`` (a non-UTF-8 file fails,
@@ -158,9 +193,14 @@ def train_files(
     Files are cut into blocks only where the cut cannot change the pre-tokens: for the built-in
     patterns at safe places every few MiB; for a custom regex ``pattern`` only right after a
     special token, so memory then holds the text up to the next special token (a file with no
-    special tokens is held whole)."""
+    special tokens is held whole). ``base`` extends that vocabulary, as in :func:`train`."""
+    if base is not None:
+        pattern, special_tokens = _base_settings(base, pattern, special_tokens)
     specials = _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
     counter = _count_files(paths, specials, pattern, num_threads, progress, errors, text_field)
+    if base is not None:
+        return _extend(base, _counts_of(counter, specials, pattern), vocab_size, tie_break, min_frequency,
+                       max_token_length, progress)
     return _finish(counter, vocab_size, specials, pattern, tie_break, min_frequency, max_token_length, progress)
 
 
@@ -215,18 +255,24 @@ def _check_specials(special_tokens: Sequence[str]) -> list[str]:
 
 def train_from_counts(counts: WordCounts, vocab_size: int = 32000, tie_break: TieBreak = "lexicographic",
                       min_frequency: int = 0, max_token_length: int | None = None, min_word_count: int = 0,
-                      progress: bool = True) -> BPE:
+                      progress: bool = True, base: BPE | None = None) -> BPE:
     """Trains on word counts (:func:`count`, :func:`count_files`, merged or loaded): the same
     vocabulary :func:`train` / :func:`train_files` give on the text counted, with the counts'
     pattern and special tokens. ``min_word_count`` first drops the words seen fewer times (a
     pruning for counts too large to train on; exact when 0), unlike ``min_frequency``, the merge
-    loop's threshold on pairs."""
+    loop's threshold on pairs. ``base`` extends that vocabulary (the counts made with its
+    pattern and added tokens), as in :func:`train`."""
     from hf_bpe.counts import WordCounts
 
     if not isinstance(counts, WordCounts):
         raise TypeError(f"counts must be hf_bpe.WordCounts (from hf_bpe.count / count_files), not {type(counts).__name__}")
     if min_word_count < 0:
         raise ValueError(f"min_word_count must be >= 0, not {min_word_count}")
+    if base is not None:
+        _base_settings(base, counts.pattern, counts.special_tokens)
+        _check_options(max(vocab_size, 256), (), tie_break, min_frequency, max_token_length)
+        return _extend(base, counts.pruned(min_word_count), vocab_size, tie_break, min_frequency, max_token_length,
+                       progress)
     specials = _check_options(vocab_size, counts.special_tokens, tie_break, min_frequency, max_token_length)
     counts = counts.pruned(min_word_count)
     return _finish(counts, vocab_size, specials, counts.pattern, tie_break, min_frequency, max_token_length, progress)
@@ -268,3 +314,33 @@ def assemble(merges: list[tuple[bytes, bytes]], specials: Sequence[str], pattern
             known.add(t)
             vocab[len(vocab)] = t
     return BPE(vocab, merges, special_ids, pattern)
+
+
+def extend(tokenizer, texts: Any, vocab_size: int, *, tie_break: TieBreak = "lexicographic", min_frequency: int = 0,
+           max_token_length: int | None = None, num_threads: int | None = None, progress: bool = True,
+           text_column: str = "text"):
+    """``tokenizer`` (an :class:`~hf_bpe.BPE` or a ``BPETokenizer``) extended by merges learned on
+    ``texts`` until its vocabulary size is ``vocab_size``: every existing id, merge and special
+    token is kept (:func:`train` with ``base=``). A ``BPETokenizer`` comes back as one, with its
+    added tokens and settings."""
+    bpe, extra = tokenizer, []
+    if hasattr(tokenizer, "added_tokens_decoder"):  # a BPETokenizer: its add_tokens ones keep their ids too
+        from hf_bpe.hf_encoding import new_added
+
+        bpe = tokenizer.bpe
+        extra = new_added(bpe, tokenizer.added_tokens_decoder)
+    from hf_bpe.extending import check_base, extend_from_counts
+
+    check_base(bpe)
+    split = list(dict.fromkeys(t.content for t in list(bpe.added_tokens) + extra))
+    counts = count(texts, split, bpe.pattern, num_threads, progress, text_column)
+    if len(counts) == 0:
+        raise ValueError("the corpus is empty: there is no text to train on (only empty documents or special tokens)")
+    out = extend_from_counts(bpe, counts, vocab_size, tie_break, min_frequency, max_token_length, progress, extra)
+    if bpe is tokenizer:
+        return out
+    keep = {k: getattr(tokenizer, k) for k in ("model_max_length", "padding_side", "truncation_side", "text_column",
+                                               "chat_template", "split_special_tokens", "add_bos_token", "add_eos_token")}
+    names = {k: None if getattr(tokenizer, k) is None else str(getattr(tokenizer, k))
+             for k in ("bos_token", "eos_token", "unk_token", "pad_token")}
+    return type(tokenizer)(bpe=out, **names, **keep)

@@ -175,6 +175,8 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(training::train_merges, m)?)?;
     m.add_function(wrap_pyfunction!(training::merge_counts, m)?)?;
     m.add_function(wrap_pyfunction!(training::check_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(training::segment_words, m)?)?;
+    m.add_function(wrap_pyfunction!(training::train_merges_extending, m)?)?;
     m.add_class::<training::WordCounter>()?;
     m.add_class::<encoder::Encoder>()?;
     m.add_function(wrap_pyfunction!(columns::encode_utf8_column, m)?)?;

@@ -118,6 +118,69 @@ pub fn merge_counts<'py>(py: Python<'py>, runs: Vec<ArraysIn<'py>>) -> PyResult<
     Ok(to_arrays(py, merged))
 }
 
+/// The words of word counts (flat `bytes`, `offsets`) cut into `encoder`'s tokens by its merges
+/// alone (no pre-tokenization: each word is one piece): `(ids, offsets)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn segment_words<'py>(
+    py: Python<'py>,
+    encoder: PyRef<'py, super::encoder::Encoder>,
+    bytes: PyReadonlyArray1<'py, u8>,
+    offsets: PyReadonlyArray1<'py, i64>,
+) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
+    let (b, o) = (bytes.as_slice()?, offsets.as_slice()?);
+    if o.first() != Some(&0) || o.windows(2).any(|w| w[1] < w[0]) || *o.last().unwrap_or(&0) as usize != b.len() {
+        return Err(value_error("segment_words: offsets must rise from 0 to len(bytes)".into()));
+    }
+    let enc = encoder.inner.clone();
+    let (ids, offs) = py.allow_threads(|| {
+        let mut ids = Vec::with_capacity(b.len());
+        let mut offs = Vec::with_capacity(o.len());
+        offs.push(0i64);
+        for w in o.windows(2) {
+            enc.bpe_piece(&b[w[0] as usize..w[1] as usize], &mut ids);
+            offs.push(ids.len() as i64);
+        }
+        (ids, offs)
+    });
+    Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offs)))
+}
+
+/// Learns merges extending a vocabulary (`crate::train::train_extending`): `base` its tokens of
+/// two bytes or more in id order (internal ids 256..), the words cut into internal ids.
+#[pyfunction]
+#[pyo3(signature = (base, syms, offsets, counts, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn train_merges_extending<'py>(
+    py: Python<'py>,
+    base: Vec<Vec<u8>>,
+    syms: PyReadonlyArray1<'py, u32>,
+    offsets: PyReadonlyArray1<'py, i64>,
+    counts: PyReadonlyArray1<'py, u64>,
+    max_new_tokens: usize,
+    tie_break: &str,
+    min_frequency: u64,
+    max_token_length: Option<usize>,
+    progress: Option<PyObject>,
+) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+    let cfg = TrainConfig { max_new_tokens, tie_break: tie_break_of(tie_break)?, min_frequency, max_token_length };
+    let (s, o, c) = (syms.as_slice()?.to_vec(), offsets.as_slice()?, counts.as_slice()?);
+    if o.len() != c.len() + 1 || o.first() != Some(&0) || o.windows(2).any(|w| w[1] < w[0]) || *o.last().unwrap() as usize != s.len() {
+        return Err(value_error("train_merges_extending: offsets must rise from 0 to len(syms), one more than counts".into()));
+    }
+    let base: Vec<Box<[u8]>> = base.into_iter().map(Vec::into_boxed_slice).collect();
+    let merges = with_progress(py, progress, |cb| train::train_extending(&base, s, o, c, &cfg, &mut |n| cb(n as u64)))?;
+    Ok(merges.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect())
+}
+
+fn tie_break_of(s: &str) -> PyResult<TieBreak> {
+    match s {
+        "lexicographic" => Ok(TieBreak::Lexicographic),
+        "hf" => Ok(TieBreak::Hf),
+        other => Err(value_error(format!("tie_break must be 'lexicographic' or 'hf', not {other:?}"))),
+    }
+}
+
 pub enum Words<'a> {
     Counter(PyRefMut<'a, WordCounter>),
     Arrays(ArraysIn<'a>),
@@ -154,12 +217,7 @@ pub fn train_merges<'py>(
     progress: Option<PyObject>,
     release_counts: bool,
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
-    let tie_break = match tie_break {
-        "lexicographic" => TieBreak::Lexicographic,
-        "hf" => TieBreak::Hf,
-        other => return Err(value_error(format!("tie_break must be 'lexicographic' or 'hf', not {other:?}"))),
-    };
-    let cfg = TrainConfig { max_new_tokens, tie_break, min_frequency, max_token_length };
+    let cfg = TrainConfig { max_new_tokens, tie_break: tie_break_of(tie_break)?, min_frequency, max_token_length };
     let merges = match words {
         Words::Counter(mut c) => {
             let counter = &mut c.inner;

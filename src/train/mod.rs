@@ -87,12 +87,13 @@ fn better(x: &Entry, y: &Entry, toks: &Tokens, pairs: &Pairs, hf: bool) -> bool 
     }
 }
 
-/// The heap of every pair with a positive count (initial pairs are byte pairs of length 2).
+/// The heap of every pair with a positive count that may form a token.
 fn initial_heap(pairs: &Pairs, toks: &Tokens, rules: &Rules) -> Heap {
     let mut heap = Heap { v: Vec::with_capacity(pairs.len() * 2) };
+    let len = |t: u32| toks.len[t as usize] as u64;
     for p in 0..pairs.len() {
         let c = pairs.count[p];
-        if c > 0 && (rules.hf || 2 <= rules.max_len) {
+        if c > 0 && (rules.hf || len(pairs.left[p]) + len(pairs.right[p]) <= rules.max_len) {
             heap.v.push(Entry { count: c, pair: p as u32 });
         }
     }
@@ -170,22 +171,66 @@ pub fn train(
     pool: Option<&rayon::ThreadPool>,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let rules = Rules::of(cfg);
+    if cfg.max_new_tokens == 0 || (!rules.hf && rules.max_len < 2) {
+        return Vec::new();
+    }
+    let words = Words::from_counts(words);
+    if words.len() > u32::MAX as usize - 1 {
+        return Vec::new(); // more distinct words than ids; cannot happen with real data
+    }
+    let pairs = Pairs::build(&words, pool);
+    merge_loop(words, pairs, Tokens::new(), &rules, cfg, progress)
+}
+
+impl Rules {
+    fn of(cfg: &TrainConfig) -> Rules {
+        let max_len = cfg.max_token_length.unwrap_or(usize::MAX) as u64;
+        Rules { hf: cfg.tie_break == TieBreak::Hf, max_len, min_count: cfg.min_frequency.max(1).min(i64::MAX as u64) as i64 }
+    }
+}
+
+/// Learns merges that extend a vocabulary: `base` are its tokens of two bytes or more (in its
+/// id order, internal ids 256..), the words are already cut into tokens by its merges (word
+/// `i` is `syms[offsets[i]..offsets[i + 1]]`, internal ids), and only new token strings count
+/// towards `max_new_tokens`. The rules are those of [`train`].
+pub fn train_extending(
+    base: &[Box<[u8]>],
+    syms: Vec<u32>,
+    offsets: &[i64],
+    counts: &[u64],
+    cfg: &TrainConfig,
+    progress: &mut dyn FnMut(usize) -> bool,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+    let toks = Tokens::with_base(base)?;
+    if let Some(&bad) = syms.iter().find(|&&t| t as usize >= toks.count()) {
+        return Err(format!("token id {bad} of a word is not in the base vocabulary ({} tokens)", toks.count()));
+    }
+    let rules = Rules::of(cfg);
+    if cfg.max_new_tokens == 0 || counts.len() > u32::MAX as usize - 1 {
+        return Ok(Vec::new());
+    }
+    let words = Words::from_segmented(syms, offsets, counts);
+    let len = |t: u32| toks.len[t as usize] as u64;
+    let pairs = Pairs::build_general(&words, |a, b| rules.hf || len(a) + len(b) <= rules.max_len);
+    Ok(merge_loop(words, pairs, toks, &rules, cfg, progress))
+}
+
+/// The merge loop proper, from the words, their pairs and the tokens so far.
+fn merge_loop(
+    mut words: Words,
+    mut pairs: Pairs,
+    mut toks: Tokens,
+    rules: &Rules,
+    cfg: &TrainConfig,
+    progress: &mut dyn FnMut(usize) -> bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     // HF_BPE_TRAIN_TIMING=1 prints the time of each stage to stderr (for profiling).
     let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
     let t0 = std::time::Instant::now();
-    let hf = cfg.tie_break == TieBreak::Hf;
-    let rules = Rules { hf, max_len: cfg.max_token_length.unwrap_or(usize::MAX) as u64, min_count: cfg.min_frequency.max(1).min(i64::MAX as u64) as i64 };
+    let hf = rules.hf;
     let mut merges = Vec::new();
-    if cfg.max_new_tokens == 0 || (!hf && rules.max_len < 2) {
-        return merges;
-    }
-    let mut words = Words::from_counts(words);
-    if words.len() > u32::MAX as usize - 1 {
-        return merges; // more distinct words than ids; cannot happen with real data
-    }
-    let mut pairs = Pairs::build(&words, pool);
-    let mut toks = Tokens::new();
-    let mut heap = initial_heap(&pairs, &toks, &rules);
+    let mut heap = initial_heap(&pairs, &toks, rules);
     if timing {
         eprintln!("train: words and initial pairs {:?} ({} words, {} pairs)", t0.elapsed(), words.len(), pairs.len());
     }
@@ -202,7 +247,7 @@ pub fn train(
         let (c, is_new) = toks.merge(a, b);
         merges.push((toks.get(a).to_vec(), toks.get(b).to_vec()));
         pairs.take_words(p, &mut s.words);
-        merge_in_words(&mut words, &mut pairs, &toks, &rules, (a, b, c), &mut s);
+        merge_in_words(&mut words, &mut pairs, &toks, rules, (a, b, c), &mut s);
         // The merged pair is gone from every word. HF's trainer never decrements it (only its
         // neighbours), which only matters if the pair re-forms through a reused token.
         if !hf {
@@ -293,6 +338,30 @@ mod tests {
         assert!(got.iter().all(|(a, b)| a.len() + b.len() <= 2));
         assert_eq!(got.len(), 3);
         assert!(run(&[(b"abcdef", 3)], 10, TieBreak::Lexicographic, 0, Some(1)).is_empty());
+    }
+
+    #[test]
+    fn extending_nothing_is_training_and_base_strings_are_reused() {
+        let words: &[(&[u8], u64)] = &[(b" the", 5), (b" then", 2), (b" cat", 3), (b" hat", 1), (b"aaaa", 2)];
+        for tb in [TieBreak::Lexicographic, TieBreak::Hf] {
+            let (mut syms, mut offs, counts) = (Vec::new(), vec![0i64], words.iter().map(|w| w.1).collect::<Vec<_>>());
+            for (w, _) in words {
+                syms.extend(w.iter().map(|&b| b as u32));
+                offs.push(syms.len() as i64);
+            }
+            let cfg = TrainConfig { max_new_tokens: 7, tie_break: tb, min_frequency: 0, max_token_length: None };
+            let got = train_extending(&[], syms, &offs, &counts, &cfg, &mut |_| true).unwrap();
+            assert_eq!(got, run(words, 7, tb, 0, None));
+        }
+        // base "th", "at": " the" is [" ", th, e]; the first new merge joins th + e (count 7)
+        let base: Vec<Box<[u8]>> = vec![Box::from(&b"th"[..]), Box::from(&b"at"[..])];
+        let (sp, e, n, c, h) = (b' ' as u32, b'e' as u32, b'n' as u32, b'c' as u32, b'h' as u32);
+        let syms = vec![sp, 256, e, sp, 256, e, n, sp, c, 257, sp, h, 257];
+        let offs = [0i64, 3, 7, 10, 13];
+        let cfg = TrainConfig { max_new_tokens: 2, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None };
+        let got = train_extending(&base, syms.clone(), &offs, &[5, 2, 3, 1], &cfg, &mut |_| true).unwrap();
+        assert_eq!(got, m(&[("th", "e"), (" ", "the")]));
+        assert!(train_extending(&base, vec![999], &[0, 1], &[1], &cfg, &mut |_| true).unwrap_err().contains("999"));
     }
 
     #[test]

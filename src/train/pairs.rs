@@ -145,6 +145,23 @@ impl Pairs {
         pairs
     }
 
+    /// Every pair of words whose symbols are any tokens (a base vocabulary's segmentation),
+    /// through the hash map; `counted(left, right)` says which pairs count at the start.
+    pub fn build_general(words: &Words, counted: impl Fn(u32, u32) -> bool) -> Pairs {
+        let mut pairs = Pairs::build(&Words { syms: Vec::new(), list: Vec::new() }, None);
+        let mut scratch = Vec::new();
+        for (w, wd) in words.list.iter().enumerate() {
+            for p in words.syms[wd.start..wd.start + wd.len as usize].windows(2) {
+                if counted(p[0], p[1]) {
+                    pairs.apply(p[0], p[1], wd.count, w as u32, 0, &mut scratch);
+                }
+            }
+            scratch.clear();
+        }
+        pairs.reset_stamps();
+        pairs
+    }
+
     pub fn len(&self) -> usize {
         self.left.len()
     }

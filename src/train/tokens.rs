@@ -67,6 +67,29 @@ impl Tokens {
         t
     }
 
+    /// The bytes, then `base` (a vocabulary being extended: its tokens of two bytes or more, in
+    /// its id order) as ids 256.., each ranked for the HF rule by that order.
+    pub fn with_base(base: &[Box<[u8]>]) -> Result<Self, String> {
+        let mut t = Tokens::new();
+        for (i, tok) in base.iter().enumerate() {
+            if tok.len() < 2 || t.by_string.contains_key(&tok[..]) {
+                return Err(format!("base token #{i} ({:?}) is a single byte or listed twice", String::from_utf8_lossy(tok)));
+            }
+            let id = t.len.len() as u32;
+            t.start.push(u32::try_from(t.bytes.len()).map_err(|_| "base vocabulary too large".to_string())?);
+            t.len.push(tok.len() as u32);
+            t.bytes.extend_from_slice(tok);
+            t.hf_rank.push(id);
+            t.by_string.insert(tok.to_vec(), id);
+        }
+        Ok(t)
+    }
+
+    /// Number of token strings.
+    pub fn count(&self) -> usize {
+        self.len.len()
+    }
+
     #[inline]
     pub fn get(&self, id: u32) -> &[u8] {
         let s = self.start[id as usize] as usize;

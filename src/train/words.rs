@@ -44,6 +44,25 @@ impl Words {
         Words { syms, list }
     }
 
+    /// Words already cut into tokens (a base vocabulary's segmentation): word `i` is
+    /// `syms[offsets[i]..offsets[i + 1]]`; words of one token or with count 0 are dropped.
+    pub fn from_segmented(mut syms: Vec<u32>, offsets: &[i64], counts: &[u64]) -> Words {
+        let mut list = Vec::with_capacity(counts.len());
+        let mut kept = 0usize;
+        for (i, &c) in counts.iter().enumerate() {
+            let (a, b) = (offsets[i] as usize, offsets[i + 1] as usize);
+            if b - a < 2 || c == 0 {
+                continue;
+            }
+            syms.copy_within(a..b, kept);
+            list.push(Word { start: kept, len: (b - a) as u32, count: c.min(i64::MAX as u64 / 4) as i64 });
+            kept += b - a;
+        }
+        syms.truncate(kept);
+        syms.shrink_to_fit();
+        Words { syms, list }
+    }
+
     pub fn len(&self) -> usize {
         self.list.len()
     }

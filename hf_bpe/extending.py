@@ -1,0 +1,93 @@
+"""Extending a vocabulary: new merges learned on a new corpus, appended to an existing tokenizer
+whose every id, merge and special token stays as it was.
+
+The new corpus is counted with the base's pattern and special tokens, each distinct word is cut
+into the base's tokens by its merges (``_core.segment_words``: the same merges ``encode`` applies),
+and the merge loop continues from there (``train_extending`` in ``src/train/mod.rs``): the base's
+tokens are known strings, only new strings count towards the vocabulary size, and new tokens take
+ids from the base's largest id + 1 on (holes in the base's ids stay holes). Where no new merge
+applies, a text encodes exactly as with the base.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hf_bpe import _core, formats
+from hf_bpe.bpe import BPE
+from hf_bpe.progress import count_progress
+
+if TYPE_CHECKING:
+    from hf_bpe.counts import WordCounts
+
+__all__ = ["extend_from_counts", "compression"]
+
+
+def check_base(base: BPE) -> BPE:
+    """``base`` if hf_bpe can extend it (a BPE whose pre-tokenization is its pattern), else a clear error."""
+    if not isinstance(base, BPE):
+        raise TypeError(f"base must be an hf_bpe.BPE (BPE.load reads GPT-2 files, tokenizer.json, .tiktoken), "
+                        f"not {type(base).__name__}")
+    if base._core.is_generic or base.pattern_source.startswith("{"):
+        raise ValueError("this base cannot be extended: its tokenizer.json pipeline (a normalizer, several "
+                         "pre-tokenizer steps or missing byte tokens, see base.pipeline) is not one pattern over "
+                         "bytes, so its words cannot be counted as the encoder cuts them")
+    return base
+
+
+def _segment(bpe: BPE, counts: WordCounts) -> tuple[np.ndarray, np.ndarray]:
+    """The counted words cut into ``bpe``'s token ids by its merges."""
+    return _core.segment_words(bpe._encoder(), counts.bytes, counts.offsets)
+
+
+def compression(bpe: BPE, counts: WordCounts) -> float:
+    """Bytes per token of the counted text (special tokens aside) when ``bpe`` encodes it."""
+    _, off = _segment(bpe, counts)
+    tokens = float(np.dot(counts.counts.astype(np.float64), np.diff(off)))
+    return float(np.dot(counts.counts.astype(np.float64), np.diff(counts.offsets))) / max(tokens, 1.0)
+
+
+def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break: str = "lexicographic",
+                       min_frequency: int = 0, max_token_length: int | None = None, progress: bool = True,
+                       extra_added: Sequence[formats.AddedToken] = ()) -> BPE:
+    """``base`` with merges learned on ``counts`` until its vocabulary size (largest id + 1) is
+    ``vocab_size``; see the module doc. ``extra_added`` are added tokens beside the base's (a
+    ``BPETokenizer``'s ``add_tokens``) that keep their ids in the result; new ids come after them."""
+    check_base(base)
+    first = max([base.vocab_size] + [t.id + 1 for t in extra_added])
+    if _core.pattern_source(counts.pattern) != base.pattern_source:
+        raise ValueError(f"the counts were made with pattern {counts.pattern!r}, the base uses {base.pattern!r}: "
+                         "count the new corpus with the base's pattern (hf_bpe.extend does)")
+    if not isinstance(vocab_size, int) or vocab_size < first:
+        raise ValueError(f"vocab_size={vocab_size!r} is below the base's vocabulary size {first} "
+                         "(largest id + 1): extending only adds tokens")
+    special_ids = {t.id for t in base.added_tokens}
+    mergeable = {b: i for i, b in base.vocab.items() if i not in special_ids}
+    multi = sorted((i, b) for b, i in mergeable.items() if len(b) >= 2)
+    lut = np.zeros(base.vocab_size, dtype=np.uint32)
+    for b, i in mergeable.items():
+        if len(b) == 1:
+            lut[i] = b[0]
+    lut[[i for i, _ in multi]] = np.arange(256, 256 + len(multi), dtype=np.uint32)
+    ids, off = _segment(base, counts)
+    max_new = vocab_size - first
+    with count_progress(max_new, "merging", "tok", enabled=progress and max_new > 0) as cb:
+        new = _core.train_merges_extending([b for _, b in multi], lut[ids], off, counts.counts, max_new, tie_break,
+                                           min_frequency, max_token_length, cb)
+    vocab, next_id = base.vocab, first
+    for a, b in new:
+        if a + b not in mergeable:
+            mergeable[a + b], vocab[next_id] = next_id, a + b
+            next_id += 1
+    specials = dict(base.special_tokens) | {t.content: t.id for t in extra_added if t.special}
+    out = BPE(vocab, base.merges + new, specials, base.pattern, cache_bytes=base.cache_bytes,
+              added_tokens=list(base.added_tokens) + list(extra_added), pipeline=base.pipeline)
+    if progress:
+        before, after = compression(base, counts), compression(out, counts)
+        print(f"extended: {next_id - first} new tokens (ids {first}..{next_id - 1}), "
+              f"{len(new)} merges; bytes per token on the new corpus {before:.3f} -> {after:.3f}", file=sys.stderr)
+    return out

@@ -1,0 +1,119 @@
+"""Extending a vocabulary: every old id, merge and special token kept, new merges equal the
+reference's, new ids after the largest old one, and the result reads alike in tokenizers,
+tiktoken and transformers."""
+
+from __future__ import annotations
+
+import pytest
+
+import hf_bpe
+from hf_bpe import reference
+from conftest import corpus_docs, shared_data
+
+
+@pytest.fixture(scope="module")
+def new_docs():
+    return corpus_docs("multilingual", 300_000)
+
+
+def assert_extends(ext: hf_bpe.BPE, base: hf_bpe.BPE, texts: list[str]) -> None:
+    """Old ids and merges kept; where no new token is used, the ids are the base's."""
+    old, new = base.vocab, ext.vocab
+    assert {i: new[i] for i in old} == old and ext.merges[:len(base.merges)] == base.merges
+    assert ext.special_tokens == base.special_tokens and ext.added_tokens[:len(base.added_tokens)] == base.added_tokens
+    for t, a, b in zip(texts, ext.encode_batch(texts, allowed_special="all"), base.encode_batch(texts, allowed_special="all")):
+        if all(i < base.vocab_size for i in a):
+            assert a == b, t[:80]
+        assert ext.decode(a) == t
+
+
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+def test_new_merges_equal_the_reference(new_docs, tie_break):
+    base = hf_bpe.train(corpus_docs("english", 200_000), vocab_size=700, tie_break=tie_break, progress=False)
+    ext = hf_bpe.train(new_docs, vocab_size=900, tie_break=tie_break, base=base, progress=False)
+    counts = hf_bpe.count(new_docs, progress=False)
+    want = reference.train_reference(dict(counts.items()), 200, tie_break, base_merges=base.merges)
+    assert ext.merges[len(base.merges):] == want and ext.vocab_size == 900
+    assert sorted(set(ext.vocab) - set(base.vocab)) == list(range(700, 900))
+    assert_extends(ext, base, new_docs[:30] + corpus_docs("english", 50_000))
+    # the same from files and from counts
+    assert hf_bpe.train_from_counts(counts, vocab_size=900, tie_break=tie_break, base=base, progress=False) == ext
+
+
+def test_extending_gpt2_reads_alike_in_tokenizers_and_tiktoken(new_docs, tmp_path, capsys):
+    import tiktoken  # noqa: F401  (the test extra)
+    import tokenizers
+
+    base = hf_bpe.BPE.load(shared_data() / "gpt2")
+    ext = hf_bpe.train(new_docs, vocab_size=base.vocab_size + 300, base=base)
+    report = capsys.readouterr().err
+    assert "300 new tokens (ids 50257..50556)" in report
+    before, after = (float(x) for x in report.split("new corpus ")[1].split()[0:3:2])
+    assert after > before
+    english = corpus_docs("english", 200_000)
+    assert_extends(ext, base, new_docs[:40] + english)
+    ext.save(tmp_path / "ext")
+    file = tokenizers.Tokenizer.from_file(str(tmp_path / "ext" / "tokenizer.json"))
+    texts = new_docs[:60] + english[:20]
+    want = ext.encode_batch(texts)
+    assert [e.ids for e in file.encode_batch(texts, add_special_tokens=False)] == want
+    assert ext.to_tiktoken().encode_ordinary_batch(texts) == want
+    assert hf_bpe.BPE.load(tmp_path / "ext") == ext
+
+
+def test_extending_cl100k_keeps_its_holes(new_docs, tmp_path):
+    import tokenizers
+
+    base = hf_bpe.BPE.load(shared_data() / "tiktoken" / "cl100k_base.tiktoken")
+    ext = hf_bpe.extend(base, new_docs, vocab_size=base.vocab_size + 200, progress=False)
+    holes = set(range(base.vocab_size)) - set(base.vocab)
+    assert holes and not holes & set(ext.vocab) and sorted(set(ext.vocab) - set(base.vocab)) == list(
+        range(100277, 100477))
+    texts = new_docs[:40] + corpus_docs("code", 100_000)
+    assert_extends(ext, base, texts)
+    want = ext.encode_batch(texts)
+    assert ext.to_tiktoken().encode_ordinary_batch(texts) == want
+    ext.save(tmp_path / "ext")
+    file = tokenizers.Tokenizer.from_file(str(tmp_path / "ext" / "tokenizer.json"))
+    assert [e.ids for e in file.encode_batch(texts, add_special_tokens=False)] == want
+
+
+def test_extending_a_model_file_and_a_transformers_tokenizer(new_docs, tmp_path):
+    import tokenizers
+
+    base = hf_bpe.BPE.load(shared_data() / "hf-tokenizers" / "olmo-2-dolma2")
+    ext = hf_bpe.extend(base, new_docs, vocab_size=base.vocab_size + 100, progress=False)
+    assert_extends(ext, base, new_docs[:30])
+    ext.save(tmp_path / "olmo")
+    file = tokenizers.Tokenizer.from_file(str(tmp_path / "olmo" / "tokenizer.json"))
+    assert [e.ids for e in file.encode_batch(new_docs[:30], add_special_tokens=False)] == ext.encode_batch(new_docs[:30])
+
+    tok = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2", pad_token="<|endoftext|>", model_max_length=77)
+    tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
+    tok.add_tokens(["hello_token"])
+    out = hf_bpe.extend(tok, new_docs, vocab_size=len(tok) + 50, progress=False)
+    assert isinstance(out, hf_bpe.BPETokenizer) and len(out) == len(tok) + 50
+    assert (out.pad_token, out.model_max_length) == ("<|endoftext|>", 77)
+    for t in ("<|im_start|>", "hello_token"):
+        assert out.convert_tokens_to_ids(t) == tok.convert_tokens_to_ids(t)
+    text = "Hi <|im_start|> there hello_token!"
+    assert out(text)["input_ids"] == tok(text)["input_ids"]
+    out.save_pretrained(tmp_path / "tok")
+    assert hf_bpe.BPETokenizer.from_pretrained(tmp_path / "tok")(new_docs[:5])["input_ids"] == out(new_docs[:5])["input_ids"]
+
+
+def test_what_cannot_be_extended_is_a_clear_error(new_docs):
+    base = hf_bpe.train(corpus_docs("english", 100_000), vocab_size=400, progress=False)
+    with pytest.raises(ValueError, match="vocab_size=300 is below the base's vocabulary size 400"):
+        hf_bpe.train(new_docs, vocab_size=300, base=base, progress=False)
+    with pytest.raises(ValueError, match="pattern='cl100k' differs from the base's 'gpt2'"):
+        hf_bpe.train(new_docs, vocab_size=500, pattern="cl100k", base=base, progress=False)
+    with pytest.raises(ValueError, match=r"special_tokens=\['<\|pad\|>'\] differ from the base's"):
+        hf_bpe.train(new_docs, vocab_size=500, special_tokens=["<|pad|>"], base=base, progress=False)
+    with pytest.raises(ValueError, match="pattern='o200k' differs from the base's 'gpt2'"):
+        hf_bpe.train_from_counts(hf_bpe.count(new_docs, pattern="o200k", progress=False), vocab_size=500, base=base)
+    neox = hf_bpe.BPE.load(shared_data() / "hf-tokenizers" / "gpt-neox-20b")
+    with pytest.raises(ValueError, match="this base cannot be extended: its tokenizer.json pipeline"):
+        hf_bpe.extend(neox, new_docs, vocab_size=neox.vocab_size + 10)
+    with pytest.raises(TypeError, match="base must be an hf_bpe.BPE"):
+        hf_bpe.train(new_docs, vocab_size=500, base="gpt2")
