@@ -278,7 +278,9 @@ impl Counter {
 
     /// Streams one file (plain text, `.gz`, `.jsonl`/`.jsonl.gz` with a `text` field) into the
     /// counts. `progress` receives the number of file bytes read so far.
-    pub fn add_file(&mut self, path: &str, errors: Utf8Errors, text_field: &str, progress: Progress) -> Result<(), String> {
+    /// `range`: only the bytes `start..end` of a plain file, a shard cut by `reader::shard_cuts`
+    /// (the file counts as one document in the shard that starts at 0).
+    pub fn add_file(&mut self, path: &str, errors: Utf8Errors, text_field: &str, range: Option<(u64, u64)>, progress: Progress) -> Result<(), String> {
         let specials = self.specials.clone();
         let opt = ReadOptions {
             errors,
@@ -286,6 +288,7 @@ impl Counter {
             cut: if self.pattern.is_builtin() { CutRule::Safe } else { CutRule::AfterSpecial },
             specials: &specials,
             allowed: &SpecialSet::All,
+            range,
         };
         let r = read_corpus(path, &opt, progress, |block| match block {
             Block::Text(t) => self.count_docs(&[t]),
@@ -295,10 +298,21 @@ impl Counter {
             }
         });
         self.last_read = r?;
-        if !crate::reader::is_jsonl(path) {
+        if !crate::reader::is_jsonl(path) && range.is_none_or(|(s, _)| s == 0) {
             self.documents += 1; // the whole file is one document
         }
         Ok(())
+    }
+
+    /// Where shards of `path` start, for byte offsets `targets` (`reader::shard_cuts` with this
+    /// counter's special tokens). A custom regex may match across any cut but a special token,
+    /// so its text files are counted whole (an error here).
+    pub fn shard_cuts(&self, path: &str, targets: &[u64]) -> Result<Vec<u64>, String> {
+        let jsonl = crate::reader::is_jsonl(path);
+        if !jsonl && !self.pattern.is_builtin() {
+            return Err(format!("{path}: text counted with a custom regex is read whole, not in byte ranges"));
+        }
+        crate::reader::shard_cuts(path, targets, jsonl, &self.specials)
     }
 
     /// Number of distinct pre-tokens so far.

@@ -180,6 +180,7 @@ pub fn encode_file(
         cut: if enc.pattern.is_builtin() && !enc.is_generic() { CutRule::Safe } else { CutRule::AfterSpecial },
         specials: enc.specials(),
         allowed: &opt.allowed,
+        range: None,
     };
     let mut n_tokens: u64 = 0;
     let mut n_bytes: u64 = 0;

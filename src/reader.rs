@@ -20,7 +20,7 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::thread::JoinHandle;
@@ -81,6 +81,8 @@ pub struct ReadOptions<'a> {
     /// ([`CutRule::AfterSpecial`]).
     pub specials: &'a Specials,
     pub allowed: &'a SpecialSet,
+    /// Read only the bytes `start..end` of a plain file (a shard cut by [`shard_cuts`]).
+    pub range: Option<(u64, u64)>,
 }
 
 /// What the reader hands to its sink.
@@ -104,19 +106,27 @@ pub fn read_corpus(
     progress: Progress,
     mut sink: impl FnMut(Block) -> Result<(), String>,
 ) -> Result<ReadStats, String> {
-    let file = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
+    let mut file = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
     let gz = {
         let mut head = [0u8; 2];
         let mut f = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
         f.read(&mut head).unwrap_or(0) == 2 && head == [0x1f, 0x8b]
     };
+    let (start, len) = match opt.range {
+        Some(_) if gz => return Err(format!("{path}: a gzip file is read whole, not by byte ranges")),
+        Some((s, e)) => (s, e.saturating_sub(s)),
+        None => (0, u64::MAX),
+    };
+    if start > 0 {
+        file.seek(SeekFrom::Start(start)).map_err(|e| format!("{path}: cannot seek to byte {start}: {e}"))?;
+    }
     let jsonl = is_jsonl(path);
     // Custom patterns: cut only after an allowed special (none allowed: never cut).
     let after_special = matches!(opt.cut, CutRule::AfterSpecial) && !jsonl;
     let cuts = if after_special { opt.specials.automaton(opt.allowed) } else { None };
 
     let read_bytes = Arc::new(AtomicU64::new(0));
-    let (rx, reader_thread) = spawn_reader(CountingReader { inner: file, n: read_bytes.clone() }, gz);
+    let (rx, reader_thread) = spawn_reader(CountingReader { inner: file.take(len), n: read_bytes.clone() }, gz);
 
     let mut carry: Vec<u8> = Vec::new();
     let mut stats = ReadStats::default();
@@ -125,7 +135,7 @@ pub fn read_corpus(
     // so each byte is searched about once however long no cut comes.
     let margin = CUT_CONTEXT + opt.specials.list().iter().map(|(t, _)| t.len()).max().unwrap_or(0);
     let mut searched = 0usize;
-    let mut offset: u64 = 0; // decoded-byte offset of carry[0] in the file
+    let mut offset: u64 = start; // decoded-byte offset of carry[0] in the file
     let mut line: u64 = 1; // line number of carry[0] (JSON lines)
     let mut docs: Vec<String> = Vec::new();
     let mut result = Ok(());
@@ -282,7 +292,7 @@ pub fn decode<'a>(b: &'a [u8], errors: Utf8Errors, path: &str, offset: u64) -> R
 }
 
 struct CountingReader {
-    inner: File,
+    inner: std::io::Take<File>,
     n: Arc<AtomicU64>,
 }
 
@@ -346,6 +356,40 @@ fn class_after(b: &[u8], p: usize) -> Option<u8> {
     };
     let c = std::str::from_utf8(b.get(p..p + n)?).ok()?.chars().next()?;
     Some(char_class(c))
+}
+
+/// Where shards of a plain file start: for each target byte offset, the first place at or after
+/// it where the reader itself may cut (JSON lines: a line start; text: a [`safe_cut`]), or the
+/// end of the file. Shards `cuts[i]..cuts[i + 1]` then tile the file, and counting them apart
+/// gives the counts of the whole. Only the bytes around each target are read.
+pub fn shard_cuts(path: &str, targets: &[u64], jsonl: bool, specials: &Specials) -> Result<Vec<u64>, String> {
+    let mut f = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
+    let size = f.metadata().map_err(|e| format!("{path}: {e}"))?.len();
+    let back = (CUT_CONTEXT + specials.list().iter().map(|(t, _)| t.len()).max().unwrap_or(0)) as u64;
+    let mut out = Vec::with_capacity(targets.len());
+    for &x in targets {
+        if x == 0 || x >= size {
+            out.push(x.min(size));
+            continue;
+        }
+        let lo = x.saturating_sub(back);
+        let mut want = 1u64 << 16;
+        let cut = loop {
+            let mut buf = Vec::new();
+            f.seek(SeekFrom::Start(lo)).map_err(|e| format!("{path}: cannot seek: {e}"))?;
+            (&mut f).take(want).read_to_end(&mut buf).map_err(|e| format!("{path}: read error: {e}"))?;
+            let at_end = lo + buf.len() as u64 >= size;
+            let from = (x - lo) as usize;
+            let found = (from..buf.len()).find(|&p| if jsonl { buf[p - 1] == b'\n' } else { safe_cut(&buf, p, Some(specials)) });
+            match found {
+                Some(p) => break lo + p as u64,
+                None if at_end => break size,
+                None => want *= 4,
+            }
+        };
+        out.push(cut);
+    }
+    Ok(out)
 }
 
 /// The last safe cut in `b` (see [`safe_cut`]).

@@ -40,7 +40,8 @@ impl WordCounter {
     }
 
     /// Streams a file (text, .gz, .jsonl) into the counts; `progress(bytes_read)` now and then.
-    #[pyo3(signature = (path, errors="strict", text_field="text", progress=None))]
+    /// `range=(start, end)`: only those bytes of a plain file, a shard from `shard_cuts`.
+    #[pyo3(signature = (path, errors="strict", text_field="text", progress=None, range=None))]
     fn add_file(
         &mut self,
         py: Python<'_>,
@@ -48,10 +49,18 @@ impl WordCounter {
         errors: &str,
         text_field: &str,
         progress: Option<PyObject>,
+        range: Option<(u64, u64)>,
     ) -> PyResult<()> {
         let errors = Utf8Errors::parse(errors).map_err(value_error)?;
         let inner = &mut self.inner;
-        with_progress(py, progress, |cb| inner.add_file(path, errors, text_field, cb))
+        with_progress(py, progress, |cb| inner.add_file(path, errors, text_field, range, cb))
+    }
+
+    /// Where shards of `path` start for the byte offsets `targets`: the first place at or after
+    /// each where the reader may cut (the file's end when there is none).
+    fn shard_cuts(&self, py: Python<'_>, path: &str, targets: Vec<u64>) -> PyResult<Vec<u64>> {
+        let inner = &self.inner;
+        py.allow_threads(|| inner.shard_cuts(path, &targets)).map_err(value_error)
     }
 
     /// The distinct pre-tokens and their counts, sorted by bytes.
