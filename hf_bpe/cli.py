@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -28,15 +29,26 @@ def _add_train_options(p: argparse.ArgumentParser, vocab_size: int) -> None:
                         "for transformers 4 without hf_bpe)")
 
 
+def _add_ray_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                   help=f"{what} (hf_bpe.distributed): the cluster at ADDRESS ('auto', 'ray://host:10001'), "
+                        "or a local one started for the run")
+
+
 def _train(args: argparse.Namespace, files: list[str]) -> "object":
     import hf_bpe
 
     specials = args.special_tokens if args.special_tokens is not None else ["<|endoftext|>"]
     t0 = time.perf_counter()
-    bpe = hf_bpe.train_files(files, vocab_size=args.vocab_size, special_tokens=specials, pattern=args.pattern,
-                             tie_break=args.tie_break, min_frequency=args.min_frequency,
-                             max_token_length=args.max_token_length, num_threads=args.threads,
-                             progress=not args.quiet, errors=args.errors)
+    options = dict(vocab_size=args.vocab_size, special_tokens=specials, pattern=args.pattern, tie_break=args.tie_break,
+                   min_frequency=args.min_frequency, max_token_length=args.max_token_length, progress=not args.quiet,
+                   errors=args.errors)
+    if getattr(args, "ray", None):
+        from hf_bpe import distributed
+
+        bpe = distributed.train_files(files, address=None if args.ray == "local" else args.ray, **options)
+    else:
+        bpe = hf_bpe.train_files(files, num_threads=args.threads, **options)
     elapsed = time.perf_counter() - t0
     out = bpe.save(args.out, tokenizer_class=args.tokenizer_class)
     print(f"trained {bpe.vocab_size} tokens ({len(bpe.merges)} merges) in {elapsed:.1f} s -> {out}")
@@ -94,7 +106,15 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     tokens = nbytes = 0
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".hf-bpe-encode-") as d:
         parts = []
-        for n, path in enumerate(args.inputs):
+        if getattr(args, "ray", None):  # one task per file on the cluster, in input order
+            from hf_bpe import distributed
+
+            index = distributed.encode_files(args.inputs, bpe, d, errors=args.errors, separator=args.separator,
+                                             address=None if args.ray == "local" else args.ray)
+            for e in json.loads(Path(index).read_text()):
+                tokens, nbytes = tokens + e["tokens"], nbytes + e["bytes"]
+                parts.append(os.path.join(d, e["output"]))
+        for n, path in enumerate(args.inputs if not parts else []):
             part = os.path.join(d, f"{n}.npy")
             t, b = bpe.encode_file(path, part, progress=not args.quiet, errors=args.errors,
                                    separator=args.separator, num_threads=args.threads)
@@ -201,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--out", required=True, help="output folder")
     _add_train_options(p, 32000)
+    _add_ray_option(p, "count on a Ray cluster")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("demo", help="train on the bundled sample corpus and show the result")
@@ -215,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("inputs", nargs="+", metavar="INPUT")
         if name == "encode":
             p.add_argument("--out", required=True, help="output .npy file")
+            _add_ray_option(p, "encode the files on a Ray cluster, one task each")
         p.add_argument("--errors", choices=["strict", "replace"], default="strict",
                        help="what to do with bytes that are not UTF-8")
         p.add_argument("--separator", default=None, metavar="T",

@@ -115,3 +115,17 @@ def test_encode_dataset_and_files_equal_the_engine(cluster, corpus, tmp_path):
         bpe.encode_file(path, tmp_path / "one.npy", progress=False)
         assert np.array_equal(np.load(tmp_path / "ids" / e["output"]), np.load(tmp_path / "one.npy"))
         assert e["tokens"] == len(np.load(tmp_path / "one.npy"))
+
+
+def test_cli_train_and_encode_on_the_cluster(cluster, corpus, tmp_path):
+    from hf_bpe.cli import main
+
+    address = ray.get_runtime_context().gcs_address  # the cluster of this module, by address
+    assert main(["train", *map(str, corpus), "--vocab-size", "800", "--out", str(tmp_path / "tok"), "--quiet",
+                 "--ray", address]) == 0
+    assert hf_bpe.BPE.load(tmp_path / "tok") == hf_bpe.train_files(corpus, vocab_size=800, progress=False)
+    assert main(["encode", "--tokenizer", str(tmp_path / "tok"), *map(str, corpus[:2]), "--out",
+                 str(tmp_path / "ids.npy"), "--quiet", "--ray", address]) == 0
+    assert main(["encode", "--tokenizer", str(tmp_path / "tok"), *map(str, corpus[:2]), "--out",
+                 str(tmp_path / "one.npy"), "--quiet"]) == 0
+    assert np.array_equal(np.load(tmp_path / "ids.npy"), np.load(tmp_path / "one.npy"))
