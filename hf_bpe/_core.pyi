@@ -32,8 +32,12 @@ class WordCounter:
     def add_texts(self, texts: Sequence[str]) -> None:
         """Counts documents: each is split on the special tokens, then pre-tokenized."""
     def add_file(self, path: str, errors: Literal["strict", "replace", "ignore"] = "strict", text_field: str = "text",
-                 progress: Callable[[int], object] | None = None) -> None:
-        """Streams a text, ``.gz`` or ``.jsonl`` file; ``progress(bytes_read)`` now and then."""
+                 progress: Callable[[int], object] | None = None, range: tuple[int, int] | None = None) -> None:
+        """Streams a text, ``.gz`` or ``.jsonl`` file; ``progress(bytes_read)`` now and then.
+        ``range=(start, end)``: only those bytes of a plain file (a shard from ``shard_cuts``)."""
+    def shard_cuts(self, path: str, targets: Sequence[int]) -> list[int]:
+        """Where shards of ``path`` start for byte offsets ``targets``: the first place at or after
+        each where the reader may cut (the file's end when there is none)."""
     def words(self) -> list[tuple[bytes, int]]:
         """Distinct pre-tokens with their counts, sorted by bytes."""
     def arrays(self) -> CountArrays:
