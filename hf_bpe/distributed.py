@@ -90,14 +90,14 @@ def shards(paths, special_tokens: Sequence[str] = ("<|endoftext|>",), pattern: s
 
 
 def _count_shard(path: str, rng: tuple[int, int] | None, specials: list[str], pattern: str, errors: str,
-                 text_field: str) -> WordCounts:
+                 text_field: str, threads: int = 1) -> WordCounts:
     fault = os.environ.get("HF_BPE_FAULT_DIR")  # fault injection for the tests: die once per shard
     if fault and Path(fault).is_dir():
         mark = Path(fault) / f"{Path(path).name}-{rng[0] if rng else 0}"
         if not mark.exists():
             mark.touch()
             os._exit(1)
-    counter = _core.WordCounter(pattern, specials, None)
+    counter = _core.WordCounter(pattern, specials, threads)
     counter.add_file(path, errors, text_field, None, rng)
     return WordCounts(counter.arrays(), pattern, specials, counter.documents, counter.bytes, checked=True)
 
@@ -108,18 +108,25 @@ def _merge(*parts: WordCounts) -> WordCounts:
 
 def count_files(paths, special_tokens: Sequence[str] = ("<|endoftext|>",), pattern: str = "gpt2",
                 errors: str = "strict", text_field: str = "text", *, shard_bytes: int = DEFAULT_SHARD_BYTES,
-                fan_in: int = 8, address: str | None = None, progress: bool = True) -> WordCounts:
-    """:func:`hf_bpe.count_files` on a Ray cluster: one task per shard (:func:`shards`), then a
-    tree of merges. Equal to the single-machine counts."""
+                fan_in: int = 8, cpus_per_task: int = 1, threads_per_task: int | None = None,
+                address: str | None = None, progress: bool = True) -> WordCounts:
+    """:func:`hf_bpe.count_files` on a Ray cluster: one task per shard (:func:`shards`), each
+    reserving ``cpus_per_task`` of Ray's CPUs (Ray runs as many at once as the cluster has CPUs
+    for) and counting on ``threads_per_task`` threads (default: ``cpus_per_task``), then a tree
+    of merges. Equal to the single-machine counts."""
     from hf_bpe.training import _check_specials
 
     specials = _check_specials(special_tokens)
     _core.pattern_source(pattern)
     ray = init(address)
-    task = ray.remote(max_retries=3)(_count_shard)
+    cpus = ray.cluster_resources().get("CPU", 0)
+    if cpus_per_task > cpus:
+        raise ValueError(f"cpus_per_task={cpus_per_task} is more than the cluster's {cpus:g} CPUs: no task could run")
+    threads = threads_per_task or cpus_per_task
+    task = ray.remote(max_retries=3, num_cpus=cpus_per_task)(_count_shard)
     merge = ray.remote(max_retries=3)(_merge)
     todo = shards(paths, specials, pattern, shard_bytes)
-    refs = [task.remote(p, r, specials, pattern, errors, text_field) for p, r in todo]
+    refs = [task.remote(p, r, specials, pattern, errors, text_field, threads) for p, r in todo]
     if progress:
         from hf_bpe.progress import _tqdm
 
@@ -137,8 +144,8 @@ def count_files(paths, special_tokens: Sequence[str] = ("<|endoftext|>",), patte
 def train_files(paths, vocab_size: int = 32000, special_tokens: Sequence[str] = ("<|endoftext|>",),
                 pattern: str = "gpt2", tie_break: str = "lexicographic", min_frequency: int = 0,
                 max_token_length: int | None = None, errors: str = "strict", text_field: str = "text", *,
-                min_word_count: int = 0, shard_bytes: int = DEFAULT_SHARD_BYTES, address: str | None = None,
-                progress: bool = True) -> BPE:
+                min_word_count: int = 0, shard_bytes: int = DEFAULT_SHARD_BYTES, cpus_per_task: int = 1,
+                threads_per_task: int | None = None, address: str | None = None, progress: bool = True) -> BPE:
     """:func:`hf_bpe.train_files` with the counting on a Ray cluster (equal results); the merge
     loop runs on the driver. ``min_word_count`` prunes the merged counts (see
     :func:`hf_bpe.train_from_counts`)."""
@@ -146,7 +153,8 @@ def train_files(paths, vocab_size: int = 32000, special_tokens: Sequence[str] = 
 
     _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
     counts = count_files(paths, special_tokens, pattern, errors, text_field, shard_bytes=shard_bytes,
-                         address=address, progress=progress)
+                         cpus_per_task=cpus_per_task, threads_per_task=threads_per_task, address=address,
+                         progress=progress)
     return train_from_counts(counts, vocab_size, tie_break, min_frequency, max_token_length, min_word_count, progress)
 
 

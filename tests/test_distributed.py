@@ -129,3 +129,8 @@ def test_cli_train_and_encode_on_the_cluster(cluster, corpus, tmp_path):
     assert main(["encode", "--tokenizer", str(tmp_path / "tok"), *map(str, corpus[:2]), "--out",
                  str(tmp_path / "one.npy"), "--quiet"]) == 0
     assert np.array_equal(np.load(tmp_path / "ids.npy"), np.load(tmp_path / "one.npy"))
+
+
+def test_a_task_bigger_than_the_cluster_is_refused(cluster, corpus):
+    with pytest.raises(ValueError, match="cpus_per_task=3 is more than the cluster's 2 CPUs"):
+        distributed.count_files(corpus, cpus_per_task=3, progress=False)
