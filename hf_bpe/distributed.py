@@ -28,6 +28,7 @@ from typing import Any
 from hf_bpe import _core
 from hf_bpe.bpe import BPE
 from hf_bpe.counts import WordCounts
+from hf_bpe.training import file_paths as _paths
 
 __all__ = ["count_files", "train_files", "train", "encode_dataset", "encode_files", "shards", "init"]
 
@@ -50,18 +51,6 @@ def init(address: str | None = None, **kwargs: Any):
     if not ray.is_initialized():
         ray.init(address=address, log_to_driver=False, **kwargs)
     return ray
-
-
-def _paths(paths) -> list[str]:
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    out = [os.fspath(p) for p in paths]
-    if not out:
-        raise ValueError("no files given")
-    for p in out:
-        if not Path(p).is_file():
-            raise FileNotFoundError(f"{p}: no such file" if not Path(p).exists() else f"{p}: not a file")
-    return out
 
 
 def shards(paths, special_tokens: Sequence[str] = ("<|endoftext|>",), pattern: str = "gpt2",

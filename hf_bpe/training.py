@@ -204,16 +204,22 @@ def train_files(
     return _finish(counter, vocab_size, specials, pattern, tie_break, min_frequency, max_token_length, progress)
 
 
-def _count_files(paths, specials: list[str], pattern: str, num_threads: int | None, progress: bool, errors: str,
-                 text_field: str) -> _core.WordCounter:
+def file_paths(paths) -> list[str]:
+    """``paths`` (one or many) as strings, each an existing file, or a clear error."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    paths = [os.fspath(p) for p in paths]
-    if not paths:
+    out = [os.fspath(p) for p in paths]
+    if not out:
         raise ValueError("no files given")
-    for p in paths:
+    for p in out:
         if not Path(p).is_file():
             raise FileNotFoundError(f"{p}: no such file" if not Path(p).exists() else f"{p}: not a file")
+    return out
+
+
+def _count_files(paths, specials: list[str], pattern: str, num_threads: int | None, progress: bool, errors: str,
+                 text_field: str) -> _core.WordCounter:
+    paths = file_paths(paths)
     counter = _core.WordCounter(pattern, specials, num_threads)
     with file_progress(paths, "counting", enabled=progress) as cb:
         for p in paths:
