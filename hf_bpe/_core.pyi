@@ -74,13 +74,15 @@ def segment_words(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.N
     """The words (flat bytes + offsets) cut into ``encoder``'s token ids by its merges alone (each
     word one piece, no pre-tokenization): ``(ids, offsets)``."""
 
-def train_merges_extending(base: Sequence[bytes], syms: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64],
+def train_merges_extending(base: Sequence[bytes], base_merges: Sequence[tuple[bytes, bytes]],
+                           syms: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64],
                            counts: npt.NDArray[np.uint64], max_new_tokens: int,
                            tie_break: Literal["lexicographic", "hf"] = "lexicographic", min_frequency: int = 0,
                            max_token_length: int | None = None,
                            progress: Callable[[int], object] | None = None) -> list[tuple[bytes, bytes]]:
     """Learns merges extending a vocabulary: ``base`` its tokens of two bytes or more in id order
-    (internal ids 256..), the words already cut into internal ids; only new strings count."""
+    (internal ids 256..), the words already cut into internal ids; only new strings count, and a
+    base merge that re-forms is applied but not listed again."""
 
 def count_pieces(pattern: str, text: str) -> int:
     """Number of pre-tokens of ``text`` (benchmarks the scanner without building Python strings)."""

@@ -46,7 +46,8 @@ def _train(args: argparse.Namespace, files: list[str]) -> "object":
     if getattr(args, "ray", None):
         from hf_bpe import distributed
 
-        bpe = distributed.train_files(files, address=None if args.ray == "local" else args.ray, **options)
+        bpe = distributed.train_files(files, address=None if args.ray == "local" else args.ray,
+                                      threads_per_task=args.threads, **options)
     else:
         bpe = hf_bpe.train_files(files, num_threads=args.threads, **options)
     elapsed = time.perf_counter() - t0

@@ -34,6 +34,16 @@ VERSION = 1
 _DTYPES = (("bytes", "<u1"), ("offsets", "<i8"), ("counts", "<u8"))
 
 
+def _exact(a, name: str, dtype: str) -> np.ndarray:
+    """``a`` as ``dtype`` when that loses nothing (integers, none negative), else a ValueError."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "ui" and a.size:
+        raise ValueError(f"the {name} array must hold integers, not {a.dtype}")
+    if a.dtype.kind == "i" and a.size and a.min() < 0:
+        raise ValueError(f"the {name} array holds a negative value ({a.min()})")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
 class WordCounts:
     """Distinct words (``bytes``) with their counts, for one pattern and set of special tokens.
 
@@ -48,7 +58,7 @@ class WordCounts:
     def __init__(self, arrays: tuple[np.ndarray, np.ndarray, np.ndarray], pattern: str = "gpt2",
                  special_tokens: Iterable[str] = ("<|endoftext|>",), documents: int = 0, text_bytes: int = 0,
                  *, checked: bool = False) -> None:
-        b, o, c = (np.ascontiguousarray(a, dtype=d) for a, (_, d) in zip(arrays, _DTYPES))
+        b, o, c = (_exact(a, name, d) for a, (name, d) in zip(arrays, _DTYPES))
         if not checked:
             _core.check_counts((b, o, c))
         self.bytes, self.offsets, self.counts = b, o, c
@@ -63,7 +73,7 @@ class WordCounts:
     @property
     def total(self) -> int:
         """Occurrences of all words."""
-        return int(self.counts.sum(dtype=np.uint64))
+        return (int((self.counts >> np.uint64(32)).sum()) << 32) + int((self.counts & np.uint64(0xFFFFFFFF)).sum())
 
     def word(self, i: int) -> bytes:
         """The ``i``-th word in byte order."""
@@ -76,7 +86,7 @@ class WordCounts:
 
     def most_common(self, n: int | None = None) -> list[tuple[bytes, int]]:
         """The ``n`` most frequent words (all without ``n``); equal counts in byte order."""
-        order = np.argsort(-self.counts.astype(np.float64), kind="stable")[:n]  # (counts < 2**53 in practice)
+        order = np.lexsort((np.arange(len(self)), ~self.counts))[:n]  # exact on uint64: ~c ascending
         return [(self.word(i), int(self.counts[i])) for i in order.tolist()]
 
     def __getitem__(self, word: bytes) -> int:

@@ -70,7 +70,9 @@ def shards(paths, special_tokens: Sequence[str] = ("<|endoftext|>",), pattern: s
             continue
         try:
             cuts = counter.shard_cuts(p, list(range(shard_bytes, size, shard_bytes)))
-        except ValueError:  # a custom regex on text: read whole
+        except ValueError as e:
+            if "read whole" not in str(e):  # (a custom regex on text is read whole; other errors are errors)
+                raise
             out.append((p, None))
             continue
         bounds = sorted(set([0, *cuts, size]))
@@ -155,7 +157,7 @@ class _CountBatch:
         import pickle
 
         texts = [t for t in batch.column(self.column).to_pylist() if t is not None]
-        counter = _core.WordCounter(self.pattern, self.specials, None)
+        counter = _core.WordCounter(self.pattern, self.specials, 1)  # one thread: one actor per CPU
         counter.add_texts(texts)
         counts = WordCounts(counter.arrays(), self.pattern, self.specials, counter.documents, counter.bytes,
                             checked=True)

@@ -76,10 +76,14 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
     ids, off = _segment(base, counts)
     max_new = vocab_size - first
     with count_progress(max_new, "merging", "tok", enabled=progress and max_new > 0) as cb:
-        new = _core.train_merges_extending([b for _, b in multi], lut[ids], off, counts.counts, max_new, tie_break,
-                                           min_frequency, max_token_length, cb)
+        new = _core.train_merges_extending([b for _, b in multi], base.merges, lut[ids], off, counts.counts, max_new,
+                                           tie_break, min_frequency, max_token_length, cb)
     vocab, next_id = base.vocab, first
+    added = {t.content.encode(): t.content for t in list(base.added_tokens) + list(extra_added)}
     for a, b in new:
+        if a + b in added:
+            raise ValueError(f"a new merge forms {added[a + b]!r}, which is an added token: count the new corpus "
+                             "split on the base's added tokens (hf_bpe.extend and train(base=) do)")
         if a + b not in mergeable:
             mergeable[a + b], vocab[next_id] = next_id, a + b
             next_id += 1

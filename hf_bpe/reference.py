@@ -24,6 +24,8 @@ Conventions shared with the Rust trainer:
 * Extending (``base_merges``): each word starts as the base's tokens (its merges applied by
   rank, :func:`encode_word_reference`), the base's merged strings are tokens already (ranked
   ``256 +`` their order in the base), and only new strings count towards ``max_new_tokens``.
+  A pair that is already a merge (a base merge re-formed by a rebuilt string) is merged but
+  not listed again.
 """
 
 from __future__ import annotations
@@ -114,7 +116,10 @@ def train_reference(
             best = min(counts, key=lambda p: (-counts[p], rank[p[0]], rank[p[1]]))
         if counts[best] < max(1, min_frequency):
             break
-        merges.append(best)
+        if not (base_merges and best in base_ranks):  # extending: a re-formed merge is applied, not listed again
+            merges.append(best)
+            if base_merges:
+                base_ranks[best] = len(base_ranks)
         merged = best[0] + best[1]
         if merged not in rank:
             rank[merged] = len(rank)  # (256 + its order when there is no base)

@@ -274,13 +274,19 @@ def train_from_counts(counts: WordCounts, vocab_size: int = 32000, tie_break: Ti
         raise TypeError(f"counts must be hf_bpe.WordCounts (from hf_bpe.count / count_files), not {type(counts).__name__}")
     if min_word_count < 0:
         raise ValueError(f"min_word_count must be >= 0, not {min_word_count}")
+    pruned = counts.pruned(min_word_count)
+    if len(counts) and not len(pruned):
+        raise ValueError(f"min_word_count={min_word_count} removed all {len(counts):,} distinct words")
     if base is not None:
-        _base_settings(base, counts.pattern, counts.special_tokens)
+        _base_settings(base, counts.pattern, ("<|endoftext|>",))
+        own = tuple(t.content for t in base.added_tokens)
+        if tuple(counts.special_tokens) != own:
+            raise ValueError(f"the counts were split on {list(counts.special_tokens)}, the base's added tokens are "
+                             f"{list(own)}: count with special_tokens={list(own)} (hf_bpe.extend does)")
         _check_options(max(vocab_size, 256), (), tie_break, min_frequency, max_token_length)
-        return _extend(base, counts.pruned(min_word_count), vocab_size, tie_break, min_frequency, max_token_length,
-                       progress)
+        return _extend(base, pruned, vocab_size, tie_break, min_frequency, max_token_length, progress)
     specials = _check_options(vocab_size, counts.special_tokens, tie_break, min_frequency, max_token_length)
-    counts = counts.pruned(min_word_count)
+    counts = pruned
     return _finish(counts, vocab_size, specials, counts.pattern, tie_break, min_frequency, max_token_length, progress)
 
 
@@ -338,6 +344,8 @@ def extend(tokenizer, texts: Any, vocab_size: int, *, tie_break: TieBreak = "lex
     from hf_bpe.extending import check_base, extend_from_counts
 
     check_base(bpe)
+    _check_options(max(vocab_size, 256) if isinstance(vocab_size, int) else vocab_size, (), tie_break, min_frequency,
+                   max_token_length)
     split = list(dict.fromkeys(t.content for t in list(bpe.added_tokens) + extra))
     counts = count(texts, split, bpe.pattern, num_threads, progress, text_column)
     if len(counts) == 0:

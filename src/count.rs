@@ -25,7 +25,7 @@ use rustc_hash::FxHashMap;
 
 use crate::keys::{mix128, pack_in, unpack};
 use crate::pretok::Pattern;
-use crate::reader::{read_corpus, segments, Block, CutRule, ReadOptions};
+use crate::reader::{read_corpus, segments_keeping, Block, CutRule, ReadOptions};
 use crate::specials::{SpecialSet, Specials};
 pub use crate::reader::{Progress, Utf8Errors, INTERRUPTED};
 
@@ -245,7 +245,7 @@ impl Counter {
         let after_special = if self.pattern.is_builtin() { None } else { self.specials.automaton(&SpecialSet::All) };
         for &d in docs {
             let segs = match (&after_special, self.pattern.is_builtin()) {
-                (_, true) => segments(d, SEGMENT_BYTES),
+                (_, true) => segments_keeping(d, SEGMENT_BYTES, &self.specials),
                 (Some(a), false) => a.segments(d),
                 (None, false) => vec![d],
             };
@@ -281,6 +281,14 @@ impl Counter {
     /// `range`: only the bytes `start..end` of a plain file, a shard cut by `reader::shard_cuts`
     /// (the file counts as one document in the shard that starts at 0).
     pub fn add_file(&mut self, path: &str, errors: Utf8Errors, text_field: &str, range: Option<(u64, u64)>, progress: Progress) -> Result<(), String> {
+        if let Some((s, e)) = range {
+            if e < s {
+                return Err(format!("{path}: byte range {s}..{e} ends before it starts"));
+            }
+            if !self.pattern.is_builtin() && !crate::reader::is_jsonl(path) {
+                return Err(format!("{path}: text counted with a custom regex is read whole, not in byte ranges"));
+            }
+        }
         let specials = self.specials.clone();
         let opt = ReadOptions {
             errors,

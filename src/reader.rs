@@ -136,6 +136,8 @@ pub fn read_corpus(
     let margin = CUT_CONTEXT + opt.specials.list().iter().map(|(t, _)| t.len()).max().unwrap_or(0);
     let mut searched = 0usize;
     let mut offset: u64 = start; // decoded-byte offset of carry[0] in the file
+    // JSON lines of a shard are numbered from its start, so name the shard with the line.
+    let shown = if start > 0 { format!("{path} (the shard from byte {start})") } else { path.to_string() };
     let mut line: u64 = 1; // line number of carry[0] (JSON lines)
     let mut docs: Vec<String> = Vec::new();
     let mut result = Ok(());
@@ -182,7 +184,7 @@ pub fn read_corpus(
             Ok(()) // end of file with nothing left over
         } else if jsonl {
             docs.clear();
-            jsonl_docs(chunk, path, line, opt, &mut docs).and_then(|n| {
+            jsonl_docs(chunk, &shown, line, opt, &mut docs).and_then(|n| {
                 line += n;
                 sink(Block::Docs(&docs))
             })
@@ -365,9 +367,15 @@ fn class_after(b: &[u8], p: usize) -> Option<u8> {
 pub fn shard_cuts(path: &str, targets: &[u64], jsonl: bool, specials: &Specials) -> Result<Vec<u64>, String> {
     let mut f = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
     let size = f.metadata().map_err(|e| format!("{path}: {e}"))?.len();
-    let back = (CUT_CONTEXT + specials.list().iter().map(|(t, _)| t.len()).max().unwrap_or(0)) as u64;
+    let longest = specials.list().iter().map(|(t, _)| t.len()).max().unwrap_or(0);
+    let back = (CUT_CONTEXT + longest) as u64;
     let mut out = Vec::with_capacity(targets.len());
+    let mut no_cut_after = size; // a search that reached the end found no cut from here on
     for &x in targets {
+        if x >= no_cut_after {
+            out.push(size);
+            continue;
+        }
         if x == 0 || x >= size {
             out.push(x.min(size));
             continue;
@@ -380,10 +388,15 @@ pub fn shard_cuts(path: &str, targets: &[u64], jsonl: bool, specials: &Specials)
             (&mut f).take(want).read_to_end(&mut buf).map_err(|e| format!("{path}: read error: {e}"))?;
             let at_end = lo + buf.len() as u64 >= size;
             let from = (x - lo) as usize;
-            let found = (from..buf.len()).find(|&p| if jsonl { buf[p - 1] == b'\n' } else { safe_cut(&buf, p, Some(specials)) });
+            // A special token must fit whole in the window to be seen straddling a cut.
+            let last = if at_end { buf.len() } else { buf.len().saturating_sub(longest) };
+            let found = (from..last).find(|&p| if jsonl { buf[p - 1] == b'\n' } else { safe_cut(&buf, p, Some(specials)) });
             match found {
                 Some(p) => break lo + p as u64,
-                None if at_end => break size,
+                None if at_end => {
+                    no_cut_after = x;
+                    break size;
+                }
                 None => want *= 4,
             }
         };
@@ -439,10 +452,21 @@ pub fn segments(text: &str, size: usize) -> Vec<&str> {
     segments_where(text, size, false)
 }
 
+/// [`segments`] of a whole document: never inside one of `specials` (which split it later).
+pub fn segments_keeping<'t>(text: &'t str, size: usize, specials: &Specials) -> Vec<&'t str> {
+    segments_by(text, size, false, Some(specials))
+}
+
 /// [`segments`]; with `ascii`, only at [`ascii_safe_cut`]s.
 pub fn segments_where(text: &str, size: usize, ascii: bool) -> Vec<&str> {
+    segments_by(text, size, ascii, None)
+}
+
+fn segments_by<'t>(text: &'t str, size: usize, ascii: bool, specials: Option<&Specials>) -> Vec<&'t str> {
     let b = text.as_bytes();
-    let ok = |p: usize| if ascii { ascii_safe_cut(b, p) } else { safe_cut(b, p, None) };
+    let ok = |p: usize| {
+        (if ascii { ascii_safe_cut(b, p) } else { safe_cut(b, p, None) }) && !specials.is_some_and(|s| s.straddles(b, p))
+    };
     let mut out = Vec::new();
     let mut start = 0;
     while b.len() - start > size + size / 2 {

@@ -178,3 +178,24 @@ def test_module_doctest():
 
     res = doctest.testmod(hf_bpe.counts)
     assert res.attempted >= 2 and res.failed == 0
+
+
+def test_huge_counts_stay_exact_and_arrays_are_not_cast_lossily():
+    words = (np.frombuffer(b"abc", np.uint8), np.array([0, 1, 2, 3]), np.array([2**60, 2**60 + 1, 2**63], np.uint64))
+    c = hf_bpe.WordCounts(words)
+    assert c.most_common(2) == [(b"c", 2**63), (b"b", 2**60 + 1)] and c.total == 2**63 + 2**61 + 1
+    with pytest.raises(ValueError, match="the counts array holds a negative value"):
+        hf_bpe.WordCounts((words[0], words[1], np.array([1, -1, 2])))
+    with pytest.raises(ValueError, match="the offsets array must hold integers"):
+        hf_bpe.WordCounts((words[0], np.array([0, 1.5, 2, 3]), words[2]))
+    with pytest.raises(ValueError, match="min_word_count=99 removed all 3 distinct words"):
+        hf_bpe.train_from_counts(hf_bpe.WordCounts((words[0], words[1], np.array([1, 2, 3], np.uint64))),
+                                 vocab_size=300, min_word_count=99)
+
+
+def test_a_long_document_is_never_cut_inside_a_special_token():
+    specials = ("ab cd",)
+    doc = "!" * 3_000_000 + "ab cd" + "!!" + " xy zw " * 10
+    got = hf_bpe.count([doc], special_tokens=specials, progress=False)
+    assert dict(got.items()) == direct_count([doc], specials=specials)
+    assert got[b"ab"] == 0 and got[b" cd"] == 0

@@ -134,3 +134,17 @@ def test_cli_train_and_encode_on_the_cluster(cluster, corpus, tmp_path):
 def test_a_task_bigger_than_the_cluster_is_refused(cluster, corpus):
     with pytest.raises(ValueError, match="cpus_per_task=3 is more than the cluster's 2 CPUs"):
         distributed.count_files(corpus, cpus_per_task=3, progress=False)
+
+
+def test_a_shard_never_starts_inside_a_special_token_at_the_edge_of_the_search(tmp_path):
+    specials = ["ab cd"]
+    path = tmp_path / "edge.txt"  # the token's space falls on the last bytes of the first 64 KiB searched
+    path.write_bytes(b"!" * 66519 + b"ab cd" + b"!" * 100 + b" xy zw" + b"!" * 50)
+    cut = distributed.shards([path], specials, shard_bytes=1000)
+    parts = []
+    for p, rng in cut:
+        c = _core.WordCounter("gpt2", specials, 1)
+        c.add_file(p, "strict", "text", None, rng)
+        parts.append(hf_bpe.WordCounts(c.arrays(), "gpt2", specials))
+    assert hf_bpe.WordCounts.merge(parts) == hf_bpe.count_files(path, special_tokens=specials, progress=False)
+    assert all(not (66519 < r[0] < 66524) for _, r in cut if r)

@@ -117,3 +117,24 @@ def test_what_cannot_be_extended_is_a_clear_error(new_docs):
         hf_bpe.extend(neox, new_docs, vocab_size=neox.vocab_size + 10)
     with pytest.raises(TypeError, match="base must be an hf_bpe.BPE"):
         hf_bpe.train(new_docs, vocab_size=500, base="gpt2")
+
+
+def test_a_base_merge_that_re_forms_is_not_learned_again(tmp_path):
+    import tokenizers
+
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"bc", 257: b"ab", 258: b"abc", 259: b"abcd"}
+    base = hf_bpe.BPE(vocab, [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c"), (b"abc", b"d")], {}, "gpt2")
+    texts = ["abc"] * 300 + ["dx"] * 200 + ["abcd"] * 100
+    ext = hf_bpe.train(texts, vocab_size=base.vocab_size + 3, base=base, special_tokens=(), progress=False)
+    new = ext.merges[len(base.merges):]
+    assert len(set(ext.merges)) == len(ext.merges) and (b"abc", b"d") not in new
+    counts = hf_bpe.count(texts, special_tokens=(), progress=False)
+    assert new == reference.train_reference(dict(counts.items()), 3, base_merges=base.merges)
+    ext.save(tmp_path / "ext")
+    file = tokenizers.Tokenizer.from_file(str(tmp_path / "ext" / "tokenizer.json"))
+    probe = ["abcdx", "abc dx abcd", "xabcd"]
+    assert [e.ids for e in file.encode_batch(probe, add_special_tokens=False)] == ext.encode_batch(probe)
+    with pytest.raises(ValueError, match="the counts were split on"):
+        hf_bpe.train_from_counts(hf_bpe.count(texts, progress=False), vocab_size=base.vocab_size + 3, base=base)
+    with pytest.raises(ValueError, match="max_token_length must be >= 1"):
+        hf_bpe.extend(base, texts, vocab_size=base.vocab_size + 3, max_token_length=0)

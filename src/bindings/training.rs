@@ -158,11 +158,12 @@ pub fn segment_words<'py>(
 /// Learns merges extending a vocabulary (`crate::train::train_extending`): `base` its tokens of
 /// two bytes or more in id order (internal ids 256..), the words cut into internal ids.
 #[pyfunction]
-#[pyo3(signature = (base, syms, offsets, counts, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None))]
+#[pyo3(signature = (base, base_merges, syms, offsets, counts, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn train_merges_extending<'py>(
     py: Python<'py>,
     base: Vec<Vec<u8>>,
+    base_merges: Vec<(Vec<u8>, Vec<u8>)>,
     syms: PyReadonlyArray1<'py, u32>,
     offsets: PyReadonlyArray1<'py, i64>,
     counts: PyReadonlyArray1<'py, u64>,
@@ -178,7 +179,7 @@ pub fn train_merges_extending<'py>(
         return Err(value_error("train_merges_extending: offsets must rise from 0 to len(syms), one more than counts".into()));
     }
     let base: Vec<Box<[u8]>> = base.into_iter().map(Vec::into_boxed_slice).collect();
-    let merges = with_progress(py, progress, |cb| train::train_extending(&base, s, o, c, &cfg, &mut |n| cb(n as u64)))?;
+    let merges = with_progress(py, progress, |cb| train::train_extending(&base, &base_merges, s, o, c, &cfg, &mut |n| cb(n as u64)))?;
     Ok(merges.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect())
 }
 

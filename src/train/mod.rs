@@ -180,7 +180,7 @@ pub fn train(
         return Vec::new(); // more distinct words than ids; cannot happen with real data
     }
     let pairs = Pairs::build(&words, pool);
-    merge_loop(words, pairs, Tokens::new(), &rules, cfg, progress)
+    merge_loop(words, pairs, Tokens::new(), &rules, cfg, None, progress)
 }
 
 impl Rules {
@@ -193,9 +193,12 @@ impl Rules {
 /// Learns merges that extend a vocabulary: `base` are its tokens of two bytes or more (in its
 /// id order, internal ids 256..), the words are already cut into tokens by its merges (word
 /// `i` is `syms[offsets[i]..offsets[i + 1]]`, internal ids), and only new token strings count
-/// towards `max_new_tokens`. The rules are those of [`train`].
+/// towards `max_new_tokens`. `base_merges` are the base's merges: when one re-forms (a new
+/// token rebuilt a string it joins), it is applied in the words, as the encoder applies it at
+/// its own rank, but not emitted again. The rules are those of [`train`].
 pub fn train_extending(
     base: &[Box<[u8]>],
+    base_merges: &[(Vec<u8>, Vec<u8>)],
     syms: Vec<u32>,
     offsets: &[i64],
     counts: &[u64],
@@ -210,10 +213,16 @@ pub fn train_extending(
     if cfg.max_new_tokens == 0 || counts.len() > u32::MAX as usize - 1 {
         return Ok(Vec::new());
     }
+    let mut known = rustc_hash::FxHashSet::default();
+    for (a, b) in base_merges {
+        if let (Some(x), Some(y)) = (toks.id_of(a), toks.id_of(b)) {
+            known.insert((x, y));
+        }
+    }
     let words = Words::from_segmented(syms, offsets, counts);
     let len = |t: u32| toks.len[t as usize] as u64;
     let pairs = Pairs::build_general(&words, |a, b| rules.hf || len(a) + len(b) <= rules.max_len);
-    Ok(merge_loop(words, pairs, toks, &rules, cfg, progress))
+    Ok(merge_loop(words, pairs, toks, &rules, cfg, Some(known), progress))
 }
 
 /// The merge loop proper, from the words, their pairs and the tokens so far.
@@ -223,8 +232,10 @@ fn merge_loop(
     mut toks: Tokens,
     rules: &Rules,
     cfg: &TrainConfig,
+    mut known: Option<rustc_hash::FxHashSet<(u32, u32)>>,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
+    // `known`: merges not to emit again (extending: the base's, then each new one).
     // HF_BPE_TRAIN_TIMING=1 prints the time of each stage to stderr (for profiling).
     let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
     let t0 = std::time::Instant::now();
@@ -245,7 +256,9 @@ fn merge_loop(
         let p = top.pair as usize;
         let (a, b) = (pairs.left[p], pairs.right[p]);
         let (c, is_new) = toks.merge(a, b);
-        merges.push((toks.get(a).to_vec(), toks.get(b).to_vec()));
+        if known.as_mut().is_none_or(|k| k.insert((a, b))) {
+            merges.push((toks.get(a).to_vec(), toks.get(b).to_vec()));
+        }
         pairs.take_words(p, &mut s.words);
         merge_in_words(&mut words, &mut pairs, &toks, rules, (a, b, c), &mut s);
         // The merged pair is gone from every word. HF's trainer never decrements it (only its
@@ -350,7 +363,7 @@ mod tests {
                 offs.push(syms.len() as i64);
             }
             let cfg = TrainConfig { max_new_tokens: 7, tie_break: tb, min_frequency: 0, max_token_length: None };
-            let got = train_extending(&[], syms, &offs, &counts, &cfg, &mut |_| true).unwrap();
+            let got = train_extending(&[], &[], syms, &offs, &counts, &cfg, &mut |_| true).unwrap();
             assert_eq!(got, run(words, 7, tb, 0, None));
         }
         // base "th", "at": " the" is [" ", th, e]; the first new merge joins th + e (count 7)
@@ -359,9 +372,9 @@ mod tests {
         let syms = vec![sp, 256, e, sp, 256, e, n, sp, c, 257, sp, h, 257];
         let offs = [0i64, 3, 7, 10, 13];
         let cfg = TrainConfig { max_new_tokens: 2, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None };
-        let got = train_extending(&base, syms.clone(), &offs, &[5, 2, 3, 1], &cfg, &mut |_| true).unwrap();
+        let got = train_extending(&base, &[], syms.clone(), &offs, &[5, 2, 3, 1], &cfg, &mut |_| true).unwrap();
         assert_eq!(got, m(&[("th", "e"), (" ", "the")]));
-        assert!(train_extending(&base, vec![999], &[0, 1], &[1], &cfg, &mut |_| true).unwrap_err().contains("999"));
+        assert!(train_extending(&base, &[], vec![999], &[0, 1], &[1], &cfg, &mut |_| true).unwrap_err().contains("999"));
     }
 
     #[test]

@@ -85,6 +85,11 @@ impl Tokens {
         Ok(t)
     }
 
+    /// The id of a token string, if it is one.
+    pub fn id_of(&self, s: &[u8]) -> Option<u32> {
+        self.by_string.get(s).copied()
+    }
+
     /// Number of token strings.
     pub fn count(&self) -> usize {
         self.len.len()
