@@ -28,6 +28,7 @@ from typing import Any
 from hf_bpe import _core
 from hf_bpe.bpe import BPE
 from hf_bpe.counts import WordCounts
+from hf_bpe.training import EMPTY, _counts_of
 from hf_bpe.training import file_paths as _paths
 
 __all__ = ["count_files", "train_files", "train", "encode_dataset", "encode_files", "shards", "init"]
@@ -90,7 +91,7 @@ def _count_shard(path: str, rng: tuple[int, int] | None, specials: list[str], pa
             os._exit(1)
     counter = _core.WordCounter(pattern, specials, threads)
     counter.add_file(path, errors, text_field, None, rng)
-    return WordCounts(counter.arrays(), pattern, specials, counter.documents, counter.bytes, checked=True)
+    return _counts_of(counter, specials, pattern)
 
 
 def _merge(*parts: WordCounts) -> WordCounts:
@@ -156,13 +157,12 @@ class _CountBatch:
     def __call__(self, batch):
         import pickle
 
+        import pyarrow as pa
+
         texts = [t for t in batch.column(self.column).to_pylist() if t is not None]
         counter = _core.WordCounter(self.pattern, self.specials, 1)  # one thread: one actor per CPU
         counter.add_texts(texts)
-        counts = WordCounts(counter.arrays(), self.pattern, self.specials, counter.documents, counter.bytes,
-                            checked=True)
-        import pyarrow as pa
-
+        counts = _counts_of(counter, self.specials, self.pattern)
         return pa.table({"counts": pa.array([pickle.dumps(counts)], pa.large_binary())})
 
 
@@ -182,17 +182,14 @@ def train(dataset, vocab_size: int = 32000, text_column: str = "text", special_t
     per_block = dataset.select_columns([text_column]).map_batches(
         _CountBatch, fn_constructor_args=(specials, pattern, text_column), batch_format="pyarrow",
         batch_size=batch_size, concurrency=(1, max(1, int(_ray().cluster_resources().get("CPU", 1)))))
-    parts, merged = [], None
-    for row in per_block.iter_rows():
+    parts: list[WordCounts] = []
+    for row in per_block.iter_rows():  # merged 64 blocks at a time: the driver holds one result and 64 parts
         parts.append(pickle.loads(row["counts"]))
-        if len(parts) >= 64:
-            merged = WordCounts.merge(parts if merged is None else [merged, *parts])
-            parts = []
-    if parts or merged is None:
-        if not parts and merged is None:
-            raise ValueError("the corpus is empty: there is no text to train on")
-        merged = WordCounts.merge(parts if merged is None else [merged, *parts])
-    return train_from_counts(merged, vocab_size, tie_break, min_frequency, max_token_length, min_word_count, progress)
+        if len(parts) > 64:
+            parts = [WordCounts.merge(parts)]
+    if not parts:
+        raise ValueError(EMPTY)
+    return train_from_counts(WordCounts.merge(parts), vocab_size, tie_break, min_frequency, max_token_length, min_word_count, progress)
 
 
 def _engine(tokenizer) -> BPE:
@@ -205,30 +202,32 @@ def _engine(tokenizer) -> BPE:
 
 
 class _EncodeBatch:
-    def __init__(self, bpe_ref, text_column: str, output_column: str, allowed_special) -> None:
+    def __init__(self, bpe_ref, text_column: str, output_column: str, split_special: bool) -> None:
         ray = _ray()
         self.bpe = ray.get(bpe_ref) if isinstance(bpe_ref, ray.ObjectRef) else bpe_ref
-        self.column, self.output, self.allowed = text_column, output_column, allowed_special
+        self.column, self.output, self.split_special = text_column, output_column, split_special
 
     def __call__(self, batch):
         import pyarrow as pa
 
-        col = batch.column(self.column)
-        if col.null_count:
-            raise ValueError(f"column {self.column!r} holds None in this batch: every row needs a text")
-        flat, off = self.bpe.encode_batch_flat(col.to_pylist(), allowed_special=self.allowed, disallowed_special=())
-        ids = pa.ListArray.from_arrays(pa.array(off.astype("int32")), pa.array(flat.view("int32")))
+        from hf_bpe.arrow import column_flat
+
+        # From the column's Arrow buffers (no Python str per row); a None row is an error naming it.
+        flat, off = column_flat(self.bpe, batch.column(self.column), self.column, self.split_special)
+        ids = pa.LargeListArray.from_arrays(pa.array(off), pa.array(flat))
         return batch.append_column(self.output, ids)
 
 
 def encode_dataset(dataset, tokenizer, text_column: str = "text", output_column: str = "input_ids", *,
-                   allowed_special="all", batch_size: int = 4096):
+                   split_special: bool = False, batch_size: int = 4096):
     """``dataset`` (a ``ray.data.Dataset``) with ``output_column`` holding each row's ids (Arrow
-    ``list<int32>``), encoded by the workers (the tokenizer shipped once); lazy, as Ray Data is."""
+    ``large_list<int32>``), encoded by the workers from the Arrow buffers (the tokenizer shipped
+    once); special tokens in the text become their ids unless ``split_special``, as in
+    ``ds.map(tok)``. Lazy, as Ray Data is."""
     ray = _ray()
     bpe = _engine(tokenizer)
     ref = ray.put(bpe)
-    return dataset.map_batches(_EncodeBatch, fn_constructor_args=(ref, text_column, output_column, allowed_special),
+    return dataset.map_batches(_EncodeBatch, fn_constructor_args=(ref, text_column, output_column, split_special),
                                batch_format="pyarrow", batch_size=batch_size,
                                concurrency=(1, max(1, int(ray.cluster_resources().get("CPU", 1)))))
 

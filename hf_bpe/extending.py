@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from hf_bpe import _core, formats
 from hf_bpe.bpe import BPE
 from hf_bpe.progress import count_progress
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy is imported where it is used: `import hf_bpe` stays light
+    import numpy as np
+
     from hf_bpe.counts import WordCounts
 
-__all__ = ["extend_from_counts", "compression"]
+__all__ = ["extend", "extend_from_counts", "compression", "base_settings"]
 
 
 def check_base(base: BPE) -> BPE:
@@ -39,6 +39,20 @@ def check_base(base: BPE) -> BPE:
     return base
 
 
+def base_settings(base: BPE, pattern: str, special_tokens: Sequence[str]) -> tuple[str, list[str]]:
+    """The pattern and the tokens to split on when ``train``/``train_files`` extend ``base``: its
+    own (every added token is matched before the model, so none is part of a word). The
+    defaults of ``pattern`` and ``special_tokens`` mean "the base's"; other values must be them."""
+    check_base(base)
+    own = [t.content for t in base.added_tokens]
+    if pattern != "gpt2" and _core.pattern_source(pattern) != base.pattern_source:
+        raise ValueError(f"pattern={pattern!r} differs from the base's {base.pattern!r}: an extension keeps the base's")
+    if tuple(special_tokens) not in (("<|endoftext|>",), tuple(own)):
+        raise ValueError(f"special_tokens={list(special_tokens)} differ from the base's {own}: an extension keeps "
+                         "the base's (add tokens to the result with BPE.derive or add_tokens)")
+    return base.pattern, own
+
+
 def _segment(bpe: BPE, counts: WordCounts) -> tuple[np.ndarray, np.ndarray]:
     """The counted words cut into ``bpe``'s token ids by its merges."""
     return _core.segment_words(bpe._encoder(), counts.bytes, counts.offsets)
@@ -46,6 +60,8 @@ def _segment(bpe: BPE, counts: WordCounts) -> tuple[np.ndarray, np.ndarray]:
 
 def compression(bpe: BPE, counts: WordCounts) -> float:
     """Bytes per token of the counted text (special tokens aside) when ``bpe`` encodes it."""
+    import numpy as np
+
     _, off = _segment(bpe, counts)
     tokens = float(np.dot(counts.counts.astype(np.float64), np.diff(off)))
     return float(np.dot(counts.counts.astype(np.float64), np.diff(counts.offsets))) / max(tokens, 1.0)
@@ -57,11 +73,23 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
     """``base`` with merges learned on ``counts`` until its vocabulary size (largest id + 1) is
     ``vocab_size``; see the module doc. ``extra_added`` are added tokens beside the base's (a
     ``BPETokenizer``'s ``add_tokens``) that keep their ids in the result; new ids come after them."""
+    import numpy as np
+
+    from hf_bpe.training import EMPTY, _check_options
+
     check_base(base)
     first = max([base.vocab_size] + [t.id + 1 for t in extra_added])
     if _core.pattern_source(counts.pattern) != base.pattern_source:
         raise ValueError(f"the counts were made with pattern {counts.pattern!r}, the base uses {base.pattern!r}: "
                          "count the new corpus with the base's pattern (hf_bpe.extend does)")
+    own = tuple(dict.fromkeys(t.content for t in list(base.added_tokens) + list(extra_added)))
+    if tuple(counts.special_tokens) != own:
+        raise ValueError(f"the counts were split on {list(counts.special_tokens)}, the base's added tokens are "
+                         f"{list(own)}: count with special_tokens={list(own)} (hf_bpe.extend does)")
+    _check_options(max(vocab_size, 256) if isinstance(vocab_size, int) else vocab_size, (), tie_break, min_frequency,
+                   max_token_length)
+    if len(counts) == 0:
+        raise ValueError(EMPTY)
     if not isinstance(vocab_size, int) or vocab_size < first:
         raise ValueError(f"vocab_size={vocab_size!r} is below the base's vocabulary size {first} "
                          "(largest id + 1): extending only adds tokens")
@@ -95,3 +123,30 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
         print(f"extended: {next_id - first} new tokens (ids {first}..{next_id - 1}), "
               f"{len(new)} merges; bytes per token on the new corpus {before:.3f} -> {after:.3f}", file=sys.stderr)
     return out
+
+def extend(tokenizer, texts: Any, vocab_size: int, *, tie_break: str = "lexicographic", min_frequency: int = 0,
+           max_token_length: int | None = None, num_threads: int | None = None, progress: bool = True,
+           text_column: str = "text"):
+    """``tokenizer`` (an :class:`~hf_bpe.BPE` or a ``BPETokenizer``) extended by merges learned on
+    ``texts`` until its vocabulary size is ``vocab_size``: every existing id, merge and special
+    token is kept (:func:`train` with ``base=``). A ``BPETokenizer`` comes back as one, with its
+    added tokens and settings."""
+    bpe, extra = tokenizer, []
+    if hasattr(tokenizer, "added_tokens_decoder"):  # a BPETokenizer: its add_tokens ones keep their ids too
+        from hf_bpe.hf_encoding import new_added
+
+        bpe = tokenizer.bpe
+        extra = new_added(bpe, tokenizer.added_tokens_decoder)
+    from hf_bpe.training import count
+
+    check_base(bpe)
+    split = list(dict.fromkeys(t.content for t in list(bpe.added_tokens) + extra))
+    counts = count(texts, split, bpe.pattern, num_threads, progress, text_column)
+    out = extend_from_counts(bpe, counts, vocab_size, tie_break, min_frequency, max_token_length, progress, extra)
+    if bpe is tokenizer:
+        return out
+    keep = {k: getattr(tokenizer, k) for k in ("model_max_length", "padding_side", "truncation_side", "text_column",
+                                               "chat_template", "split_special_tokens", "add_bos_token", "add_eos_token")}
+    names = {k: None if getattr(tokenizer, k) is None else str(getattr(tokenizer, k))
+             for k in ("bos_token", "eos_token", "unk_token", "pad_token")}
+    return type(tokenizer)(bpe=out, **names, **keep)

@@ -22,9 +22,11 @@ if TYPE_CHECKING:  # numpy (which WordCounts holds) is imported on first use: `i
     from hf_bpe.counts import WordCounts
 from hf_bpe.progress import count_progress, file_progress
 
-__all__ = ["train", "train_files", "train_from_counts", "count", "count_files", "count_words", "extend"]
+__all__ = ["train", "train_files", "train_from_counts", "count", "count_files", "count_words"]
 
 TieBreak = Literal["lexicographic", "hf"]
+
+EMPTY = "the corpus is empty: there is no text to train on (only empty documents or special tokens)"
 
 # Token ids are 32-bit; far below that, a vocabulary this large is already unheard of.
 MAX_VOCAB_SIZE = 1 << 24
@@ -138,38 +140,16 @@ def train(
     ``vocab_size`` (largest id + 1) is reached.
     """
     if base is not None:
-        pattern, special_tokens = _base_settings(base, pattern, special_tokens)
+        from hf_bpe.extending import base_settings, extend_from_counts
+
+        pattern, special_tokens = base_settings(base, pattern, special_tokens)
     specials = _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
     _core.pattern_source(pattern)  # fail early on a bad pattern
     counter = count_words(texts, specials, pattern, num_threads, progress, text_column)
     if base is not None:
-        return _extend(base, _counts_of(counter, specials, pattern), vocab_size, tie_break, min_frequency,
-                       max_token_length, progress)
+        return extend_from_counts(base, _counts_of(counter, specials, pattern), vocab_size, tie_break, min_frequency,
+                                  max_token_length, progress)
     return _finish(counter, vocab_size, specials, pattern, tie_break, min_frequency, max_token_length, progress)
-
-
-def _base_settings(base: BPE, pattern: str, special_tokens: Sequence[str]) -> tuple[str, list[str]]:
-    """The pattern and the tokens to split on when extending ``base``: its own (every added
-    token is matched before the model, so none is part of a word)."""
-    from hf_bpe.extending import check_base
-
-    check_base(base)
-    own = [t.content for t in base.added_tokens]
-    if pattern != "gpt2" and _core.pattern_source(pattern) != base.pattern_source:
-        raise ValueError(f"pattern={pattern!r} differs from the base's {base.pattern!r}: an extension keeps the base's")
-    if tuple(special_tokens) not in (("<|endoftext|>",), tuple(own)):
-        raise ValueError(f"special_tokens={list(special_tokens)} differ from the base's {own}: an extension keeps "
-                         "the base's (add tokens to the result with BPE.derive or add_tokens)")
-    return base.pattern, own
-
-
-def _extend(base: BPE, counts: WordCounts, vocab_size: int, tie_break: str, min_frequency: int,
-            max_token_length: int | None, progress: bool) -> BPE:
-    from hf_bpe.extending import extend_from_counts
-
-    if len(counts) == 0:
-        raise ValueError("the corpus is empty: there is no text to train on (only empty documents or special tokens)")
-    return extend_from_counts(base, counts, vocab_size, tie_break, min_frequency, max_token_length, progress)
 
 
 def train_files(
@@ -195,12 +175,14 @@ def train_files(
     special token, so memory then holds the text up to the next special token (a file with no
     special tokens is held whole). ``base`` extends that vocabulary, as in :func:`train`."""
     if base is not None:
-        pattern, special_tokens = _base_settings(base, pattern, special_tokens)
+        from hf_bpe.extending import base_settings, extend_from_counts
+
+        pattern, special_tokens = base_settings(base, pattern, special_tokens)
     specials = _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
     counter = _count_files(paths, specials, pattern, num_threads, progress, errors, text_field)
     if base is not None:
-        return _extend(base, _counts_of(counter, specials, pattern), vocab_size, tie_break, min_frequency,
-                       max_token_length, progress)
+        return extend_from_counts(base, _counts_of(counter, specials, pattern), vocab_size, tie_break, min_frequency,
+                                  max_token_length, progress)
     return _finish(counter, vocab_size, specials, pattern, tie_break, min_frequency, max_token_length, progress)
 
 
@@ -278,13 +260,9 @@ def train_from_counts(counts: WordCounts, vocab_size: int = 32000, tie_break: Ti
     if len(counts) and not len(pruned):
         raise ValueError(f"min_word_count={min_word_count} removed all {len(counts):,} distinct words")
     if base is not None:
-        _base_settings(base, counts.pattern, ("<|endoftext|>",))
-        own = tuple(t.content for t in base.added_tokens)
-        if tuple(counts.special_tokens) != own:
-            raise ValueError(f"the counts were split on {list(counts.special_tokens)}, the base's added tokens are "
-                             f"{list(own)}: count with special_tokens={list(own)} (hf_bpe.extend does)")
-        _check_options(max(vocab_size, 256), (), tie_break, min_frequency, max_token_length)
-        return _extend(base, pruned, vocab_size, tie_break, min_frequency, max_token_length, progress)
+        from hf_bpe.extending import extend_from_counts
+
+        return extend_from_counts(base, pruned, vocab_size, tie_break, min_frequency, max_token_length, progress)
     specials = _check_options(vocab_size, counts.special_tokens, tie_break, min_frequency, max_token_length)
     counts = pruned
     return _finish(counts, vocab_size, specials, counts.pattern, tie_break, min_frequency, max_token_length, progress)
@@ -293,7 +271,7 @@ def train_from_counts(counts: WordCounts, vocab_size: int = 32000, tie_break: Ti
 def _finish(counted: "_core.WordCounter | WordCounts", vocab_size: int, specials: list[str], pattern: str,
             tie_break: str, min_frequency: int, max_token_length: int | None, progress: bool) -> BPE:
     if len(counted) == 0 or (isinstance(counted, _core.WordCounter) and counted.bytes == 0):
-        raise ValueError("the corpus is empty: there is no text to train on (only empty documents or special tokens)")
+        raise ValueError(EMPTY)
     words = counted if isinstance(counted, _core.WordCounter) else (counted.bytes, counted.offsets, counted.counts)
     max_new = vocab_size - 256 - len(specials)
     with count_progress(max_new, "merging", "tok", enabled=progress and max_new > 0) as cb:
@@ -327,34 +305,3 @@ def assemble(merges: list[tuple[bytes, bytes]], specials: Sequence[str], pattern
             vocab[len(vocab)] = t
     return BPE(vocab, merges, special_ids, pattern)
 
-
-def extend(tokenizer, texts: Any, vocab_size: int, *, tie_break: TieBreak = "lexicographic", min_frequency: int = 0,
-           max_token_length: int | None = None, num_threads: int | None = None, progress: bool = True,
-           text_column: str = "text"):
-    """``tokenizer`` (an :class:`~hf_bpe.BPE` or a ``BPETokenizer``) extended by merges learned on
-    ``texts`` until its vocabulary size is ``vocab_size``: every existing id, merge and special
-    token is kept (:func:`train` with ``base=``). A ``BPETokenizer`` comes back as one, with its
-    added tokens and settings."""
-    bpe, extra = tokenizer, []
-    if hasattr(tokenizer, "added_tokens_decoder"):  # a BPETokenizer: its add_tokens ones keep their ids too
-        from hf_bpe.hf_encoding import new_added
-
-        bpe = tokenizer.bpe
-        extra = new_added(bpe, tokenizer.added_tokens_decoder)
-    from hf_bpe.extending import check_base, extend_from_counts
-
-    check_base(bpe)
-    _check_options(max(vocab_size, 256) if isinstance(vocab_size, int) else vocab_size, (), tie_break, min_frequency,
-                   max_token_length)
-    split = list(dict.fromkeys(t.content for t in list(bpe.added_tokens) + extra))
-    counts = count(texts, split, bpe.pattern, num_threads, progress, text_column)
-    if len(counts) == 0:
-        raise ValueError("the corpus is empty: there is no text to train on (only empty documents or special tokens)")
-    out = extend_from_counts(bpe, counts, vocab_size, tie_break, min_frequency, max_token_length, progress, extra)
-    if bpe is tokenizer:
-        return out
-    keep = {k: getattr(tokenizer, k) for k in ("model_max_length", "padding_side", "truncation_side", "text_column",
-                                               "chat_template", "split_special_tokens", "add_bos_token", "add_eos_token")}
-    names = {k: None if getattr(tokenizer, k) is None else str(getattr(tokenizer, k))
-             for k in ("bos_token", "eos_token", "unk_token", "pad_token")}
-    return type(tokenizer)(bpe=out, **names, **keep)

@@ -108,6 +108,8 @@ def test_encode_dataset_and_files_equal_the_engine(cluster, corpus, tmp_path):
     tok.add_tokens(["<|im_start|>"], special_tokens=True)
     got = ray.get(distributed.encode_dataset(ray.data.from_items([{"text": "hi<|im_start|>"}]), tok).to_arrow_refs())
     assert got[0].column("input_ids").to_pylist() == [tok("hi<|im_start|>")["input_ids"]]
+    with pytest.raises(Exception, match="row 1 of column 'text' is None"):
+        distributed.encode_dataset(ray.data.from_items([{"text": "a"}, {"text": None}]), bpe).materialize()
 
     index = distributed.encode_files(corpus, bpe, tmp_path / "ids")
     entries = json.loads(index.read_text())
