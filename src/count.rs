@@ -5,7 +5,7 @@
 //! every distinct pre-token is counted once with a 64-bit count.
 //!
 //! * **Work units.** Documents are cut into segments of about [`SEGMENT_BYTES`] at *safe cuts*
-//!   (`crate::reader::safe_cut`: places where every built-in pattern ends a piece). A custom
+//!   (`crate::cuts::safe_cut`: places where every built-in pattern ends a piece). A custom
 //!   regex may match across anything but a special token, so its documents are cut only after
 //!   special tokens. Segments are counted on the threads of a fork-aware pool (`crate::pool`).
 //! * **No merging until training.** Each pool thread owns one shard of counts (indexed by
@@ -25,7 +25,8 @@ use rustc_hash::FxHashMap;
 
 use crate::keys::{mix128, pack_in, unpack};
 use crate::pretok::Pattern;
-use crate::reader::{read_corpus, segments_keeping, Block, CutRule, ReadOptions};
+use crate::cuts::segments_keeping;
+use crate::reader::{read_corpus, Block, CutRule, ReadOptions};
 use crate::specials::{SpecialSet, Specials};
 pub use crate::reader::{Progress, Utf8Errors, INTERRUPTED};
 
@@ -278,7 +279,7 @@ impl Counter {
 
     /// Streams one file (plain text, `.gz`, `.jsonl`/`.jsonl.gz` with a `text` field) into the
     /// counts. `progress` receives the number of file bytes read so far.
-    /// `range`: only the bytes `start..end` of a plain file, a shard cut by `reader::shard_cuts`
+    /// `range`: only the bytes `start..end` of a plain file, a shard cut by `cuts::shard_cuts`
     /// (the file counts as one document in the shard that starts at 0).
     pub fn add_file(&mut self, path: &str, errors: Utf8Errors, text_field: &str, range: Option<(u64, u64)>, progress: Progress) -> Result<(), String> {
         if let Some((s, e)) = range {
@@ -312,7 +313,7 @@ impl Counter {
         Ok(())
     }
 
-    /// Where shards of `path` start, for byte offsets `targets` (`reader::shard_cuts` with this
+    /// Where shards of `path` start, for byte offsets `targets` (`cuts::shard_cuts` with this
     /// counter's special tokens). A custom regex may match across any cut but a special token,
     /// so its text files are counted whole (an error here).
     pub fn shard_cuts(&self, path: &str, targets: &[u64]) -> Result<Vec<u64>, String> {
@@ -320,7 +321,7 @@ impl Counter {
         if !jsonl && !self.pattern.is_builtin() {
             return Err(format!("{path}: text counted with a custom regex is read whole, not in byte ranges"));
         }
-        crate::reader::shard_cuts(path, targets, jsonl, &self.specials)
+        crate::cuts::shard_cuts(path, targets, jsonl, &self.specials)
     }
 
     /// Number of distinct pre-tokens so far.

@@ -2,7 +2,7 @@
 //! `specials` (split at special tokens), `pretok` (pre-tokenize), `count` (distinct words) with `counts` (word counts as data),
 //! `train` (the merge loop), `encode` (encode by rank) with `cache` (the word cache), `batch`
 //! and `files` (parallel batches and files) on `pool` (fork-aware thread pools), `reader`
-//! (streaming corpora), `decode`; `keys` and `outbuf` are shared helpers. The Python bindings
+//! (streaming corpora) with `cuts` (where text may be cut), `decode`; `keys` and `outbuf` are shared helpers. The Python bindings
 //! live apart, in `bindings`.
 
 pub mod batch;
@@ -10,6 +10,7 @@ mod bindings;
 pub mod cache;
 pub mod count;
 pub mod counts;
+pub mod cuts;
 pub mod decode;
 pub mod encode;
 pub mod files;

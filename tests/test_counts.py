@@ -199,3 +199,9 @@ def test_a_long_document_is_never_cut_inside_a_special_token():
     got = hf_bpe.count([doc], special_tokens=specials, progress=False)
     assert dict(got.items()) == direct_count([doc], specials=specials)
     assert got[b"ab"] == 0 and got[b" cd"] == 0
+
+
+def test_the_core_checks_arrays_it_trains_on():
+    unsorted = (np.frombuffer(b"bca", np.uint8), np.array([0, 2, 3]), np.array([1, 1], np.uint64))
+    with pytest.raises(ValueError, match="words must be distinct and sorted by bytes"):
+        _core.train_merges(unsorted, 10)

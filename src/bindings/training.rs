@@ -138,7 +138,7 @@ pub fn segment_words<'py>(
     offsets: PyReadonlyArray1<'py, i64>,
 ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
     let (b, o) = (bytes.as_slice()?, offsets.as_slice()?);
-    if o.first() != Some(&0) || o.windows(2).any(|w| w[1] < w[0]) || *o.last().unwrap_or(&0) as usize != b.len() {
+    if !rising(o, b.len()) {
         return Err(value_error("segment_words: offsets must rise from 0 to len(bytes)".into()));
     }
     let enc = encoder.inner.clone();
@@ -175,12 +175,17 @@ pub fn train_merges_extending<'py>(
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
     let cfg = TrainConfig { max_new_tokens, tie_break: tie_break_of(tie_break)?, min_frequency, max_token_length };
     let (s, o, c) = (syms.as_slice()?.to_vec(), offsets.as_slice()?, counts.as_slice()?);
-    if o.len() != c.len() + 1 || o.first() != Some(&0) || o.windows(2).any(|w| w[1] < w[0]) || *o.last().unwrap() as usize != s.len() {
+    if o.len() != c.len() + 1 || !rising(o, s.len()) {
         return Err(value_error("train_merges_extending: offsets must rise from 0 to len(syms), one more than counts".into()));
     }
     let base: Vec<Box<[u8]>> = base.into_iter().map(Vec::into_boxed_slice).collect();
     let merges = with_progress(py, progress, |cb| train::train_extending(&base, &base_merges, s, o, c, &cfg, &mut |n| cb(n as u64)))?;
     Ok(merges.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect())
+}
+
+/// Whether `offsets` run from 0 to `len` without going down (flat rows of `len` items).
+fn rising(offsets: &[i64], len: usize) -> bool {
+    offsets.first() == Some(&0) && offsets.windows(2).all(|w| w[0] <= w[1]) && offsets.last().is_some_and(|&e| e as usize == len)
 }
 
 fn tie_break_of(s: &str) -> PyResult<TieBreak> {
@@ -243,6 +248,7 @@ pub fn train_merges<'py>(
         }
         Words::Arrays(a) => {
             let f = flat_ref(&a)?;
+            py.allow_threads(|| counts::check(f)).map_err(value_error)?; // (a direct call may pass anything)
             with_progress(py, progress, |cb| {
                 let pool = crate::pool::get(0);
                 Ok(train::train(f.to_words(), &cfg, pool.as_deref(), &mut |n| cb(n as u64)))
