@@ -9,7 +9,7 @@
 //!   regex may match across anything but a special token, so its documents are cut only after
 //!   special tokens. Segments are counted on the threads of a fork-aware pool (`crate::pool`).
 //! * **No merging until training.** Each pool thread owns one shard of counts (indexed by
-//!   `rayon::current_thread_index`), merged once by [`Counter::words`].
+//!   `rayon::current_thread_index`), merged once by [`Counter::flat`].
 //! * **Packed keys, prefetched.** Pieces of at most 15 bytes are packed into a `u128` and
 //!   counted in an open-addressing [`CountTable`]; the update trails the scanner by a queue of
 //!   64 keys whose slots were prefetched. Why, and what was tried:
@@ -23,7 +23,8 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::keys::{mix128, pack_in, unpack};
+use crate::counts::Flat;
+use crate::keys::{mix128, pack_in, unpack_into};
 use crate::pretok::Pattern;
 use crate::cuts::segments_keeping;
 use crate::reader::{read_corpus, Block, CutRule, ReadOptions};
@@ -359,19 +360,29 @@ impl Counter {
         }
     }
 
-    pub fn words(&self) -> Vec<(Box<[u8]>, u64)> {
+    pub fn flat(&self) -> Flat {
         // On the counter's pool (the threads the user asked for), never rayon's global one.
-        crate::pool::install(self.pool(), || self.words_here())
+        crate::pool::install(self.pool(), || self.flat_here(false))
     }
 
-    fn words_here(&self) -> Vec<(Box<[u8]>, u64)> {
-        let shards: Vec<_> = self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner())).collect();
+    /// [`flat`](Self::flat), then [`release`](Self::release); each table is freed as soon as
+    /// its words are gathered, so the tables and the flat form are not all alive at once.
+    pub fn take_flat(&mut self) -> Flat {
+        let flat = crate::pool::install(self.pool(), || self.flat_here(true));
+        self.release();
+        flat
+    }
+
+    fn flat_here(&self, free_tables: bool) -> Flat {
+        let mut shards: Vec<_> = self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner())).collect();
         let mut short: Vec<(u128, u64)> = Vec::with_capacity(shards.iter().map(|s| s.short.len).sum());
-        for s in shards.iter() {
+        for s in shards.iter_mut() {
             short.extend(s.short.iter().map(|(k, v)| (k.swap_bytes(), v)));
+            if free_tables {
+                s.short = CountTable::with_capacity_pow2(16);
+            }
         }
-        let parallel = crate::pool::in_pool();
-        if parallel {
+        if crate::pool::in_pool() {
             short.par_sort_unstable_by_key(|e| e.0);
         } else {
             short.sort_unstable_by_key(|e| e.0);
@@ -395,21 +406,23 @@ impl Counter {
         let mut long: Vec<(&[u8], u64)> = long.into_iter().collect();
         long.sort_unstable_by(|a, b| a.0.cmp(b.0));
 
-        let unpack_one = |(k, v): (u128, u64)| (unpack(k.swap_bytes()).into_boxed_slice(), v);
-        let short: Vec<(Box<[u8]>, u64)> =
-            if parallel { short.into_par_iter().map(unpack_one).collect() } else { short.into_iter().map(unpack_one).collect() };
-        if long.is_empty() {
-            return short;
-        }
-        let mut out = Vec::with_capacity(short.len() + long.len());
+        // (A byte-swapped key's low byte is the length.) The two sorted runs, merged straight into the flat arrays (no word is boxed).
+        let n = short.len() + long.len();
+        let nbytes = short.iter().map(|e| (e.0 as u8).min(15) as usize).sum::<usize>() + long.iter().map(|e| e.0.len()).sum::<usize>();
+        let mut out = Flat { bytes: Vec::with_capacity(nbytes), offsets: Vec::with_capacity(n + 1), counts: Vec::with_capacity(n) };
+        out.offsets.push(0);
         let mut li = long.into_iter().peekable();
-        for (w, c) in short {
-            while let Some((lw, lc)) = li.next_if(|(lw, _)| *lw < &w[..]) {
-                out.push((Box::<[u8]>::from(lw), lc));
+        let mut buf = [0u8; 16];
+        for (k, c) in short {
+            let w = unpack_into(k.swap_bytes(), &mut buf);
+            while let Some((lw, lc)) = li.next_if(|(lw, _)| *lw < w) {
+                out.push(lw, lc);
             }
-            out.push((w, c));
+            out.push(w, c);
         }
-        out.extend(li.map(|(w, c)| (Box::<[u8]>::from(w), c)));
+        for (lw, lc) in li {
+            out.push(lw, lc);
+        }
         out
     }
 }
@@ -427,12 +440,12 @@ mod tests {
         let docs: Vec<String> = (0..50).map(|i| format!("{text} w{i} {long}")).collect();
         let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
         c.add_texts(&refs).unwrap();
-        let words = c.words();
+        let words = c.flat();
         let mut expect: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
         for d in &docs {
             c.pattern().for_each_piece(d, |s, e| *expect.entry(d.as_bytes()[s..e].to_vec()).or_insert(0) += 1).unwrap();
         }
-        let got: Vec<(Vec<u8>, u64)> = words.iter().map(|(w, c)| (w.to_vec(), *c)).collect();
+        let got: Vec<(Vec<u8>, u64)> = (0..words.counts.len()).map(|i| (words.as_ref().word(i).to_vec(), words.counts[i])).collect();
         assert_eq!(got, expect.into_iter().collect::<Vec<_>>());
     }
 

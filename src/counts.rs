@@ -39,11 +39,6 @@ impl<'a> FlatRef<'a> {
     pub fn word(&self, i: usize) -> &'a [u8] {
         &self.bytes[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
-
-    /// The words as the merge loop takes them.
-    pub fn to_words(&self) -> Vec<(Box<[u8]>, u64)> {
-        (0..self.len()).map(|i| (Box::from(self.word(i)), self.counts[i])).collect()
-    }
 }
 
 impl Flat {
@@ -51,21 +46,8 @@ impl Flat {
         FlatRef { bytes: &self.bytes, offsets: &self.offsets, counts: &self.counts }
     }
 
-    /// The flat form of words already sorted by bytes and distinct (as `Counter::words` gives).
-    pub fn from_words(words: &[(Box<[u8]>, u64)]) -> Flat {
-        let mut out = Flat {
-            bytes: Vec::with_capacity(words.iter().map(|(w, _)| w.len()).sum()),
-            offsets: Vec::with_capacity(words.len() + 1),
-            counts: Vec::with_capacity(words.len()),
-        };
-        out.offsets.push(0);
-        for (w, c) in words {
-            out.push(w, *c);
-        }
-        out
-    }
-
-    fn push(&mut self, word: &[u8], count: u64) {
+    /// Appends a word and its count.
+    pub fn push(&mut self, word: &[u8], count: u64) {
         self.bytes.extend_from_slice(word);
         self.offsets.push(self.bytes.len() as i64);
         self.counts.push(count);
@@ -142,8 +124,11 @@ mod tests {
     use super::*;
 
     fn flat(words: &[(&str, u64)]) -> Flat {
-        let w: Vec<(Box<[u8]>, u64)> = words.iter().map(|(w, c)| (Box::from(w.as_bytes()), *c)).collect();
-        Flat::from_words(&w)
+        let mut f = Flat { bytes: Vec::new(), offsets: vec![0], counts: Vec::new() };
+        for (w, c) in words {
+            f.push(w.as_bytes(), *c);
+        }
+        f
     }
 
     #[test]

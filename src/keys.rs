@@ -109,8 +109,15 @@ const KEEP: [u128; 16] = {
 /// The bytes of a key made by [`pack`].
 #[inline]
 pub fn unpack(k: u128) -> Vec<u8> {
-    let buf = k.to_le_bytes();
-    buf[..(buf[15] as usize).min(15)].to_vec()
+    let mut buf = [0u8; 16];
+    unpack_into(k, &mut buf).to_vec()
+}
+
+/// [`unpack`] into `buf`, without allocating.
+#[inline]
+pub fn unpack_into(k: u128, buf: &mut [u8; 16]) -> &[u8] {
+    *buf = k.to_le_bytes();
+    &buf[..(buf[15] as usize).min(15)]
 }
 
 /// A 64-bit hash of a packed key: one multiply after folding the halves (the length byte

@@ -65,14 +65,14 @@ impl WordCounter {
 
     /// The distinct pre-tokens and their counts, sorted by bytes.
     fn words<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u64)> {
-        let words = py.allow_threads(|| self.inner.words());
-        words.iter().map(|(w, c)| (PyBytes::new(py, w), *c)).collect()
+        let f = py.allow_threads(|| self.inner.flat());
+        (0..f.counts.len()).map(|i| (PyBytes::new(py, f.as_ref().word(i)), f.counts[i])).collect()
     }
 
     /// The distinct pre-tokens and their counts as flat arrays sorted by bytes: `(bytes,
     /// offsets, counts)` (`hf_bpe.WordCounts`' form).
     fn arrays<'py>(&self, py: Python<'py>) -> Arrays<'py> {
-        let flat = py.allow_threads(|| Flat::from_words(&self.inner.words()));
+        let flat = py.allow_threads(|| self.inner.flat());
         to_arrays(py, flat)
     }
 
@@ -237,13 +237,14 @@ pub fn train_merges<'py>(
         Words::Counter(mut c) => {
             let counter = &mut c.inner;
             with_progress(py, progress, |cb| {
-                let words = counter.words();
-                if release_counts {
-                    counter.release();
+                let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
+                let words = if release_counts { counter.take_flat() } else { counter.flat() };
+                if timing {
+                    eprintln!("train: counts gathered, RSS {} MiB", crate::train::rss_mib());
                 }
                 // The merge loop's parallel part runs on the counter's pool, never on rayon's
                 // global one (which a forked child could not use).
-                Ok(train::train(words, &cfg, counter.pool(), &mut |n| cb(n as u64)))
+                Ok(train::train_owned(words, &cfg, counter.pool(), &mut |n| cb(n as u64)))
             })?
         }
         Words::Arrays(a) => {
@@ -251,13 +252,16 @@ pub fn train_merges<'py>(
             py.allow_threads(|| counts::check(f)).map_err(value_error)?; // (a direct call may pass anything)
             with_progress(py, progress, |cb| {
                 let pool = crate::pool::get(0);
-                Ok(train::train(f.to_words(), &cfg, pool.as_deref(), &mut |n| cb(n as u64)))
+                Ok(train::train(f, &cfg, pool.as_deref(), &mut |n| cb(n as u64)))
             })?
         }
         Words::List(list) => with_progress(py, progress, |cb| {
-            let words: Vec<(Box<[u8]>, u64)> = list.into_iter().map(|(w, c)| (w.into_boxed_slice(), c)).collect();
+            let mut words = Flat { bytes: Vec::new(), offsets: vec![0], counts: Vec::with_capacity(list.len()) };
+            for (w, c) in list {
+                words.push(&w, c);
+            }
             let pool = crate::pool::get(0);
-            Ok(train::train(words, &cfg, pool.as_deref(), &mut |n| cb(n as u64)))
+            Ok(train::train_owned(words, &cfg, pool.as_deref(), &mut |n| cb(n as u64)))
         })?,
     };
     Ok(merges.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect())

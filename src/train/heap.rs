@@ -4,7 +4,9 @@
 //! so the first valid pop is the true maximum. The order comes from a closure at each call, so
 //! it can read token bytes (lexicographic ties) or ranks (HF ties) without keys in the entries.
 
+/// 12 bytes (packed: a padded entry would be 16).
 #[derive(Clone, Copy)]
+#[repr(C, packed(4))]
 pub struct Entry {
     pub count: i64,
     pub pair: u32,

@@ -25,7 +25,9 @@ mod words;
 use heap::{Entry, Heap};
 use pairs::Pairs;
 use tokens::Tokens;
-use words::{Delta, Words};
+use words::{Delta, Sym, Words};
+
+use crate::counts::{Flat, FlatRef};
 
 pub use tokens::{byte_alphabet, hf_byte_rank, unbyte_table};
 
@@ -74,8 +76,9 @@ impl Rules {
 /// tie rule.
 #[inline]
 fn better(x: &Entry, y: &Entry, toks: &Tokens, pairs: &Pairs, hf: bool) -> bool {
-    if x.count != y.count {
-        return x.count > y.count;
+    let (xc, yc) = (x.count, y.count);
+    if xc != yc {
+        return xc > yc;
     }
     let (xa, xb) = (pairs.left[x.pair as usize], pairs.right[x.pair as usize]);
     let (ya, yb) = (pairs.left[y.pair as usize], pairs.right[y.pair as usize]);
@@ -128,7 +131,7 @@ struct Scratch {
 ///
 /// The walk is bound by cache misses (the word record, then its symbols, a dependent load), so
 /// records 16 words ahead and symbols 8 ahead are prefetched.
-fn merge_in_words(words: &mut Words, pairs: &mut Pairs, toks: &Tokens, rules: &Rules, (a, b, c): (u32, u32, u32), s: &mut Scratch) {
+fn merge_in_words<S: Sym>(words: &mut Words<S>, pairs: &mut Pairs, toks: &Tokens, rules: &Rules, (a, b, c): (u32, u32, u32), s: &mut Scratch) {
     for k in 0..s.words.len() {
         if let Some(&w16) = s.words.get(k + 16) {
             words.prefetch(w16, true);
@@ -141,7 +144,7 @@ fn merge_in_words(words: &mut Words, pairs: &mut Pairs, toks: &Tokens, rules: &R
         if !words.merge(w as usize, a, b, c, &mut s.deltas) {
             continue;
         }
-        let wc = words.list[w as usize].count;
+        let wc = words.count(w as usize);
         for d in &s.deltas {
             if rules.counts(toks, d) {
                 pairs.apply(d.left, d.right, d.sign * wc, w, s.merge_no, &mut s.touched);
@@ -161,23 +164,90 @@ fn push_touched(heap: &mut Heap, pairs: &Pairs, toks: &Tokens, hf: bool, touched
     touched.clear();
 }
 
-/// Learns merges from distinct words with their counts. Returns the merges in training order,
-/// each as (left bytes, right bytes). `progress(done)` is called about every 1% with the number
-/// of new tokens made so far; when it returns `false`, training stops with the merges so far.
-/// The initial pair count runs on `pool` (on the calling thread without one).
+/// Learns merges from distinct words with their counts (the flat form, sorted or not).
+/// Returns the merges in training order, each as (left bytes, right bytes). `progress(done)` is
+/// called about every 1% with the number of new tokens made so far; when it returns `false`,
+/// training stops with the merges so far. The initial pair count runs on `pool` (on the
+/// calling thread without one).
 pub fn train(
-    words: Vec<(Box<[u8]>, u64)>,
+    words: FlatRef<'_>,
+    cfg: &TrainConfig,
+    pool: Option<&rayon::ThreadPool>,
+    progress: &mut dyn FnMut(usize) -> bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let _mapped = MapBigAllocations::new();
+    if small_ids(256, cfg) {
+        train_words(Words::<u16>::from_flat(words), cfg, pool, progress)
+    } else {
+        train_words(Words::<u32>::from_flat(words), cfg, pool, progress)
+    }
+}
+
+/// [`train`] on owned word counts, freed once the merge loop has its own copy.
+pub fn train_owned(
+    words: Flat,
+    cfg: &TrainConfig,
+    pool: Option<&rayon::ThreadPool>,
+    progress: &mut dyn FnMut(usize) -> bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let _mapped = MapBigAllocations::new();
+    if small_ids(256, cfg) {
+        let w = Words::<u16>::from_flat(words.as_ref());
+        drop(words);
+        train_words(w, cfg, pool, progress)
+    } else {
+        let w = Words::<u32>::from_flat(words.as_ref());
+        drop(words);
+        train_words(w, cfg, pool, progress)
+    }
+}
+
+/// Whether every token id of the run fits 16 bits (`known` tokens, then the new ones).
+fn small_ids(known: usize, cfg: &TrainConfig) -> bool {
+    known.saturating_add(cfg.max_new_tokens) <= 1 << 16
+}
+
+/// While alive, glibc serves every allocation of 1 MiB or more by its own mapping. By default
+/// glibc raises that threshold up to 32 MiB after a big block is freed (the counting tables
+/// are), and then the merge loop's growing vectors are copied within the heap, each leaving its
+/// old copy behind as a hole (~80 bytes per distinct word of peak on English). Mapped blocks
+/// grow in place (`mremap`) and go back to the system when freed. On drop the threshold is set
+/// to 32 MiB, where glibc's own adjustment would have taken it after the counting tables were
+/// freed (the process's other large allocations, e.g. Python's, stay cheap).
+struct MapBigAllocations;
+
+impl MapBigAllocations {
+    fn new() -> Self {
+        set_mmap_threshold(1 << 20);
+        MapBigAllocations
+    }
+}
+
+impl Drop for MapBigAllocations {
+    fn drop(&mut self) {
+        set_mmap_threshold(32 << 20);
+    }
+}
+
+fn set_mmap_threshold(bytes: i32) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes the allocator's tuning; M_MMAP_THRESHOLD takes a size.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, bytes);
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = bytes;
+}
+
+fn train_words<S: Sym>(
+    words: Words<S>,
     cfg: &TrainConfig,
     pool: Option<&rayon::ThreadPool>,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
     let rules = Rules::of(cfg);
-    if cfg.max_new_tokens == 0 || (!rules.hf && rules.max_len < 2) {
-        return Vec::new();
-    }
-    let words = Words::from_counts(words);
-    if words.len() > u32::MAX as usize - 1 {
-        return Vec::new(); // more distinct words than ids; cannot happen with real data
+    if cfg.max_new_tokens == 0 || (!rules.hf && rules.max_len < 2) || words.len() > u32::MAX as usize - 1 {
+        return Vec::new(); // (more distinct words than ids cannot happen with real data)
     }
     let pairs = Pairs::build(&words, pool);
     merge_loop(words, pairs, Tokens::new(), &rules, cfg, None, progress)
@@ -205,6 +275,7 @@ pub fn train_extending(
     cfg: &TrainConfig,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+    let _mapped = MapBigAllocations::new();
     let toks = Tokens::with_base(base)?;
     if let Some(&bad) = syms.iter().find(|&&t| t as usize >= toks.count()) {
         return Err(format!("token id {bad} of a word is not in the base vocabulary ({} tokens)", toks.count()));
@@ -219,15 +290,24 @@ pub fn train_extending(
             known.insert((x, y));
         }
     }
-    let words = Words::from_segmented(syms, offsets, counts);
     let len = |t: u32| toks.len[t as usize] as u64;
-    let pairs = Pairs::build_general(&words, |a, b| rules.hf || len(a) + len(b) <= rules.max_len);
-    Ok(merge_loop(words, pairs, toks, &rules, cfg, Some(known), progress))
+    let counted = |a, b| rules.hf || len(a) + len(b) <= rules.max_len;
+    Ok(if small_ids(toks.count(), cfg) {
+        let words = Words::<u16>::from_segmented(&syms, offsets, counts);
+        drop(syms);
+        let pairs = Pairs::build_general(&words, counted);
+        merge_loop(words, pairs, toks, &rules, cfg, Some(known), progress)
+    } else {
+        let words = Words::<u32>::from_segmented(&syms, offsets, counts);
+        drop(syms);
+        let pairs = Pairs::build_general(&words, counted);
+        merge_loop(words, pairs, toks, &rules, cfg, Some(known), progress)
+    })
 }
 
 /// The merge loop proper, from the words, their pairs and the tokens so far.
-fn merge_loop(
-    mut words: Words,
+fn merge_loop<S: Sym>(
+    mut words: Words<S>,
     mut pairs: Pairs,
     mut toks: Tokens,
     rules: &Rules,
@@ -243,7 +323,7 @@ fn merge_loop(
     let mut merges = Vec::new();
     let mut heap = initial_heap(&pairs, &toks, rules);
     if timing {
-        eprintln!("train: words and initial pairs {:?} ({} words, {} pairs)", t0.elapsed(), words.len(), pairs.len());
+        eprintln!("train: words and initial pairs {:?} ({} words, {} pairs), RSS {} MiB", t0.elapsed(), words.len(), pairs.len(), rss_mib());
     }
     let mut s = Scratch { words: Vec::new(), deltas: Vec::new(), touched: Vec::new(), merge_no: 0 };
     let mut new_tokens = 0usize;
@@ -281,10 +361,27 @@ fn merge_loop(
         }
     }
     if timing {
-        let (np, nodes) = pairs.sizes();
-        eprintln!("train: merge loop done at {:?} ({} merges, {} heap entries, {nodes} list nodes, {np} pairs)", t0.elapsed(), merges.len(), heap.v.len());
+        let mb = |b: usize| b as f64 / (1 << 20) as f64;
+        eprintln!(
+            "train: merge loop done at {:?} (RSS {} MiB): {} merges; {} words ({:.1} MiB symbols, {:.1} MiB records); {}; heap {} entries ({:.1} MiB) (in use)",
+            t0.elapsed(),
+            rss_mib(),
+            merges.len(),
+            words.len(),
+            mb(words.syms.len() * std::mem::size_of::<S>()),
+            mb(words.list.len() * std::mem::size_of::<words::Word>()),
+            pairs.sizes(),
+            heap.v.len(),
+            mb(heap.v.len() * std::mem::size_of::<Entry>())
+        );
     }
     merges
+}
+
+/// The resident memory of this process, for the timing report (0 where unknown).
+pub fn rss_mib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4096 >> 20
 }
 
 #[cfg(test)]
@@ -292,9 +389,18 @@ mod tests {
     use super::*;
 
     fn run(words: &[(&[u8], u64)], n: usize, tb: TieBreak, minf: u64, maxlen: Option<usize>) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let ws: Vec<(Box<[u8]>, u64)> = words.iter().map(|(w, c)| (w.to_vec().into_boxed_slice(), *c)).collect();
         let cfg = TrainConfig { max_new_tokens: n, tie_break: tb, min_frequency: minf, max_token_length: maxlen };
-        train(ws, &cfg, None, &mut |_| true)
+        train(flat(words).as_ref(), &cfg, None, &mut |_| true)
+    }
+
+    fn flat(words: &[(&[u8], u64)]) -> Flat {
+        let mut f = Flat { bytes: Vec::new(), offsets: vec![0], counts: Vec::new() };
+        for (w, c) in words {
+            f.bytes.extend_from_slice(w);
+            f.offsets.push(f.bytes.len() as i64);
+            f.counts.push(*c);
+        }
+        f
     }
 
     fn m(list: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -378,12 +484,30 @@ mod tests {
     }
 
     #[test]
+    fn wide_symbols_learn_the_same_merges() {
+        // More than 65,280 new tokens asked for: the words hold u32 symbols instead of u16.
+        let text = "the cat sat on the mat; then the hat, that cat's hat, sat there ab ba abab";
+        let mut counts = std::collections::BTreeMap::<Vec<u8>, u64>::new();
+        for (i, w) in text.split(' ').enumerate() {
+            *counts.entry(format!(" {w}").into_bytes()).or_default() += 1 + (i as u64 % 3);
+        }
+        let words: Vec<(&[u8], u64)> = counts.iter().map(|(w, c)| (&w[..], *c)).collect();
+        for tb in [TieBreak::Lexicographic, TieBreak::Hf] {
+            assert!(small_ids(256, &TrainConfig { max_new_tokens: 65_000, tie_break: tb, min_frequency: 0, max_token_length: None }));
+            let narrow = run(&words, 65_000, tb, 0, None);
+            assert!(!small_ids(256, &TrainConfig { max_new_tokens: 70_000, tie_break: tb, min_frequency: 0, max_token_length: None }));
+            let wide = run(&words, 70_000, tb, 0, None);
+            assert!(narrow.len() > 20);
+            assert_eq!(narrow, wide);
+        }
+    }
+
+    #[test]
     fn progress_can_stop() {
         let words: &[(&[u8], u64)] = &[(b"abcdefghijklmnop", 1)];
-        let ws: Vec<(Box<[u8]>, u64)> = words.iter().map(|(w, c)| (w.to_vec().into_boxed_slice(), *c)).collect();
         let cfg = TrainConfig { max_new_tokens: 10, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None };
         let mut calls = 0;
-        let got = train(ws, &cfg, None, &mut |_| {
+        let got = train_owned(flat(words), &cfg, None, &mut |_| {
             calls += 1;
             calls < 3
         });

@@ -4,27 +4,88 @@
 //!   lookup, the key `left << 32 | right`); counts, list heads and "touched in this merge"
 //!   stamps are plain vectors indexed by it. That lookup is the only hashing of the merge loop.
 //! * **Lazy lists.** A word stays listed after it lost the pair; the merge checks it (about half
-//!   the visits on English find an occurrence). The initial lists are one sorted `Vec<u32>` laid
-//!   out by a counting sort; words added later (when a pair's count rises in them) go to an
-//!   unrolled linked list per pair (6 word ids per 32-byte node, all nodes in one arena), so
-//!   adding is a push and a walk costs one pointer chase per 6 words.
+//!   the visits on English find an occurrence). A pair whose count falls to 0 drops its lists.
+//! * **Lists as varint gaps.** The lists are most of the merge loop's memory, so word ids are
+//!   stored as LEB128 varints of the gap from the previous id (1-3 bytes instead of 4). The
+//!   initial lists are one byte vector laid out by a counting sort (ids ascending); words added
+//!   later (when a pair's count rises in them) go to an unrolled linked list per pair (32-byte
+//!   nodes of 23 payload bytes, zigzag gaps, all nodes in one arena, freed nodes reused), so
+//!   adding is an append and a walk costs one pointer chase per ~10 words.
 //! * **Initial pairs are byte pairs**, so dense 65,536-slot tables replace hashing and sorting;
 //!   they are counted in parallel per chunk of words when a pool is there.
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::words::Words;
+use super::words::{Sym, Word, Words};
 
 pub const NIL: u32 = u32::MAX;
-const NODE_WORDS: usize = 6;
+const NODE_BYTES: usize = 23;
 
-/// A node of an unrolled linked list of word ids (32 bytes).
+/// A node of an unrolled linked list of word ids (32 bytes): the first id as a varint, then
+/// zigzag varints of the difference to the previous one; `last` is the last id.
 #[derive(Clone, Copy)]
 struct Node {
-    w: [u32; NODE_WORDS],
-    n: u32,
+    last: u32,
     next: u32,
+    len: u8,
+    bytes: [u8; NODE_BYTES],
+}
+
+impl Node {
+    /// Appends the ids of this node to `out`.
+    fn decode(&self, out: &mut Vec<u32>) {
+        let b = &self.bytes[..self.len as usize];
+        let mut pos = 0;
+        let mut w = get(b, &mut pos) as i64;
+        out.push(w as u32);
+        while pos < b.len() {
+            w += unzigzag(get(b, &mut pos));
+            out.push(w as u32);
+        }
+    }
+}
+
+/// LEB128: 7 bits a byte, low bits first, the top bit set on all bytes but the last.
+#[inline]
+fn put(mut v: u64, out: &mut [u8]) -> usize {
+    let mut n = 0;
+    while v >= 0x80 {
+        out[n] = v as u8 | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    out[n] = v as u8;
+    n + 1
+}
+
+#[inline]
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+#[inline]
+fn get(b: &[u8], pos: &mut usize) -> u64 {
+    let (mut v, mut shift) = (0u64, 0);
+    loop {
+        let x = b[*pos];
+        *pos += 1;
+        v |= ((x & 0x7f) as u64) << shift;
+        if x < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+#[inline]
+fn zigzag(d: i64) -> u64 {
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+#[inline]
+fn unzigzag(v: u64) -> i64 {
+    (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 
 #[inline]
@@ -38,13 +99,16 @@ pub struct Pairs {
     pub left: Vec<u32>,
     pub right: Vec<u32>,
     pub count: Vec<i64>,
-    /// Words listed at the start: `init_words[init_start..init_start + init_len]`, sorted.
-    init_start: Vec<usize>,
+    /// Words listed at the start, for the initial pairs (ids `0..init_len.len()`): varint gaps
+    /// (the first from -1) at `init_bytes[init_start..init_start + init_len]`, ids ascending.
+    init_start: Vec<u64>,
     init_len: Vec<u32>,
-    init_words: Vec<u32>,
+    init_bytes: Vec<u8>,
     /// Words added later (when the pair's count rose in them): an unrolled list.
     head: Vec<u32>,
     nodes: Vec<Node>,
+    /// The first of the nodes free for reuse (chained by `next`).
+    free: u32,
     /// Merge number in which this pair's count last rose (to push it once per merge).
     touched: Vec<u32>,
 }
@@ -59,8 +123,6 @@ impl Pairs {
             self.right.push(b);
             self.count.push(0);
             self.head.push(NIL);
-            self.init_start.push(0);
-            self.init_len.push(0);
             self.touched.push(u32::MAX);
         }
         id as usize
@@ -68,15 +130,17 @@ impl Pairs {
 
     /// Every byte pair of the words with its weighted count and its words (in word order,
     /// once per word), in key order.
-    pub fn build(words: &Words, pool: Option<&rayon::ThreadPool>) -> Pairs {
+    pub fn build<S: Sym>(words: &Words<S>, pool: Option<&rayon::ThreadPool>) -> Pairs {
         let nwords = words.len();
-        let tally = |ws: &[super::words::Word]| {
+        let byte_pair = |p: &[S]| (p[0].id() << 8 | p[1].id()) as usize;
+        let tally = |first: usize, ws: &[Word]| {
             let mut cnt = vec![0i64; 1 << 16];
             let mut occ = vec![0u32; 1 << 16];
-            for wd in ws {
-                for p in words.syms[wd.start..wd.start + wd.len as usize].windows(2) {
-                    let k = (p[0] << 8 | p[1]) as usize;
-                    cnt[k] = cnt[k].saturating_add(wd.count);
+            for (i, wd) in ws.iter().enumerate() {
+                let c = words.count(first + i);
+                for p in words.syms_of(wd).windows(2) {
+                    let k = byte_pair(p);
+                    cnt[k] = cnt[k].saturating_add(c);
                     occ[k] += 1;
                 }
             }
@@ -85,7 +149,7 @@ impl Pairs {
         let (bcount, bocc) = match pool {
             Some(pool) => pool.install(|| {
                 let chunk = (nwords / (pool.current_num_threads() * 4)).max(4096);
-                words.list.par_chunks(chunk).map(tally).reduce(
+                words.list.par_chunks(chunk).enumerate().map(|(i, ws)| tally(i * chunk, ws)).reduce(
                     || (vec![0i64; 1 << 16], vec![0u32; 1 << 16]),
                     |(mut c1, mut o1), (c2, o2)| {
                         for k in 0..1 << 16 {
@@ -96,7 +160,7 @@ impl Pairs {
                     },
                 )
             }),
-            None => tally(&words.list),
+            None => tally(0, &words.list),
         };
         let mut pairs = Pairs {
             ids: FxHashMap::default(),
@@ -105,55 +169,65 @@ impl Pairs {
             count: Vec::new(),
             init_start: Vec::new(),
             init_len: Vec::new(),
-            init_words: Vec::new(),
+            init_bytes: Vec::new(),
             head: Vec::new(),
             nodes: Vec::new(),
+            free: NIL,
             touched: Vec::new(),
         };
-        // Pair ids for the byte pairs that occur, in key order; `fill[k]` = next free slot.
-        let mut fill = vec![0usize; 1 << 16];
-        let mut total = 0usize;
+        // The bytes of each byte pair's list (gaps between the ids of the words holding it).
+        let mut last = vec![-1i64; 1 << 16];
+        let mut size = vec![0u64; 1 << 16];
+        for (w, wd) in words.list.iter().enumerate() {
+            for p in words.syms_of(wd).windows(2) {
+                let k = byte_pair(p);
+                if last[k] != w as i64 {
+                    size[k] += varint_len((w as i64 - last[k]) as u64) as u64;
+                    last[k] = w as i64;
+                }
+            }
+        }
+        // Pair ids for the byte pairs that occur, in key order; `fill[k]` = next free byte.
+        let mut fill = vec![0u64; 1 << 16];
+        let mut total = 0u64;
         for k in 0..1usize << 16 {
             if bocc[k] == 0 {
                 continue;
             }
             let id = pairs.id((k >> 8) as u32, (k & 255) as u32);
             pairs.count[id] = bcount[k];
-            pairs.init_start[id] = total;
+            pairs.init_start.push(total);
+            pairs.init_len.push(u32::try_from(size[k]).unwrap_or(u32::MAX));
             fill[k] = total;
-            total += bocc[k] as usize;
+            total += size[k];
         }
-        pairs.init_words = vec![NIL; total];
-        let bstart = fill.clone();
+        pairs.init_bytes = vec![0; total as usize + 10];
+        last.iter_mut().for_each(|l| *l = -1);
         for (w, wd) in words.list.iter().enumerate() {
-            for p in words.syms[wd.start..wd.start + wd.len as usize].windows(2) {
-                let k = (p[0] << 8 | p[1]) as usize;
-                let f = fill[k];
-                // Dedupe repeats of the pair within this word (the slot before is ours if so).
-                if f == bstart[k] || pairs.init_words[f - 1] != w as u32 {
-                    pairs.init_words[f] = w as u32;
-                    fill[k] = f + 1;
+            for p in words.syms_of(wd).windows(2) {
+                let k = byte_pair(p);
+                if last[k] != w as i64 {
+                    let f = fill[k] as usize;
+                    fill[k] += put((w as i64 - last[k]) as u64, &mut pairs.init_bytes[f..]) as u64;
+                    last[k] = w as i64;
                 }
             }
         }
-        for k in 0..1usize << 16 {
-            if bocc[k] != 0 {
-                let id = pairs.ids[&key((k >> 8) as u32, (k & 255) as u32)] as usize;
-                pairs.init_len[id] = (fill[k] - pairs.init_start[id]) as u32;
-            }
-        }
+        pairs.init_bytes.truncate(total as usize);
         pairs
     }
 
     /// Every pair of words whose symbols are any tokens (a base vocabulary's segmentation),
     /// through the hash map; `counted(left, right)` says which pairs count at the start.
-    pub fn build_general(words: &Words, counted: impl Fn(u32, u32) -> bool) -> Pairs {
-        let mut pairs = Pairs::build(&Words { syms: Vec::new(), list: Vec::new() }, None);
+    pub fn build_general<S: Sym>(words: &Words<S>, counted: impl Fn(u32, u32) -> bool) -> Pairs {
+        let mut pairs = Pairs::build(&Words::<S>::from_segmented(&[], &[0], &[]), None);
         let mut scratch = Vec::new();
         for (w, wd) in words.list.iter().enumerate() {
-            for p in words.syms[wd.start..wd.start + wd.len as usize].windows(2) {
-                if counted(p[0], p[1]) {
-                    pairs.apply(p[0], p[1], wd.count, w as u32, 0, &mut scratch);
+            let c = words.count(w);
+            for p in words.syms_of(wd).windows(2) {
+                let (x, y) = (p[0].id(), p[1].id());
+                if counted(x, y) {
+                    pairs.apply(x, y, c, w as u32, 0, &mut scratch);
                 }
             }
             scratch.clear();
@@ -170,46 +244,77 @@ impl Pairs {
     /// any: forward memory order, which the hardware prefetcher likes); the lists are emptied.
     pub fn take_words(&mut self, p: usize, buf: &mut Vec<u32>) {
         buf.clear();
-        let (ist, iln) = (self.init_start[p], self.init_len[p] as usize);
-        buf.extend_from_slice(&self.init_words[ist..ist + iln]);
-        self.init_len[p] = 0;
-        let mut n = self.head[p];
-        self.head[p] = NIL;
-        if n != NIL {
-            while n != NIL {
-                let node = &self.nodes[n as usize];
-                buf.extend_from_slice(&node.w[..node.n as usize]);
-                n = node.next;
+        if p < self.init_len.len() {
+            let (ist, iln) = (self.init_start[p] as usize, self.init_len[p] as usize);
+            let b = &self.init_bytes[ist..ist + iln];
+            let (mut pos, mut w) = (0, -1i64);
+            while pos < b.len() {
+                w += get(b, &mut pos) as i64;
+                buf.push(w as u32);
             }
+        }
+        let later = self.head[p] != NIL;
+        self.forget(p, |node| node.decode(buf));
+        if later {
             buf.sort_unstable();
             buf.dedup();
         }
     }
 
+    /// Empties the lists of pair `p`, showing `seen` each node; the nodes go to the free list.
+    fn forget(&mut self, p: usize, mut seen: impl FnMut(&Node)) {
+        if p < self.init_len.len() {
+            self.init_len[p] = 0;
+        }
+        let first = self.head[p];
+        if first == NIL {
+            return;
+        }
+        self.head[p] = NIL;
+        let mut n = first;
+        loop {
+            let node = &self.nodes[n as usize];
+            seen(node);
+            if node.next == NIL {
+                break;
+            }
+            n = node.next;
+        }
+        self.nodes[n as usize].next = self.free;
+        self.free = first;
+    }
+
     /// Changes the count of `(x, y)` by `delta` (a word's count, signed) for word `w`; a pair
-    /// whose count rises lists `w` and is stamped once per merge into `touched`.
+    /// whose count rises lists `w` and is stamped once per merge into `touched`. A pair whose
+    /// count falls to 0 is in no word any more: its lists are freed (a word that forms it again
+    /// is listed again then).
     #[inline]
     pub fn apply(&mut self, x: u32, y: u32, delta: i64, w: u32, merge_no: u32, touched: &mut Vec<u32>) {
         let id = self.id(x, y);
         self.count[id] = self.count[id].saturating_add(delta);
         if delta <= 0 {
+            if delta < 0 && self.count[id] <= 0 {
+                self.forget(id, |_| ());
+            }
             return;
         }
         let h = self.head[id];
-        if h == NIL || {
-            let node = &self.nodes[h as usize];
-            node.w[node.n as usize - 1] != w && node.n as usize == NODE_WORDS
-        } {
-            let mut node = Node { w: [0; NODE_WORDS], n: 1, next: h };
-            node.w[0] = w;
-            self.nodes.push(node);
-            self.head[id] = (self.nodes.len() - 1) as u32;
-        } else {
+        if h != NIL {
             let node = &mut self.nodes[h as usize];
-            if node.w[node.n as usize - 1] != w {
-                node.w[node.n as usize] = w;
-                node.n += 1;
+            if node.last == w {
+                // listed already (the pair rose twice in this word)
+            } else {
+                let gap = zigzag(w as i64 - node.last as i64);
+                let n = node.len as usize;
+                if n + varint_len(gap) <= NODE_BYTES {
+                    node.len += put(gap, &mut node.bytes[n..]) as u8;
+                    node.last = w;
+                } else {
+                    self.push_node(id, w);
+                }
             }
+        } else {
+            self.push_node(id, w);
         }
         if self.touched[id] != merge_no {
             self.touched[id] = merge_no;
@@ -217,13 +322,76 @@ impl Pairs {
         }
     }
 
+    /// Starts a new first node of pair `id`'s later list, holding `w`.
+    fn push_node(&mut self, id: usize, w: u32) {
+        let mut node = Node { last: w, next: self.head[id], len: 0, bytes: [0; NODE_BYTES] };
+        node.len = put(w as u64, &mut node.bytes) as u8;
+        self.head[id] = if self.free != NIL {
+            let n = self.free;
+            self.free = self.nodes[n as usize].next;
+            self.nodes[n as usize] = node;
+            n
+        } else {
+            self.nodes.push(node);
+            (self.nodes.len() - 1) as u32
+        };
+    }
+
     /// Forgets every stamp (when the merge counter wraps around).
     pub fn reset_stamps(&mut self) {
         self.touched.iter_mut().for_each(|s| *s = u32::MAX);
     }
 
-    /// (pairs, list nodes) for the timing report.
-    pub fn sizes(&self) -> (usize, usize) {
-        (self.left.len(), self.nodes.len())
+    /// What the pair state holds, for the timing report.
+    pub fn sizes(&self) -> String {
+        let mb = |b: usize| b as f64 / (1 << 20) as f64;
+        format!(
+            "{} pairs (map {:.1} MiB, tables {:.1} MiB), {} list nodes ({:.1} MiB), initial lists {:.1} MiB",
+            self.left.len(),
+            mb(self.ids.capacity() * 13),
+            mb(self.left.len() * 24),
+            self.nodes.len(),
+            mb(self.nodes.len() * 32),
+            mb(self.init_bytes.len())
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_and_lists_round_trip() {
+        let mut b = [0u8; 10];
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX >> 1] {
+            let n = put(v, &mut b);
+            assert_eq!(n, varint_len(v));
+            let mut pos = 0;
+            assert_eq!((get(&b, &mut pos), pos), (v, n));
+        }
+        for d in [0i64, 1, -1, 63, -64, u32::MAX as i64, -(u32::MAX as i64)] {
+            assert_eq!(unzigzag(zigzag(d)), d);
+        }
+        // A later list across many nodes, ids going up and down, repeats listed once.
+        let mut pairs = Pairs::build(&Words::<u16>::from_segmented(&[], &[0], &[]), None);
+        let ids: Vec<u32> = (0..500u32).map(|i| (i * 7919) % 100_003).chain([5, 5, u32::MAX - 1, 0]).collect();
+        let mut touched = Vec::new();
+        for &w in &ids {
+            pairs.apply(1, 2, 1, w, 0, &mut touched);
+        }
+        let mut got = Vec::new();
+        pairs.take_words(0, &mut got);
+        let mut want = ids.clone();
+        want.sort_unstable();
+        want.dedup();
+        assert_eq!(got, want);
+        assert!(pairs.nodes.len() < ids.len() / 4, "{} nodes", pairs.nodes.len());
+        // Freed nodes are reused.
+        let n = pairs.nodes.len();
+        for &w in &ids {
+            pairs.apply(1, 2, 1, w, 1, &mut touched);
+        }
+        assert_eq!(pairs.nodes.len(), n);
     }
 }
