@@ -175,12 +175,7 @@ pub fn train(
     pool: Option<&rayon::ThreadPool>,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let _mapped = MapBigAllocations::new();
-    if small_ids(256, cfg) {
-        train_words(Words::<u16>::from_flat(words), cfg, pool, progress)
-    } else {
-        train_words(Words::<u32>::from_flat(words), cfg, pool, progress)
-    }
+    train_input(Input::Borrowed(words), cfg, pool, progress)
 }
 
 /// [`train`] on owned word counts, freed once the merge loop has its own copy.
@@ -190,15 +185,30 @@ pub fn train_owned(
     pool: Option<&rayon::ThreadPool>,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
+    train_input(Input::Owned(words), cfg, pool, progress)
+}
+
+enum Input<'a> {
+    Borrowed(FlatRef<'a>),
+    Owned(Flat),
+}
+
+impl Input<'_> {
+    /// The merge loop's words (an owned input is freed here).
+    fn words<S: Sym>(self) -> Words<S> {
+        match self {
+            Input::Borrowed(f) => Words::from_flat(f),
+            Input::Owned(f) => Words::from_flat(f.as_ref()),
+        }
+    }
+}
+
+fn train_input(input: Input<'_>, cfg: &TrainConfig, pool: Option<&rayon::ThreadPool>, progress: &mut dyn FnMut(usize) -> bool) -> Vec<(Vec<u8>, Vec<u8>)> {
     let _mapped = MapBigAllocations::new();
     if small_ids(256, cfg) {
-        let w = Words::<u16>::from_flat(words.as_ref());
-        drop(words);
-        train_words(w, cfg, pool, progress)
+        train_words(input.words::<u16>(), cfg, pool, progress)
     } else {
-        let w = Words::<u32>::from_flat(words.as_ref());
-        drop(words);
-        train_words(w, cfg, pool, progress)
+        train_words(input.words::<u32>(), cfg, pool, progress)
     }
 }
 
