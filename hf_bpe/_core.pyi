@@ -69,10 +69,11 @@ def train_merges(words: WordCounter | CountArrays | Sequence[tuple[bytes, int]],
     """Learns merges (in training order) until ``max_new_tokens`` new token strings exist.
     ``release_counts`` frees a counter's tables before the merge loop (the counter is emptied)."""
 
-def segment_words(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]
-                  ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+def segment_words(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64],
+                  max_rank: int | None = None) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
     """The words (flat bytes + offsets) cut into ``encoder``'s token ids by its merges alone (each
-    word one piece, no pre-tokenization): ``(ids, offsets)``."""
+    word one piece, no pre-tokenization): ``(ids, offsets)``. With ``max_rank`` only pairs of lower
+    rank merge (the first ``max_rank`` merges; tiktoken: tokens of lower rank), no whole-piece lookup."""
 
 def train_merges_extending(base: Sequence[bytes], base_merges: Sequence[tuple[bytes, bytes]],
                            syms: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64],

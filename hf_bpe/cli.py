@@ -1,4 +1,4 @@
-"""Command line: ``hf-bpe train | demo | encode | stats | convert``."""
+"""Command line: ``hf-bpe train | demo | encode | stats | convert | viz``."""
 
 from __future__ import annotations
 
@@ -207,6 +207,19 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_viz(args: argparse.Namespace) -> int:
+    import hf_bpe
+    from hf_bpe import viz
+
+    bpe = hf_bpe.BPE.load(args.tokenizer) if args.tokenizer else None
+    other = hf_bpe.BPE.load(args.compare) if args.compare else None
+    names = (Path(args.tokenizer).name if args.tokenizer else "", Path(args.compare).name if args.compare else "")
+    if names[0] == names[1]:
+        names = (names[0] + " (1)", names[1] + " (2)")
+    viz.serve(bpe, compare=other, port=args.port, open_browser=not args.no_browser, names=names)
+    return 0
+
+
 def _quote(s: str) -> str:
     import shlex
 
@@ -254,6 +267,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--special-token", action="append", dest="special_tokens", metavar="TOKEN=ID",
                    help="a special token of a .tiktoken INPUT (repeatable)")
     p.set_defaults(func=_cmd_convert)
+
+    p = sub.add_parser("viz", help="the blog post's diagram as a local page: text -> tokens -> ids, merge by merge")
+    p.add_argument("--tokenizer", default=None, help="tokenizer to show (default: the post's worked example)")
+    p.add_argument("--compare", default=None, metavar="DIR2", help="a second tokenizer, side by side")
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.set_defaults(func=_cmd_viz)
 
     args = parser.parse_args(argv)
     try:

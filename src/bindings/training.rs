@@ -128,14 +128,18 @@ pub fn merge_counts<'py>(py: Python<'py>, runs: Vec<ArraysIn<'py>>) -> PyResult<
 }
 
 /// The words of word counts (flat `bytes`, `offsets`) cut into `encoder`'s tokens by its merges
-/// alone (no pre-tokenization: each word is one piece): `(ids, offsets)`.
+/// alone (no pre-tokenization: each word is one piece): `(ids, offsets)`. With `max_rank`, only
+/// pairs of lower rank merge (the first `max_rank` merges; tiktoken: tokens of lower rank) and
+/// no piece is looked up whole.
 #[pyfunction]
+#[pyo3(signature = (encoder, bytes, offsets, max_rank=None))]
 #[allow(clippy::type_complexity)]
 pub fn segment_words<'py>(
     py: Python<'py>,
     encoder: PyRef<'py, super::encoder::Encoder>,
     bytes: PyReadonlyArray1<'py, u8>,
     offsets: PyReadonlyArray1<'py, i64>,
+    max_rank: Option<u64>,
 ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
     let (b, o) = (bytes.as_slice()?, offsets.as_slice()?);
     if !rising(o, b.len()) {
@@ -147,7 +151,11 @@ pub fn segment_words<'py>(
         let mut offs = Vec::with_capacity(o.len());
         offs.push(0i64);
         for w in o.windows(2) {
-            enc.bpe_piece(&b[w[0] as usize..w[1] as usize], &mut ids);
+            let piece = &b[w[0] as usize..w[1] as usize];
+            match max_rank {
+                None => enc.bpe_piece(piece, &mut ids),
+                Some(limit) => enc.bpe_piece_upto(piece, limit, &mut ids),
+            }
             offs.push(ids.len() as i64);
         }
         (ids, offs)

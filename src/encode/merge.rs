@@ -122,7 +122,18 @@ impl Ranks {
         if piece.len() <= LARGE_PIECE {
             self.merge_small(piece, out)
         } else {
-            self.merge_large(piece, out)
+            self.merge_large(piece, u64::MAX, out)
+        }
+    }
+
+    /// BPE of one piece with only the pairs of rank below `limit` (merges mode: the first
+    /// `limit` merges; tiktoken mode: tokens of rank below `limit`), appended to `out`, with no
+    /// whole-piece lookup: the steps of the merge, for showing them.
+    pub fn bpe_piece_upto(&self, piece: &[u8], limit: u64, out: &mut Vec<u32>) {
+        match piece.len() {
+            0 => {}
+            1 => out.push(self.byte_ids[piece[0] as usize]),
+            _ => self.merge_large(piece, limit, out),
         }
     }
 
@@ -167,22 +178,27 @@ impl Ranks {
         out.extend_from_slice(&toks[..n]);
     }
 
-    /// Heap + linked-list merge, O(n log n); for long pieces (< 4 GiB: positions are u32).
+    /// Heap + linked-list merge, O(n log n); for long pieces (< 4 GiB: positions are u32), and
+    /// for any piece with a rank `limit` (pairs of rank `limit` or more never merge).
     ///
     /// Memory is 20 bytes per input byte at most (token, next, prev: 12; heap entry: 8), so a
     /// 100 MB single piece needs about 2 GB; heap entries pack `rank << 32 | position` into one
     /// u64 (equal ranks then pop leftmost first, because positions are byte offsets of each
     /// node's first byte and so increase left to right).
-    pub(super) fn merge_large(&self, piece: &[u8], out: &mut Vec<u32>) {
+    pub(super) fn merge_large(&self, piece: &[u8], limit: u64, out: &mut Vec<u32>) {
         let n = piece.len();
         let mut toks: Vec<u32> = piece.iter().map(|&b| self.byte_ids[b as usize]).collect();
         let mut next: Vec<u32> = (1..=n as u32).collect();
         let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
         let none = n as u32;
         let rank = |r: u64| r >> 32;
+        let pair = |a: u32, b: u32| match self.pair(a, b) {
+            r if r != NO_PAIR && rank(r) < limit => r,
+            _ => NO_PAIR,
+        };
         let mut heap: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(n);
         for i in 0..n - 1 {
-            let r = self.pair(toks[i], toks[i + 1]);
+            let r = pair(toks[i], toks[i + 1]);
             if r != NO_PAIR {
                 heap.push(Reverse((rank(r) << 32) | i as u64));
             }
@@ -200,7 +216,7 @@ impl Ranks {
             // Stale entry? If the pair at `pos` changed, its new rank was pushed separately. A
             // stale entry whose rank equals the live pair's is interchangeable with it (equal
             // ranks always merge into the same token).
-            let r = self.pair(toks[p], toks[q as usize]);
+            let r = pair(toks[p], toks[q as usize]);
             if r == NO_PAIR || rank(r) != want {
                 continue;
             }
@@ -210,14 +226,14 @@ impl Ranks {
             next[p] = nq;
             if nq != none {
                 prev[nq as usize] = pos;
-                let r2 = self.pair(toks[p], toks[nq as usize]);
+                let r2 = pair(toks[p], toks[nq as usize]);
                 if r2 != NO_PAIR {
                     heap.push(Reverse((rank(r2) << 32) | pos as u64));
                 }
             }
             let pp = prev[p];
             if pp != u32::MAX {
-                let r2 = self.pair(toks[pp as usize], toks[p]);
+                let r2 = pair(toks[pp as usize], toks[p]);
                 if r2 != NO_PAIR {
                     heap.push(Reverse((rank(r2) << 32) | pp as u64));
                 }

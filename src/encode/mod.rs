@@ -255,6 +255,11 @@ impl Encoder {
         self.ranks.bpe_piece(piece, out)
     }
 
+    /// BPE of one piece with only pairs of rank below `limit` (see `Ranks::bpe_piece_upto`).
+    pub fn bpe_piece_upto(&self, piece: &[u8], limit: u64, out: &mut Vec<u32>) {
+        self.ranks.bpe_piece_upto(piece, limit, out)
+    }
+
     /// BPE of one piece through the cache.
     #[inline(always)]
     pub fn encode_piece(&self, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {

@@ -61,7 +61,7 @@ fn small_and_large_paths_match_the_reference() {
         enc.bpe_piece(&piece, &mut a);
         assert_eq!(a, want, "bpe_piece on {:?}", String::from_utf8_lossy(&piece));
         let mut b = Vec::new();
-        enc.ranks.merge_large(&piece, &mut b);
+        enc.ranks.merge_large(&piece, u64::MAX, &mut b);
         assert_eq!(b, want, "merge_large on {:?}", String::from_utf8_lossy(&piece));
         if piece.len() <= LARGE_PIECE {
             let mut c = Vec::new();

@@ -1,0 +1,171 @@
+"""hf-bpe viz: the JSON API against bpe.encode and the reference encoder, its errors, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+import hf_bpe
+from hf_bpe import viz
+from hf_bpe.reference import encode_word_reference
+
+SENTENCE = "the cat saw the hat 🙂"
+GPT2 = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "gpt2")
+
+
+def _gpt2() -> hf_bpe.BPE:
+    if not os.path.isdir(GPT2):
+        pytest.skip("needs ../shared/data/gpt2 (the workplace's shared data; absent in a fresh clone)")
+    return hf_bpe.BPE.load(GPT2)
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = viz.serve(open_browser=False, block=False)
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def call(srv, path: str, body: object = None, raw: bytes | None = None) -> tuple[int, object]:
+    url = f"http://127.0.0.1:{srv.server_address[1]}{path}"
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        text = e.read()
+        assert b"Traceback" not in text
+        return e.code, json.loads(text)
+
+
+def test_binds_to_localhost_only(server):
+    assert server.server_address[0] == "127.0.0.1"
+
+
+def test_worked_example_encodes_as_bpe_encode_and_as_bytes_at_zero(server):
+    bpe = viz.worked_example()
+    assert bpe.merges == [(b"t", b"h"), (b"th", b"e"), (b" ", b"the"), (b"a", b"t"), (b"c", b"at"), (b" ", b"cat")]
+    assert bpe.special_tokens == {"<|endoftext|>": 256}
+    status, res = call(server, "/api/encode", {"name": "worked example", "text": SENTENCE, "merges": None})
+    assert status == 200
+    assert [t["id"] for t in res["tokens"]] == bpe.encode(SENTENCE)
+    assert res["bytes"] == len(SENTENCE.encode()) and res["count"] == len(bpe.encode(SENTENCE))
+    status, res = call(server, "/api/encode", {"name": "worked example", "text": SENTENCE, "merges": 0})
+    assert [t["id"] for t in res["tokens"]] == list(SENTENCE.encode())
+    assert res["count"] == 24 and res["ratio"] == 1.0
+    assert [t["text"] for t in res["tokens"][-4:]] == ["\\xf0", "\\x9f", "\\x99", "\\x82"]
+    hover = res["tokens"][0]
+    assert hover == {"id": 116, "text": "t", "bytes": [116], "special": False, "rank": None, "parts": None,
+                     "part_ids": None, "start": 0, "end": 1}
+
+
+def test_token_details_and_steps(server):
+    status, tok = call(server, "/api/token", {"name": "worked example", "id": 259})
+    assert tok["text"] == "␣the" and tok["rank"] == 2 and tok["parts"] == ["␣", "the"] and tok["part_ids"] == [32, 258]
+    assert call(server, "/api/token", {"name": "worked example", "id": 256})[1]["special"] is True
+    status, steps = call(server, "/api/steps", {"name": "worked example", "word": " then"})
+    assert [(s["step"], s["tokens"]) for s in steps] == [
+        ("Start", ["␣", "t", "h", "e", "n"]), ("Merge 1", ["␣", "th", "e", "n"]),
+        ("Merge 2", ["␣", "the", "n"]), ("Merge 3", ["␣the", "n"])]
+    status, steps = call(server, "/api/steps", {"name": "worked example", "word": " then", "merges": 1})
+    assert steps[-1]["tokens"] == ["␣", "th", "e", "n"]
+
+
+def test_first_k_merges_equal_the_reference_encoder():
+    bpe = _gpt2()
+    text = ("Hello world, the cat's 12345 héllo naïve 🙂 日本語のテキスト\n\n  indented\tcode() <|endoftext|>"
+            " after<|endoftext|>x")
+    srv = viz.serve(bpe, open_browser=False, block=False)
+    try:
+        _, full = call(srv, "/api/encode", {"name": "tokenizer", "text": text, "merges": None})
+        assert [t["id"] for t in full["tokens"]] == bpe.encode(text, allowed_special="all")
+        ids = {b: i for i, b in bpe.vocab.items()}
+        _, res0 = call(srv, "/api/encode", {"name": "tokenizer", "text": text, "merges": len(bpe.merges)})
+        assert res0["tokens"] == full["tokens"]
+        for k in (0, 1, 7, 100, 5000, len(bpe.merges) - 1):
+            _, res = call(srv, "/api/encode", {"name": "tokenizer", "text": text, "merges": k})
+            want: list[int] = []  # each piece of the full encoding, by the reference with k merges
+            tok_ids, _, words, _ = bpe.encode_spans([text], allowed_special="all")
+            groups: dict[int, list[int]] = {}
+            for i, w in zip(tok_ids.tolist(), words.tolist()):
+                groups.setdefault(w, []).append(i)
+            for w in sorted(groups):
+                g = groups[w]
+                if len(g) == 1 and g[0] in bpe.special_tokens.values():
+                    want.append(g[0])
+                    continue
+                piece = b"".join(bpe.vocab[i] for i in g)
+                want += [ids[p] for p in encode_word_reference(piece, bpe.merges[:k])]
+            got = [t["id"] for t in res["tokens"]]
+            assert got == want, k
+            # offsets: every token's chars hold its bytes
+            assert all(t["start"] < t["end"] for t in res["tokens"])
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_training_in_the_page(server):
+    status, res = call(server, "/api/train", {"corpus": "\n".join(viz.WORKED_EXAMPLE), "vocab_size": 263,
+                                               "tie_break": "lexicographic"})
+    assert status == 200
+    assert res["merge_list"] == [["t", "h"], ["th", "e"], ["␣", "the"], ["a", "t"], ["c", "at"], ["␣", "cat"]]
+    status, enc = call(server, "/api/encode", {"name": res["name"], "text": " cat", "merges": None})
+    assert [t["id"] for t in enc["tokens"]] == [262]
+    names = [t["name"] for t in call(server, "/api/tokenizers")[1]]
+    assert res["name"] in names and "worked example" in names
+
+
+@pytest.mark.parametrize("path,body,raw,status,words", [
+    ("/api/encode", None, b"{not json", 400, "not JSON"),
+    ("/api/encode", None, b"[1, 2]", 400, "JSON object"),
+    ("/api/encode", {"name": "nope", "text": "x"}, None, 404, "unknown tokenizer 'nope'"),
+    ("/api/encode", {"name": "worked example", "text": "x" * (viz.MAX_TEXT + 1)}, None, 413, "at most"),
+    ("/api/encode", {"name": "worked example", "text": "x", "merges": 7}, None, 400, "between 0 and 6"),
+    ("/api/encode", {"name": "worked example", "text": 5}, None, 400, "text must be a string"),
+    ("/api/token", {"name": "worked example", "id": 99999}, None, 404, "no token with id 99999"),
+    ("/api/token", {"name": "worked example", "id": "1"}, None, 400, "id must be an integer"),
+    ("/api/train", {"corpus": "a b", "vocab_size": 10}, None, 400, "vocab_size must be an integer from 257"),
+    ("/api/train", {"corpus": "a b", "vocab_size": 10**9}, None, 400, "vocab_size must be"),
+    ("/api/train", {"corpus": "", "vocab_size": 300}, None, 400, "corpus is empty"),
+    ("/api/train", {"corpus": "a", "vocab_size": 300, "tie_break": "x"}, None, 400, "tie_break"),
+    ("/api/nothing", {}, None, 404, "no API"),
+    ("/etc/passwd", None, None, 404, "no page"),
+])
+def test_bad_requests_get_clear_4xx_json(server, path, body, raw, status, words):
+    got, res = call(server, path, body, raw)
+    assert got == status and words in res["error"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_cli_serves_the_page_on_a_free_port(tmp_path):
+    out = tmp_path / "tok"
+    viz.worked_example().save(out)
+    port = _free_port()
+    p = subprocess.Popen([sys.executable, "-m", "hf_bpe.cli", "viz", "--tokenizer", str(out), "--compare", str(out),
+                          "--port", str(port), "--no-browser"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert f"http://127.0.0.1:{port}/" in line
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read().decode()
+        assert "<script>" in page and "http://" not in page and "https://" not in page  # offline: no CDN
+        tks = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/tokenizers", timeout=10).read())
+        assert [t["name"] for t in tks] == ["tok (1)", "tok (2)"]
+    finally:
+        p.terminate()
+        p.wait(10)
