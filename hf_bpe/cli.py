@@ -1,4 +1,4 @@
-"""Command line: ``hf-bpe train | demo | encode | stats | convert | viz``."""
+"""Command line: ``hf-bpe train | demo | encode | stats | convert | viz | report``."""
 
 from __future__ import annotations
 
@@ -220,6 +220,25 @@ def _cmd_viz(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    import hf_bpe
+    from hf_bpe import report
+
+    bpe = hf_bpe.BPE.load(args.tokenizer)
+    other = hf_bpe.BPE.load(args.compare) if args.compare else None
+    names = (Path(args.tokenizer).name, Path(args.compare).name if args.compare else "")
+    if names[0] == names[1]:
+        names = (names[0] + " (1)", names[1] + " (2)")
+    figures = report.write_report(bpe, args.corpora, args.out, compare=other, names=names, progress=not args.quiet,
+                                  errors=args.errors)
+    for name, r in figures.items():
+        t = r["total"]
+        print(f"{name}: {t['bytes']:,} bytes, {t['tokens']:,} tokens, {t['bytes'] / max(t['tokens'], 1):.3f} bytes/token; "
+              f"{100 * r['unused_share']:.1f}% of the vocabulary unused")
+    print(f"wrote {args.out}")
+    return 0
+
+
 def _quote(s: str) -> str:
     import shlex
 
@@ -274,6 +293,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.set_defaults(func=_cmd_viz)
+
+    p = sub.add_parser("report", help="one HTML file: bytes/token per corpus and script, token lengths, unused tokens")
+    p.add_argument("--tokenizer", required=True, help="tokenizer folder or file")
+    p.add_argument("corpora", nargs="+", metavar="CORPUS")
+    p.add_argument("--compare", default=None, metavar="DIR2", help="a second tokenizer, the same figures")
+    p.add_argument("--out", required=True, help="the HTML file to write")
+    p.add_argument("--errors", choices=["strict", "replace"], default="strict",
+                   help="what to do with bytes that are not UTF-8")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_report)
 
     args = parser.parse_args(argv)
     try:

@@ -93,7 +93,14 @@ class _Tables:
         n = len(self.merges)
         if k is not None and not 0 <= k <= n:
             raise ApiError(HTTPStatus.BAD_REQUEST, f"merges must be between 0 and {n}, not {k}")
-        ids, offsets, words, _ = self.bpe.encode_spans([text], allowed_special="all")
+        try:
+            ids, offsets, words, _ = self.bpe.encode_spans([text], allowed_special="all")
+        except ValueError as e:  # a normalizer that changes the text: no pieces of it to show
+            if k is not None and k < n:
+                raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, f"only all merges can be shown here: {e}") from None
+            ids = np.asarray(self.bpe.encode(text, allowed_special="all"))
+            offsets = np.zeros((len(ids), 2), dtype=np.int64)
+            words = np.arange(len(ids))
         ids, offsets, words = ids.tolist(), offsets.tolist(), words.tolist()
         if k is not None and k < n:
             ids, offsets = self._first_merges(text, ids, offsets, words, k, np, _core)

@@ -115,6 +115,25 @@ def test_first_k_merges_equal_the_reference_encoder():
         srv.server_close()
 
 
+def test_a_normalizing_pipeline_shows_all_merges_and_says_why_not_fewer():
+    path = os.path.join(GPT2, "..", "hf-tokenizers", "gpt-neox-20b", "tokenizer.json")
+    if not os.path.exists(path):
+        pytest.skip("needs ../shared/data/hf-tokenizers (the workplace's shared data)")
+    bpe = hf_bpe.BPE.load(path)
+    text = "cafe\u0301 ma\u0301s"  # decomposed: its NFC normalizer changes it
+    with pytest.raises(ValueError):
+        bpe.encode_spans([text])  # (its NFC normalizer changes this text)
+    srv = viz.serve(bpe, open_browser=False, block=False)
+    try:
+        status, res = call(srv, "/api/encode", {"name": "tokenizer", "text": text, "merges": None})
+        assert status == 200 and [t["id"] for t in res["tokens"]] == bpe.encode(text)
+        status, res = call(srv, "/api/encode", {"name": "tokenizer", "text": text, "merges": 10})
+        assert status == 422 and "only all merges" in res["error"]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 def test_training_in_the_page(server):
     status, res = call(server, "/api/train", {"corpus": "\n".join(viz.WORKED_EXAMPLE), "vocab_size": 263,
                                                "tie_break": "lexicographic"})

@@ -1,0 +1,194 @@
+"""A vocabulary report: one self-contained HTML file (inline SVG, no scripts) of how a tokenizer
+cuts corpora, ``hf-bpe report`` / :func:`write_report`.
+
+Per corpus, from the whole file (``encode_file``, the same figures as ``hf-bpe stats``): bytes,
+tokens, bytes per token, the tokens' lengths, the share of the vocabulary never used and which
+tokens, the most frequent tokens. Per Unicode script, from the first ``sample_bytes`` of each
+corpus: each word (a run of non-space characters with the spaces before it) is encoded on its
+own and counts for the script of its first letter (from the character's Unicode name); words
+without letters are "Common". Words, not the pre-tokenizer's pieces, so that two tokenizers are
+measured on the same cut.
+"""
+
+from __future__ import annotations
+
+import gzip
+import html
+import os
+import re
+import tempfile
+import unicodedata
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+from .bpe import BPE
+
+__all__ = ["compute", "write_report"]
+
+SAMPLE_BYTES = 1 << 20
+TOP = 30
+LONG = 24  # token lengths from here on share one bar
+COLOURS = ("#4477aa", "#ee6677")
+_SCRIPTS = {"CJK": "Han", "HIRAGANA": "Hiragana", "KATAKANA": "Katakana", "HANGUL": "Hangul"}
+
+
+def script_of(text: str) -> str:
+    """The script of the first letter of ``text`` (the first word of its Unicode name, e.g.
+    LATIN, CYRILLIC, ARABIC; CJK ideographs as Han), "Common" without a letter."""
+    for ch in text:
+        if unicodedata.category(ch).startswith("L"):
+            word = unicodedata.name(ch, "UNKNOWN").split()[0]
+            return _SCRIPTS.get(word, word.title())
+    return "Common"
+
+
+def _sample(path: str, limit: int) -> str:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return f.read(limit).decode("utf-8", errors="ignore")
+
+
+def compute(bpe: BPE, corpora: Sequence[str], *, progress: bool = True, errors: str = "strict",
+            sample_bytes: int = SAMPLE_BYTES) -> dict[str, Any]:
+    """The report's figures for ``bpe`` on ``corpora`` (paths of text, .gz or .jsonl files);
+    ``errors`` as ``BPE.encode_file``'s."""
+    import numpy as np
+
+    vocab = bpe.vocab
+    specials = set(bpe.special_tokens.values())
+    size = bpe.vocab_size
+    uses = np.zeros(size, dtype=np.int64)
+    per_corpus = []
+    for path in corpora:
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "ids.npy")
+            tokens, nbytes = bpe.encode_file(path, out, progress=progress, errors=errors)
+            ids = np.load(out)
+        counts = np.bincount(ids.astype(np.int64), minlength=size)
+        uses += counts
+        per_corpus.append({"path": str(path), "name": Path(path).name, "bytes": nbytes, "tokens": tokens,
+                           "bytes_per_token": nbytes / max(tokens, 1)})
+    scripts: dict[str, list[int]] = {}
+    for path in corpora:
+        groups: dict[str, list[str]] = {}
+        for w in re.findall(r"\s*\S+", _sample(str(path), sample_bytes)):
+            groups.setdefault(script_of(w), []).append(w)
+        for name, ws in groups.items():
+            acc = scripts.setdefault(name, [0, 0])
+            acc[0] += sum(len(w.encode("utf-8")) for w in ws)
+            acc[1] += sum(len(t) for t in bpe.encode_batch(ws, allowed_special="all"))
+    lengths_vocab: Counter = Counter(len(b) for i, b in vocab.items() if i not in specials)
+    lengths_used: Counter = Counter()
+    for i in np.nonzero(uses)[0].tolist():
+        if i in vocab and i not in specials:
+            lengths_used[len(vocab[i])] += int(uses[i])
+    ordinary = [i for i in vocab if i not in specials]
+    unused = [i for i in ordinary if uses[i] == 0]
+    top = [(int(i), int(uses[i])) for i in np.argsort(-uses, kind="stable")[:TOP].tolist() if uses[i] > 0]
+    return {
+        "corpora": per_corpus,
+        "total": {"bytes": sum(c["bytes"] for c in per_corpus), "tokens": sum(c["tokens"] for c in per_corpus)},
+        "scripts": {k: {"bytes": v[0], "tokens": v[1], "bytes_per_token": v[0] / max(v[1], 1)}
+                    for k, v in sorted(scripts.items(), key=lambda kv: -kv[1][0])},
+        "lengths_vocab": dict(sorted(lengths_vocab.items())),
+        "lengths_used": dict(sorted(lengths_used.items())),
+        "vocab_tokens": len(ordinary),
+        "unused": len(unused),
+        "unused_share": len(unused) / max(len(ordinary), 1),
+        "unused_examples": [_show(vocab[i]) for i in sorted(unused, key=lambda i: (len(vocab[i]), i))[-TOP:]],
+        "top": [(_show(vocab[i]), i, n) for i, n in top],
+    }
+
+
+def _show(b: bytes) -> str:
+    return b.decode("utf-8", errors="backslashreplace").replace(" ", "␣").replace("\n", "\\n")
+
+
+def _bars(title: str, labels: list[str], series: list[tuple[str, list[float]]], fmt: str = "{:.2f}") -> str:
+    """A horizontal bar chart as inline SVG: one row per label, one bar per series."""
+    row, bar, left, width = 12 * len(series) + 8, 12, 150, 420
+    top = max((v for _, vals in series for v in vals), default=1) or 1
+    h = 30 + row * len(labels) + 20
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 90}" height="{h}" role="img">',
+           f'<title>{html.escape(title)}</title>']
+    for j, (name, _) in enumerate(series):
+        out.append(f'<rect x="{left + j * 160}" y="4" width="10" height="10" fill="{COLOURS[j % 2]}"/>'
+                   f'<text x="{left + j * 160 + 14}" y="13" font-size="11">{html.escape(name)}</text>')
+    for i, lab in enumerate(labels):
+        y = 24 + i * row
+        out.append(f'<text x="{left - 6}" y="{y + row / 2 + 3}" font-size="11" text-anchor="end">{html.escape(lab)}</text>')
+        for j, (_, vals) in enumerate(series):
+            v = vals[i]
+            w = width * v / top
+            out.append(f'<rect x="{left}" y="{y + j * bar}" width="{w:.1f}" height="{bar - 2}" fill="{COLOURS[j % 2]}"/>'
+                       f'<text x="{left + w + 4:.1f}" y="{y + j * bar + 9}" font-size="10">{fmt.format(v)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _bucket(hist: dict[int, int], k: int) -> int:
+    """Tokens of length ``k`` (of ``LONG`` bytes or more for ``k == LONG``)."""
+    return sum(v for n, v in hist.items() if n >= k) if k == LONG else hist.get(k, 0)
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> str:
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{cells}</tr>{body}</table>"
+
+
+def render(reports: list[tuple[str, dict[str, Any]]]) -> str:
+    """The HTML of one or two tokenizers' figures (``[(name, compute(...)), ...]``)."""
+    names = [n for n, _ in reports]
+    first = reports[0][1]
+    parts = [f"<h1>Vocabulary report: {' vs '.join(html.escape(n) for n in names)}</h1>"]
+    corpora = [c["name"] for c in first["corpora"]]
+    parts.append("<h2>Bytes per token, per corpus</h2>")
+    parts.append(_bars("bytes per token per corpus", corpora + ["all"],
+                       [(n, [c["bytes_per_token"] for c in r["corpora"]] + [r["total"]["bytes"] / max(r["total"]["tokens"], 1)])
+                        for n, r in reports]))
+    parts.append(_table(["tokenizer", "corpus", "bytes", "tokens", "bytes/token"],
+                        [[n, c["name"], f"{c['bytes']:,}", f"{c['tokens']:,}", f"{c['bytes_per_token']:.3f}"]
+                         for n, r in reports for c in r["corpora"]]))
+    scripts = list(first["scripts"])
+    parts.append(f"<h2>Bytes per token, per Unicode script</h2><p>From the first {SAMPLE_BYTES >> 20} MiB of each corpus.</p>")
+    parts.append(_bars("bytes per token per script", scripts,
+                       [(n, [r["scripts"].get(s, {}).get("bytes_per_token", 0.0) for s in scripts]) for n, r in reports]))
+    parts.append(_table(["tokenizer", "script", "bytes", "tokens", "bytes/token"],
+                        [[n, s, f"{v['bytes']:,}", f"{v['tokens']:,}", f"{v['bytes_per_token']:.3f}"]
+                         for n, r in reports for s, v in r["scripts"].items()]))
+    lens = sorted({min(k, LONG) for _, r in reports for k in r["lengths_vocab"]})
+    parts.append("<h2>Token lengths (bytes)</h2>")
+    labels = [f"{k}+" if k == LONG else str(k) for k in lens]
+    parts.append(_bars("tokens of each length in the vocabulary", labels,
+                       [(f"{n}: vocabulary", [float(_bucket(r["lengths_vocab"], k)) for k in lens]) for n, r in reports], "{:,.0f}"))
+    parts.append(_bars("share of the corpus tokens of each length (%)", labels,
+                       [(f"{n}: corpus tokens, %", [100 * _bucket(r["lengths_used"], k) / max(r["total"]["tokens"], 1) for k in lens])
+                        for n, r in reports], "{:.1f}"))
+    for n, r in reports:
+        parts.append(f"<h2>{html.escape(n)}: vocabulary never used</h2><p>{r['unused']:,} of {r['vocab_tokens']:,} tokens "
+                     f"({100 * r['unused_share']:.1f}%) never occur in these corpora; the longest: "
+                     f"<code>{html.escape(' '.join(r['unused_examples']))}</code></p>")
+        parts.append(f"<h2>{html.escape(n)}: most frequent tokens</h2>")
+        parts.append(_table(["token", "id", "count"], [[t, i, f"{c:,}"] for t, i, c in r["top"]]))
+    style = ("body{font:14px/1.45 system-ui,sans-serif;max-width:1000px;margin:1.5em auto;padding:0 1em}"
+             "table{border-collapse:collapse;margin:.5em 0 1em}td,th{border-bottom:1px solid #ddd;padding:.15em .8em .15em 0;"
+             "text-align:left;font-family:ui-monospace,monospace}h2{font-size:1.05em;margin-top:1.6em}")
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>hf-bpe report</title>'
+            f'<link rel="icon" href="data:,"><style>{style}</style></head><body>{"".join(parts)}</body></html>')
+
+
+def write_report(bpe: BPE, corpora: Sequence[str], out: str | os.PathLike, *, compare: BPE | None = None,
+                 names: tuple[str, str] = ("tokenizer", "compare"), progress: bool = True,
+                 errors: str = "strict") -> dict[str, Any]:
+    """Writes the report of ``bpe`` (and ``compare``) on ``corpora`` to ``out`` atomically; returns
+    the figures."""
+    reports = [(names[0], compute(bpe, corpora, progress=progress, errors=errors))]
+    if compare is not None:
+        reports.append((names[1], compute(compare, corpora, progress=progress, errors=errors)))
+    out = Path(out)
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    tmp.write_text(render(reports), encoding="utf-8")
+    os.replace(tmp, out)
+    return dict(reports)

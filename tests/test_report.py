@@ -1,0 +1,95 @@
+"""hf-bpe report: the figures in the HTML against hf-bpe stats and a direct count; the page opens
+in headless Chromium without console errors."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+import hf_bpe
+from hf_bpe import report
+
+TEXTS = {
+    "en.txt": "The cat sat on the mat. The hat was on the cat.\n" * 40 + "Then they went home.\n",
+    "mixed.txt": "Кошка сидит на ковре. 猫はマットの上に座った。 قطة على السجادة 🙂\n" * 20,
+}
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    d = tmp_path_factory.mktemp("report")
+    paths = []
+    for name, text in TEXTS.items():
+        (d / name).write_text(text, encoding="utf-8")
+        paths.append(str(d / name))
+    bpe = hf_bpe.train(list(TEXTS.values()), vocab_size=400, progress=False)
+    bpe.save(d / "tok")
+    other = hf_bpe.train([TEXTS["en.txt"]], vocab_size=300, progress=False)
+    other.save(d / "other")
+    out = d / "report.html"
+    run = subprocess.run([sys.executable, "-m", "hf_bpe.cli", "report", "--tokenizer", str(d / "tok"), *paths,
+                          "--compare", str(d / "other"), "--out", str(out), "--quiet"],
+                         capture_output=True, text=True, check=True)
+    return d, paths, bpe, other, out, run.stdout
+
+
+def test_figures_match_stats_and_a_direct_count(setup):
+    d, paths, bpe, other, out, stdout = setup
+    page = html.unescape(out.read_text(encoding="utf-8"))
+    stats = subprocess.run([sys.executable, "-m", "hf_bpe.cli", "stats", "--tokenizer", str(d / "tok"), *paths, "--quiet"],
+                           capture_output=True, text=True, check=True).stdout
+    for path, (name, text) in zip(paths, TEXTS.items()):
+        ids = bpe.encode(text, allowed_special="all")
+        nbytes = len(text.encode())
+        row = next(line for line in stats.splitlines() if line.startswith(path[-40:]))
+        assert row.split()[1:] == [f"{nbytes:,}", f"{len(ids):,}", f"{nbytes / len(ids):.3f}"]
+        assert f"<td>tok</td><td>{name}</td><td>{nbytes:,}</td><td>{len(ids):,}</td><td>{nbytes / len(ids):.3f}</td>" in page
+        ids2 = other.encode(text, allowed_special="all")
+        assert f"<td>other</td><td>{name}</td><td>{nbytes:,}</td><td>{len(ids2):,}</td>" in page
+    all_ids = [i for t in TEXTS.values() for i in bpe.encode(t, allowed_special="all")]
+    ordinary = [i for i in bpe.vocab if i not in bpe.special_tokens.values()]
+    unused = [i for i in ordinary if i not in set(all_ids)]
+    assert f"{len(unused):,} of {len(ordinary):,} tokens" in page
+    top_id, top_n = Counter(all_ids).most_common(1)[0]
+    assert f"<td>{top_id}</td><td>{top_n:,}</td>" in page
+    total = sum(len(t.encode()) for t in TEXTS.values())
+    assert f"tok: {total:,} bytes, {len(all_ids):,} tokens" in stdout
+
+
+def test_scripts_and_lengths(setup):
+    d, paths, bpe, other, out, _ = setup
+    figures = report.compute(bpe, paths, progress=False)
+    assert {"Latin", "Cyrillic", "Han", "Arabic"} <= set(figures["scripts"])
+    words = re.findall(r"\s*\S+", TEXTS["mixed.txt"]) + re.findall(r"\s*\S+", TEXTS["en.txt"])
+    cyr = [w for w in words if report.script_of(w) == "Cyrillic"]
+    assert figures["scripts"]["Cyrillic"]["bytes"] == sum(len(w.encode()) for w in cyr)
+    assert figures["scripts"]["Cyrillic"]["tokens"] == sum(len(bpe.encode(w)) for w in cyr)
+    assert report.script_of(" 123 кот") == "Cyrillic" and report.script_of(" 123!") == "Common"
+    assert sum(figures["lengths_vocab"].values()) == len(bpe.vocab) - len(bpe.special_tokens)
+    assert sum(figures["lengths_used"].values()) == figures["total"]["tokens"]
+
+
+def test_the_page_opens_without_console_errors(setup):
+    out = setup[4]
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the test extra")
+    if not (shutil.which("chromedriver") and shutil.which("chromium")):
+        pytest.skip("needs Debian's chromium and chromium-driver (.ci/run installs them)")
+    opts = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
+        opts.add_argument(a)
+    opts.binary_location = shutil.which("chromium")
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=shutil.which("chromedriver")), options=opts)
+    try:
+        driver.get(out.as_uri())
+        assert driver.title == "hf-bpe report"
+        assert len(driver.find_elements("css selector", "svg")) >= 4
+        assert not [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    finally:
+        driver.quit()
