@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import html
+import json
 import os
 import re
 import tempfile
@@ -43,10 +44,24 @@ def script_of(text: str) -> str:
     return "Common"
 
 
-def _sample(path: str, limit: int) -> str:
-    opener = gzip.open if path.endswith(".gz") else open
+def _sample(path: str, limit: int, errors: str) -> str:
+    """About the first ``limit`` bytes of a corpus's text (of its documents' ``text`` fields for
+    JSON lines), as the reader reads it."""
+    name = path.lower()
+    opener = gzip.open if name.endswith(".gz") else open
     with opener(path, "rb") as f:
-        return f.read(limit).decode("utf-8", errors="ignore")
+        if not name.removesuffix(".gz").endswith(".jsonl"):
+            return f.read(limit).decode("utf-8", errors="ignore")
+        docs, size = [], 0
+        for line in f:
+            if size >= limit:
+                break
+            if line.strip():
+                doc = json.loads(line.decode("utf-8", errors="replace" if errors != "strict" else "strict"))
+                text = doc.get("text", "") if isinstance(doc, dict) else ""
+                docs.append(text if isinstance(text, str) else "")
+                size += len(docs[-1].encode("utf-8", errors="ignore"))
+        return "\n".join(docs)
 
 
 def compute(bpe: BPE, corpora: Sequence[str], *, progress: bool = True, errors: str = "strict",
@@ -72,7 +87,7 @@ def compute(bpe: BPE, corpora: Sequence[str], *, progress: bool = True, errors: 
     scripts: dict[str, list[int]] = {}
     for path in corpora:
         groups: dict[str, list[str]] = {}
-        for w in re.findall(r"\s*\S+", _sample(str(path), sample_bytes)):
+        for w in re.findall(r"\s*\S+", _sample(str(path), sample_bytes, errors)):
             groups.setdefault(script_of(w), []).append(w)
         for name, ws in groups.items():
             acc = scripts.setdefault(name, [0, 0])
@@ -88,6 +103,7 @@ def compute(bpe: BPE, corpora: Sequence[str], *, progress: bool = True, errors: 
     top = [(int(i), int(uses[i])) for i in np.argsort(-uses, kind="stable")[:TOP].tolist() if uses[i] > 0]
     return {
         "corpora": per_corpus,
+        "sample_bytes": sample_bytes,
         "total": {"bytes": sum(c["bytes"] for c in per_corpus), "tokens": sum(c["tokens"] for c in per_corpus)},
         "scripts": {k: {"bytes": v[0], "tokens": v[1], "bytes_per_token": v[0] / max(v[1], 1)}
                     for k, v in sorted(scripts.items(), key=lambda kv: -kv[1][0])},
@@ -152,7 +168,8 @@ def render(reports: list[tuple[str, dict[str, Any]]]) -> str:
                         [[n, c["name"], f"{c['bytes']:,}", f"{c['tokens']:,}", f"{c['bytes_per_token']:.3f}"]
                          for n, r in reports for c in r["corpora"]]))
     scripts = list(first["scripts"])
-    parts.append(f"<h2>Bytes per token, per Unicode script</h2><p>From the first {SAMPLE_BYTES >> 20} MiB of each corpus.</p>")
+    parts.append(f"<h2>Bytes per token, per Unicode script</h2><p>From the first {first['sample_bytes']:,} bytes of each "
+                 "corpus, each word encoded on its own.</p>")
     parts.append(_bars("bytes per token per script", scripts,
                        [(n, [r["scripts"].get(s, {}).get("bytes_per_token", 0.0) for s in scripts]) for n, r in reports]))
     parts.append(_table(["tokenizer", "script", "bytes", "tokens", "bytes/token"],
@@ -163,8 +180,8 @@ def render(reports: list[tuple[str, dict[str, Any]]]) -> str:
     labels = [f"{k}+" if k == LONG else str(k) for k in lens]
     parts.append(_bars("tokens of each length in the vocabulary", labels,
                        [(f"{n}: vocabulary", [float(_bucket(r["lengths_vocab"], k)) for k in lens]) for n, r in reports], "{:,.0f}"))
-    parts.append(_bars("share of the corpus tokens of each length (%)", labels,
-                       [(f"{n}: corpus tokens, %", [100 * _bucket(r["lengths_used"], k) / max(r["total"]["tokens"], 1) for k in lens])
+    parts.append(_bars("share of the corpus tokens (special tokens aside) of each length (%)", labels,
+                       [(f"{n}: corpus tokens, %", [100 * _bucket(r["lengths_used"], k) / max(sum(r["lengths_used"].values()), 1) for k in lens])
                         for n, r in reports], "{:.1f}"))
     for n, r in reports:
         parts.append(f"<h2>{html.escape(n)}: vocabulary never used</h2><p>{r['unused']:,} of {r['vocab_tokens']:,} tokens "

@@ -150,7 +150,9 @@ class _Tables:
         """The merges that apply to ``word`` (one piece), in rank order, as the post's table."""
         n = len(self.merges) if k is None else k
         toks = [bytes([b]) for b in word.encode("utf-8")]
-        ranks = {m: r for r, m in enumerate(self.merges[:n])}
+        ranks: dict[tuple[bytes, bytes], int] = {}
+        for r, m in enumerate(self.merges[:n]):
+            ranks.setdefault(m, r)  # (a repeated merge applies at its first rank, as the encoder's)
         out = [{"step": "Start", "tokens": [show(t) for t in toks]}]
         while len(toks) > 1:
             r = min((ranks.get((a, b), n) for a, b in zip(toks, toks[1:])), default=n)
@@ -176,14 +178,16 @@ class Viz:
     def __init__(self, tokenizers: dict[str, BPE]) -> None:
         self.tables = {name: _Tables(b) for name, b in tokenizers.items()}
         self.trained: list[str] = []
+        self.n_trained = 0  # names are never reused: an open page never switches tokenizer
         self.lock = threading.Lock()
 
     def _get(self, body: dict[str, Any], key: str = "name") -> _Tables:
         name = body.get(key)
         with self.lock:
             t = self.tables.get(name) if isinstance(name, str) else None
+            known = sorted(self.tables)
         if t is None:
-            raise ApiError(HTTPStatus.NOT_FOUND, f"unknown tokenizer {name!r}; known: {sorted(self.tables)}")
+            raise ApiError(HTTPStatus.NOT_FOUND, f"unknown tokenizer {name!r}; known: {known}")
         return t
 
     def handle(self, path: str, body: dict[str, Any]) -> Any:
@@ -223,7 +227,8 @@ class Viz:
         bpe = train(docs, vocab_size=size, special_tokens=("<|endoftext|>",), tie_break=tie, progress=False)
         t = _Tables(bpe)
         with self.lock:
-            name = f"trained {len(self.trained) + 1}"
+            self.n_trained += 1
+            name = f"trained {self.n_trained}"
             while name in self.tables:
                 name += "'"
             self.tables[name] = t
@@ -239,6 +244,10 @@ def _text(body: dict[str, Any], key: str, limit: int) -> str:
         raise ApiError(HTTPStatus.BAD_REQUEST, f"{key} must be a string")
     if len(v) > limit:
         raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"{key} has {len(v):,} characters; at most {limit:,}")
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ApiError(HTTPStatus.BAD_REQUEST, f"{key} is not valid Unicode: a lone surrogate at character {e.start}") from None
     return v
 
 
@@ -254,6 +263,7 @@ def _handler(viz: Viz) -> type[BaseHTTPRequestHandler]:
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "hf-bpe-viz"
+        timeout = 30  # seconds a client may take to send its request (a short body never hangs a thread)
 
         def log_message(self, *args: Any) -> None:  # quiet: the CLI prints the address
             pass
@@ -279,18 +289,23 @@ def _handler(viz: Viz) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             try:
-                n = int(self.headers.get("Content-Length") or 0)
+                length = self.headers.get("Content-Length") or "0"
+                if not length.isdigit():
+                    raise ApiError(HTTPStatus.BAD_REQUEST, f"Content-Length must be a number of bytes, not {length[:40]!r}")
+                n = int(length)
                 if n > 4 * MAX_CORPUS:
                     raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a request of {n:,} bytes; at most {4 * MAX_CORPUS:,}")
                 try:
                     body = json.loads(self.rfile.read(n) or b"{}")
-                except (ValueError, UnicodeDecodeError) as e:
-                    raise ApiError(HTTPStatus.BAD_REQUEST, f"the request is not JSON: {e}") from None
+                except (ValueError, RecursionError) as e:
+                    raise ApiError(HTTPStatus.BAD_REQUEST, f"the request is not JSON: {str(e)[:200]}") from None
                 if not isinstance(body, dict):
                     raise ApiError(HTTPStatus.BAD_REQUEST, "the request must be a JSON object")
                 self._json(200, viz.handle(self.path, body))
             except ApiError as e:
                 self._json(e.status, {"error": str(e)})
+            except TimeoutError:
+                self.close_connection = True  # the client stopped sending: nothing to answer
             except Exception as e:  # a bug: still JSON, never a traceback page
                 self._json(500, {"error": f"{type(e).__name__}: {e}"})
 

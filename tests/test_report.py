@@ -4,6 +4,7 @@ in headless Chromium without console errors."""
 from __future__ import annotations
 
 import html
+import json
 import re
 import shutil
 import subprocess
@@ -73,6 +74,15 @@ def test_scripts_and_lengths(setup):
     assert report.script_of(" 123 кот") == "Cyrillic" and report.script_of(" 123!") == "Common"
     assert sum(figures["lengths_vocab"].values()) == len(bpe.vocab) - len(bpe.special_tokens)
     assert sum(figures["lengths_used"].values()) == figures["total"]["tokens"]
+
+
+def test_json_lines_are_sampled_by_their_text(setup, tmp_path):
+    bpe = setup[2]
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"text": "Кошка сидит", "id": 1}) + "\n" + json.dumps({"text": "кот"}) + "\n")
+    figures = report.compute(bpe, [str(path)], progress=False)
+    assert set(figures["scripts"]) == {"Cyrillic"}
+    assert figures["scripts"]["Cyrillic"]["bytes"] == len("Кошка сидит\nкот".encode())
 
 
 def test_the_page_opens_without_console_errors(setup):

@@ -159,11 +159,30 @@ def test_training_in_the_page(server):
     ("/api/train", {"corpus": "", "vocab_size": 300}, None, 400, "corpus is empty"),
     ("/api/train", {"corpus": "a", "vocab_size": 300, "tie_break": "x"}, None, 400, "tie_break"),
     ("/api/nothing", {}, None, 404, "no API"),
+    ("/api/encode", None, b'{"name": "worked example", "text": "a\\ud800"}', 400, "lone surrogate at character 1"),
+    ("/api/train", None, b'{"corpus": "\\udfff", "vocab_size": 300}', 400, "corpus is not valid Unicode"),
+    ("/api/encode", None, b"[" * 100_000, 400, "not JSON"),
     ("/etc/passwd", None, None, 404, "no page"),
 ])
 def test_bad_requests_get_clear_4xx_json(server, path, body, raw, status, words):
     got, res = call(server, path, body, raw)
     assert got == status and words in res["error"]
+
+
+@pytest.mark.parametrize("length,status", [("abc", 400), ("-5", 400), (str(10**9), 413)])
+def test_a_bad_content_length_is_refused(server, length, status):
+    with socket.create_connection(server.server_address, timeout=10) as c:
+        c.sendall(f"POST /api/encode HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n{{}}".encode())
+        head = c.recv(65536).decode("latin-1")
+    assert head.startswith(f"HTTP/1.0 {status}") and "Traceback" not in head
+
+
+def test_trained_names_are_never_reused(server):
+    names = [call(server, "/api/train", {"corpus": "ab ab ab", "vocab_size": 258})[1]["name"]
+             for _ in range(viz.MAX_TRAINED + 2)]
+    assert len(set(names)) == len(names)
+    known = [t["name"] for t in call(server, "/api/tokenizers")[1]]
+    assert names[0] not in known and names[-1] in known
 
 
 def _free_port() -> int:
