@@ -58,7 +58,7 @@ def _count_pairs(words: dict[tuple[bytes, ...], int]) -> Counter:
     return counts
 
 
-def _merge_word(tokens: tuple[bytes, ...], pair: tuple[bytes, bytes]) -> tuple[bytes, ...]:
+def merge_word(tokens: tuple[bytes, ...], pair: tuple[bytes, bytes]) -> tuple[bytes, ...]:
     """Replace occurrences of ``pair`` left to right, without overlap."""
     out = []
     i = 0
@@ -126,7 +126,7 @@ def train_reference(
             new_tokens += 1
         next_words: dict[tuple[bytes, ...], int] = Counter()
         for tokens, n in words.items():
-            next_words[_merge_word(tokens, best)] += n
+            next_words[merge_word(tokens, best)] += n
         words = next_words
     return merges
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .bpe import BPE
+from .viz import show
 
 __all__ = ["compute", "write_report"]
 
@@ -79,9 +80,10 @@ def compute(bpe: BPE, corpora: Sequence[str], *, progress: bool = True, errors: 
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "ids.npy")
             tokens, nbytes = bpe.encode_file(path, out, progress=progress, errors=errors)
-            ids = np.load(out)
-        counts = np.bincount(ids.astype(np.int64), minlength=size)
-        uses += counts
+            ids = np.load(out, mmap_mode="r")  # counted in slices: memory stays bounded
+            for at in range(0, len(ids), 1 << 24):
+                uses += np.bincount(ids[at:at + (1 << 24)].astype(np.int64), minlength=size)
+            del ids
         per_corpus.append({"path": str(path), "name": Path(path).name, "bytes": nbytes, "tokens": tokens,
                            "bytes_per_token": nbytes / max(tokens, 1)})
     scripts: dict[str, list[int]] = {}
@@ -112,13 +114,9 @@ def compute(bpe: BPE, corpora: Sequence[str], *, progress: bool = True, errors: 
         "vocab_tokens": len(ordinary),
         "unused": len(unused),
         "unused_share": len(unused) / max(len(ordinary), 1),
-        "unused_examples": [_show(vocab[i]) for i in sorted(unused, key=lambda i: (len(vocab[i]), i))[-TOP:]],
-        "top": [(_show(vocab[i]), i, n) for i, n in top],
+        "unused_examples": [show(vocab[i]) for i in sorted(unused, key=lambda i: (len(vocab[i]), i))[-TOP:]],
+        "top": [(show(vocab[i]), i, n) for i, n in top],
     }
-
-
-def _show(b: bytes) -> str:
-    return b.decode("utf-8", errors="backslashreplace").replace(" ", "␣").replace("\n", "\\n")
 
 
 def _bars(title: str, labels: list[str], series: list[tuple[str, list[float]]], fmt: str = "{:.2f}") -> str:

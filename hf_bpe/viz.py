@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any
 
 from .bpe import BPE
+from .reference import merge_word
 
 __all__ = ["Viz", "serve", "worked_example"]
 
@@ -46,9 +47,9 @@ def worked_example() -> BPE:
 
 
 def show(b: bytes) -> str:
-    """Bytes as the page shows them: UTF-8 text, a space as ``␣``, a byte that is not valid UTF-8
-    on its own as ``\\xf0``."""
-    return b.decode("utf-8", errors="backslashreplace").replace(" ", "␣")
+    """Bytes as the page (and the report) shows them: UTF-8 text, a space as ``␣``, a newline as
+    ``\\n``, a byte that is not valid UTF-8 on its own as ``\\xf0``."""
+    return b.decode("utf-8", errors="backslashreplace").replace(" ", "␣").replace("\n", "\\n")
 
 
 class _Tables:
@@ -91,8 +92,6 @@ class _Tables:
         from . import _core
 
         n = len(self.merges)
-        if k is not None and not 0 <= k <= n:
-            raise ApiError(HTTPStatus.BAD_REQUEST, f"merges must be between 0 and {n}, not {k}")
         try:
             ids, offsets, words, _ = self.bpe.encode_spans([text], allowed_special="all")
         except ValueError as e:  # a normalizer that changes the text: no pieces of it to show
@@ -149,7 +148,7 @@ class _Tables:
     def steps(self, word: str, k: int | None) -> list[dict[str, Any]]:
         """The merges that apply to ``word`` (one piece), in rank order, as the post's table."""
         n = len(self.merges) if k is None else k
-        toks = [bytes([b]) for b in word.encode("utf-8")]
+        toks = tuple(bytes([b]) for b in word.encode("utf-8"))
         ranks: dict[tuple[bytes, bytes], int] = {}
         for r, m in enumerate(self.merges[:n]):
             ranks.setdefault(m, r)  # (a repeated merge applies at its first rank, as the encoder's)
@@ -159,15 +158,7 @@ class _Tables:
             if r >= n:
                 break
             a, b = self.merges[r]
-            merged, i = [], 0
-            while i < len(toks):
-                if i + 1 < len(toks) and toks[i] == a and toks[i + 1] == b:
-                    merged.append(a + b)
-                    i += 2
-                else:
-                    merged.append(toks[i])
-                    i += 1
-            toks = merged
+            toks = merge_word(toks, (a, b))
             out.append({"step": f"Merge {r + 1}", "left": show(a), "right": show(b), "tokens": [show(t) for t in toks]})
         return out
 
@@ -195,7 +186,8 @@ class Viz:
             with self.lock:
                 return [t.summary(n) for n, t in self.tables.items()]
         if path == "/api/encode":
-            return self._get(body).encode(_text(body, "text", MAX_TEXT), _merges(body))
+            t = self._get(body)
+            return t.encode(_text(body, "text", MAX_TEXT), _merges(body, len(t.merges)))
         if path == "/api/token":
             i = body.get("id")
             if not isinstance(i, int) or isinstance(i, bool):
@@ -203,10 +195,7 @@ class Viz:
             return self._get(body).token(i)
         if path == "/api/steps":
             t = self._get(body)
-            k = _merges(body)
-            if k is not None and not 0 <= k <= len(t.merges):
-                raise ApiError(HTTPStatus.BAD_REQUEST, f"merges must be between 0 and {len(t.merges)}, not {k}")
-            return t.steps(_text(body, "word", 1000), k)
+            return t.steps(_text(body, "word", 1000), _merges(body, len(t.merges)))
         if path == "/api/train":
             return self.train(body)
         raise ApiError(HTTPStatus.NOT_FOUND, f"no API {path!r}")
@@ -251,10 +240,13 @@ def _text(body: dict[str, Any], key: str, limit: int) -> str:
     return v
 
 
-def _merges(body: dict[str, Any]) -> int | None:
+def _merges(body: dict[str, Any], n: int) -> int | None:
+    """The number of merges asked for: 0..n, or None for all."""
     k = body.get("merges")
     if k is not None and (not isinstance(k, int) or isinstance(k, bool)):
         raise ApiError(HTTPStatus.BAD_REQUEST, "merges must be an integer or null")
+    if k is not None and not 0 <= k <= n:
+        raise ApiError(HTTPStatus.BAD_REQUEST, f"merges must be between 0 and {n}, not {k}")
     return k
 
 

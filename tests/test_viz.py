@@ -48,6 +48,10 @@ def call(srv, path: str, body: object = None, raw: bytes | None = None) -> tuple
         return e.code, json.loads(text)
 
 
+def test_bytes_are_shown_as_the_post_does():
+    assert viz.show(b" the") == "␣the" and viz.show("🙂".encode()[:1]) == "\\xf0" and viz.show(b"a\n") == "a\\n"
+
+
 def test_binds_to_localhost_only(server):
     assert server.server_address[0] == "127.0.0.1"
 

@@ -245,11 +245,7 @@ pub fn train_merges<'py>(
         Words::Counter(mut c) => {
             let counter = &mut c.inner;
             with_progress(py, progress, |cb| {
-                let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
                 let words = if release_counts { counter.take_flat() } else { counter.flat() };
-                if timing {
-                    eprintln!("train: counts gathered, RSS {} MiB", crate::train::rss_mib());
-                }
                 // The merge loop's parallel part runs on the counter's pool, never on rayon's
                 // global one (which a forked child could not use).
                 Ok(train::train_owned(words, &cfg, counter.pool(), &mut |n| cb(n as u64)))

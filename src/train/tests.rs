@@ -1,0 +1,129 @@
+//! The merge loop's unit tests: worked examples, HF's own, edge cases, extending, widths.
+
+use super::*;
+
+fn run(words: &[(&[u8], u64)], n: usize, tb: TieBreak, minf: u64, maxlen: Option<usize>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let cfg = TrainConfig { max_new_tokens: n, tie_break: tb, min_frequency: minf, max_token_length: maxlen };
+    train(flat(words).as_ref(), &cfg, None, &mut |_| true)
+}
+
+fn flat(words: &[(&[u8], u64)]) -> Flat {
+    let mut f = Flat { bytes: Vec::new(), offsets: vec![0], counts: Vec::new() };
+    for (w, c) in words {
+        f.bytes.extend_from_slice(w);
+        f.offsets.push(f.bytes.len() as i64);
+        f.counts.push(*c);
+    }
+    f
+}
+
+fn m(list: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    list.iter().map(|(a, b)| (a.as_bytes().to_vec(), b.as_bytes().to_vec())).collect()
+}
+
+#[test]
+fn worked_example() {
+    let words: &[(&[u8], u64)] = &[(b" the", 5), (b" then", 2), (b" cat", 3), (b" hat", 1)];
+    let got = run(words, 6, TieBreak::Lexicographic, 0, None);
+    assert_eq!(got, m(&[("t", "h"), ("th", "e"), (" ", "the"), ("a", "t"), ("c", "at"), (" ", "cat")]));
+}
+
+#[test]
+fn hf_example_from_hf_tests() {
+    // HF's own unit test: min_frequency 2 gives re, are, is (ids (a,re) < (i,s)).
+    let words: &[(&[u8], u64)] = &[
+        (b"roses", 1), (b"are", 2), (b"red", 1), (b"voilets", 1), (b"blue", 1), (b"BERT", 1),
+        (b"is", 2), (b"big", 1), (b"and", 1), (b"so", 1), (b"GPT-2", 1),
+    ];
+    let got = run(words, 100, TieBreak::Hf, 2, None);
+    assert_eq!(got, m(&[("r", "e"), ("a", "re"), ("i", "s")]));
+    let got = run(words, 100, TieBreak::Lexicographic, 2, None);
+    assert_eq!(got, m(&[("r", "e"), ("i", "s"), ("a", "re")]));
+}
+
+#[test]
+fn repeats() {
+    // A A A -> C A ; A A A A -> C C
+    let got = run(&[(b"aaa", 1)], 10, TieBreak::Lexicographic, 0, None);
+    assert_eq!(got, m(&[("a", "a"), ("aa", "a")]));
+    let got = run(&[(b"aaaa", 1)], 10, TieBreak::Lexicographic, 0, None);
+    assert_eq!(got, m(&[("a", "a"), ("aa", "aa")]));
+    let got = run(&[(b"abab", 3)], 10, TieBreak::Lexicographic, 0, None);
+    assert_eq!(got, m(&[("a", "b"), ("ab", "ab")]));
+    // aaaaa: (a,a)=4 -> aa aa a: (aa,aa)=1, (aa,a)=1 -> lexicographic picks (aa, aa)
+    let got = run(&[(b"aaaaa", 1)], 10, TieBreak::Lexicographic, 0, None);
+    assert_eq!(got, m(&[("a", "a"), ("aa", "aa"), ("aaaa", "a")]));
+}
+
+#[test]
+fn edges_and_stops() {
+    assert!(run(&[], 10, TieBreak::Lexicographic, 0, None).is_empty());
+    assert!(run(&[(b"", 5), (b"x", 9)], 10, TieBreak::Hf, 0, None).is_empty());
+    assert!(run(&[(b"ab", 0)], 10, TieBreak::Hf, 0, None).is_empty());
+    assert!(run(&[(b"ab", 5)], 0, TieBreak::Hf, 0, None).is_empty());
+    assert!(run(&[(b"ab", 5)], 10, TieBreak::Hf, 6, None).is_empty());
+    assert_eq!(run(&[(b"ab", 5)], 10, TieBreak::Hf, 5, None).len(), 1);
+    let big = u64::MAX / 2;
+    let got = run(&[(b"abc", big), (b"bcd", big)], 10, TieBreak::Lexicographic, 0, None);
+    assert_eq!(got[0], (b"b".to_vec(), b"c".to_vec()));
+    // max_token_length (bytes, inclusive) in lexicographic mode
+    let got = run(&[(b"abcdef", 3)], 10, TieBreak::Lexicographic, 0, Some(2));
+    assert!(got.iter().all(|(a, b)| a.len() + b.len() <= 2));
+    assert_eq!(got.len(), 3);
+    assert!(run(&[(b"abcdef", 3)], 10, TieBreak::Lexicographic, 0, Some(1)).is_empty());
+}
+
+#[test]
+fn extending_nothing_is_training_and_base_strings_are_reused() {
+    let words: &[(&[u8], u64)] = &[(b" the", 5), (b" then", 2), (b" cat", 3), (b" hat", 1), (b"aaaa", 2)];
+    for tb in [TieBreak::Lexicographic, TieBreak::Hf] {
+        let (mut syms, mut offs, counts) = (Vec::new(), vec![0i64], words.iter().map(|w| w.1).collect::<Vec<_>>());
+        for (w, _) in words {
+            syms.extend(w.iter().map(|&b| b as u32));
+            offs.push(syms.len() as i64);
+        }
+        let cfg = TrainConfig { max_new_tokens: 7, tie_break: tb, min_frequency: 0, max_token_length: None };
+        let got = train_extending(&[], &[], syms, &offs, &counts, &cfg, &mut |_| true).unwrap();
+        assert_eq!(got, run(words, 7, tb, 0, None));
+    }
+    // base "th", "at": " the" is [" ", th, e]; the first new merge joins th + e (count 7)
+    let base: Vec<Box<[u8]>> = vec![Box::from(&b"th"[..]), Box::from(&b"at"[..])];
+    let (sp, e, n, c, h) = (b' ' as u32, b'e' as u32, b'n' as u32, b'c' as u32, b'h' as u32);
+    let syms = vec![sp, 256, e, sp, 256, e, n, sp, c, 257, sp, h, 257];
+    let offs = [0i64, 3, 7, 10, 13];
+    let cfg = TrainConfig { max_new_tokens: 2, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None };
+    let got = train_extending(&base, &[], syms.clone(), &offs, &[5, 2, 3, 1], &cfg, &mut |_| true).unwrap();
+    assert_eq!(got, m(&[("th", "e"), (" ", "the")]));
+    assert!(train_extending(&base, &[], vec![999], &[0, 1], &[1], &cfg, &mut |_| true).unwrap_err().contains("999"));
+}
+
+#[test]
+fn wide_symbols_learn_the_same_merges() {
+    // More than 65,280 new tokens asked for: the words hold u32 symbols instead of u16.
+    let text = "the cat sat on the mat; then the hat, that cat's hat, sat there ab ba abab";
+    let mut counts = std::collections::BTreeMap::<Vec<u8>, u64>::new();
+    for (i, w) in text.split(' ').enumerate() {
+        *counts.entry(format!(" {w}").into_bytes()).or_default() += 1 + (i as u64 % 3);
+    }
+    let words: Vec<(&[u8], u64)> = counts.iter().map(|(w, c)| (&w[..], *c)).collect();
+    for tb in [TieBreak::Lexicographic, TieBreak::Hf] {
+        assert!(small_ids(256, &TrainConfig { max_new_tokens: 65_000, tie_break: tb, min_frequency: 0, max_token_length: None }));
+        let narrow = run(&words, 65_000, tb, 0, None);
+        assert!(!small_ids(256, &TrainConfig { max_new_tokens: 70_000, tie_break: tb, min_frequency: 0, max_token_length: None }));
+        let wide = run(&words, 70_000, tb, 0, None);
+        assert!(narrow.len() > 20);
+        assert_eq!(narrow, wide);
+    }
+}
+
+#[test]
+fn progress_can_stop() {
+    let words: &[(&[u8], u64)] = &[(b"abcdefghijklmnop", 1)];
+    let cfg = TrainConfig { max_new_tokens: 10, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None };
+    let mut calls = 0;
+    let got = train_owned(flat(words), &cfg, None, &mut |_| {
+        calls += 1;
+        calls < 3
+    });
+    assert_eq!(got.len(), 3);
+}
