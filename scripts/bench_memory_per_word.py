@@ -15,11 +15,17 @@ import argparse
 import json
 import os
 import random
-import resource
 import string
 import subprocess
 import sys
 import tempfile
+
+
+def peak_rss() -> int:
+    """This process's peak RSS in bytes. (Not ``getrusage``: after ``exec`` its maximum still
+    holds the parent's RSS at the fork, which is bigger than the child's when it has counted.)"""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 
 
 def child(kind: str, src: str, vocab: int) -> dict:
@@ -40,7 +46,7 @@ def child(kind: str, src: str, vocab: int) -> dict:
         before = psutil.Process().memory_info().rss
         hf_bpe.train_files(paths, vocab_size=vocab, progress=False)
         words = int(os.environ["BENCH_WORDS"])
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_rss()
     return {"words": words, "before": before, "peak": peak}
 
 

@@ -367,9 +367,18 @@ impl Counter {
 
     /// [`flat`](Self::flat), then [`release`](Self::release); each table is freed as soon as
     /// its words are gathered, so the tables and the flat form are not all alive at once.
+    /// (`HF_BPE_TRAIN_TIMING=1` prints the memory before and after.)
     pub fn take_flat(&mut self) -> Flat {
+        let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
+        if timing {
+            eprintln!("train: counted, RSS {} MiB", crate::memory::rss_mib());
+        }
+        let _mapped = crate::memory::MapBigAllocations::new();
         let flat = crate::pool::install(self.pool(), || self.flat_here(true));
         self.release();
+        if timing {
+            eprintln!("train: counts gathered, RSS {} MiB", crate::memory::rss_mib());
+        }
         flat
     }
 

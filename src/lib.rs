@@ -17,6 +17,7 @@ pub mod files;
 pub mod keys;
 pub mod outbuf;
 pub mod pipeline;
+pub mod memory;
 pub mod pool;
 pub mod pretok;
 pub mod reader;

@@ -18,6 +18,7 @@
 //! Measurements (time per stage, what was tried): [log](../../docs/performance.md#training).
 
 mod heap;
+mod lists;
 mod pairs;
 mod tokens;
 mod words;
@@ -198,13 +199,17 @@ impl Input<'_> {
     fn words<S: Sym>(self) -> Words<S> {
         match self {
             Input::Borrowed(f) => Words::from_flat(f),
-            Input::Owned(f) => Words::from_flat(f.as_ref()),
+            Input::Owned(f) => {
+                let w = Words::from_flat(f.as_ref());
+                drop(f);
+                w
+            }
         }
     }
 }
 
 fn train_input(input: Input<'_>, cfg: &TrainConfig, pool: Option<&rayon::ThreadPool>, progress: &mut dyn FnMut(usize) -> bool) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let _mapped = MapBigAllocations::new();
+    let _mapped = crate::memory::MapBigAllocations::new();
     if small_ids(256, cfg) {
         train_words(input.words::<u16>(), cfg, pool, progress)
     } else {
@@ -212,41 +217,10 @@ fn train_input(input: Input<'_>, cfg: &TrainConfig, pool: Option<&rayon::ThreadP
     }
 }
 
-/// Whether every token id of the run fits 16 bits (`known` tokens, then the new ones).
+/// Whether every token id of the run fits 16 bits (`known` tokens, then the new ones), with
+/// one value left for the end mark.
 fn small_ids(known: usize, cfg: &TrainConfig) -> bool {
-    known.saturating_add(cfg.max_new_tokens) <= 1 << 16
-}
-
-/// While alive, glibc serves every allocation of 1 MiB or more by its own mapping. By default
-/// glibc raises that threshold up to 32 MiB after a big block is freed (the counting tables
-/// are), and then the merge loop's growing vectors are copied within the heap, each leaving its
-/// old copy behind as a hole (~80 bytes per distinct word of peak on English). Mapped blocks
-/// grow in place (`mremap`) and go back to the system when freed. On drop the threshold is set
-/// to 32 MiB, where glibc's own adjustment would have taken it after the counting tables were
-/// freed (the process's other large allocations, e.g. Python's, stay cheap).
-struct MapBigAllocations;
-
-impl MapBigAllocations {
-    fn new() -> Self {
-        set_mmap_threshold(1 << 20);
-        MapBigAllocations
-    }
-}
-
-impl Drop for MapBigAllocations {
-    fn drop(&mut self) {
-        set_mmap_threshold(32 << 20);
-    }
-}
-
-fn set_mmap_threshold(bytes: i32) {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes the allocator's tuning; M_MMAP_THRESHOLD takes a size.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, bytes);
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    let _ = bytes;
+    known.saturating_add(cfg.max_new_tokens) < 1 << 16
 }
 
 fn train_words<S: Sym>(
@@ -285,7 +259,7 @@ pub fn train_extending(
     cfg: &TrainConfig,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
-    let _mapped = MapBigAllocations::new();
+    let _mapped = crate::memory::MapBigAllocations::new();
     let toks = Tokens::with_base(base)?;
     if let Some(&bad) = syms.iter().find(|&&t| t as usize >= toks.count()) {
         return Err(format!("token id {bad} of a word is not in the base vocabulary ({} tokens)", toks.count()));
@@ -341,7 +315,7 @@ fn merge_loop<S: Sym>(
     let mut merges = Vec::new();
     let mut heap = initial_heap(&pairs, &toks, rules);
     if timing {
-        eprintln!("train: words and initial pairs {:?} ({} words, {} pairs), RSS {} MiB", t0.elapsed(), words.len(), pairs.len(), rss_mib());
+        eprintln!("train: words and initial pairs {:?} ({} words, {} pairs), RSS {} MiB", t0.elapsed(), words.len(), pairs.len(), crate::memory::rss_mib());
     }
     let mut s = Scratch { words: Vec::new(), deltas: Vec::new(), touched: Vec::new(), merge_no: 0 };
     let mut new_tokens = 0usize;
@@ -383,23 +357,17 @@ fn merge_loop<S: Sym>(
         eprintln!(
             "train: merge loop done at {:?} (RSS {} MiB): {} merges; {} words ({:.1} MiB symbols, {:.1} MiB records); {}; heap {} entries ({:.1} MiB) (in use)",
             t0.elapsed(),
-            rss_mib(),
+            crate::memory::rss_mib(),
             merges.len(),
             words.len(),
             mb(words.syms.len() * std::mem::size_of::<S>()),
-            mb(words.list.len() * std::mem::size_of::<words::Word>()),
+            mb(words.record_bytes()),
             pairs.sizes(),
             heap.v.len(),
-            mb(heap.v.len() * std::mem::size_of::<Entry>())
+            mb(heap.v.capacity() * std::mem::size_of::<Entry>())
         );
     }
     merges
-}
-
-/// The resident memory of this process, for the timing report (0 where unknown).
-fn rss_mib() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4096 >> 20
 }
 
 #[cfg(test)]

@@ -17,76 +17,8 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::words::{Sym, Word, Words};
-
-pub const NIL: u32 = u32::MAX;
-const NODE_BYTES: usize = 23;
-
-/// A node of an unrolled linked list of word ids (32 bytes): the first id as a varint, then
-/// zigzag varints of the difference to the previous one; `last` is the last id.
-#[derive(Clone, Copy)]
-struct Node {
-    last: u32,
-    next: u32,
-    len: u8,
-    bytes: [u8; NODE_BYTES],
-}
-
-impl Node {
-    /// Appends the ids of this node to `out`.
-    fn decode(&self, out: &mut Vec<u32>) {
-        let b = &self.bytes[..self.len as usize];
-        let mut pos = 0;
-        let mut w = get(b, &mut pos) as i64;
-        out.push(w as u32);
-        while pos < b.len() {
-            w += unzigzag(get(b, &mut pos));
-            out.push(w as u32);
-        }
-    }
-}
-
-/// LEB128: 7 bits a byte, low bits first, the top bit set on all bytes but the last.
-#[inline]
-fn put(mut v: u64, out: &mut [u8]) -> usize {
-    let mut n = 0;
-    while v >= 0x80 {
-        out[n] = v as u8 | 0x80;
-        v >>= 7;
-        n += 1;
-    }
-    out[n] = v as u8;
-    n + 1
-}
-
-#[inline]
-fn varint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-#[inline]
-fn get(b: &[u8], pos: &mut usize) -> u64 {
-    let (mut v, mut shift) = (0u64, 0);
-    loop {
-        let x = b[*pos];
-        *pos += 1;
-        v |= ((x & 0x7f) as u64) << shift;
-        if x < 0x80 {
-            return v;
-        }
-        shift += 7;
-    }
-}
-
-#[inline]
-fn zigzag(d: i64) -> u64 {
-    ((d << 1) ^ (d >> 63)) as u64
-}
-
-#[inline]
-fn unzigzag(v: u64) -> i64 {
-    (v >> 1) as i64 ^ -((v & 1) as i64)
-}
+use super::lists::{get, put, varint_len, Lists, NIL};
+use super::words::{Sym, Words};
 
 #[inline]
 fn key(a: u32, b: u32) -> u64 {
@@ -104,11 +36,9 @@ pub struct Pairs {
     init_start: Vec<u64>,
     init_len: Vec<u32>,
     init_bytes: Vec<u8>,
-    /// Words added later (when the pair's count rose in them): an unrolled list.
+    /// Words added later (when the pair's count rose in them): the heads of their lists.
     head: Vec<u32>,
-    nodes: Vec<Node>,
-    /// The first of the nodes free for reuse (chained by `next`).
-    free: u32,
+    later: Lists,
     /// Merge number in which this pair's count last rose (to push it once per merge).
     touched: Vec<u32>,
 }
@@ -133,12 +63,12 @@ impl Pairs {
     pub fn build<S: Sym>(words: &Words<S>, pool: Option<&rayon::ThreadPool>) -> Pairs {
         let nwords = words.len();
         let byte_pair = |p: &[S]| (p[0].id() << 8 | p[1].id()) as usize;
-        let tally = |first: usize, ws: &[Word]| {
+        let tally = |ws: std::ops::Range<usize>| {
             let mut cnt = vec![0i64; 1 << 16];
             let mut occ = vec![0u32; 1 << 16];
-            for (i, wd) in ws.iter().enumerate() {
-                let c = words.count(first + i);
-                for p in words.syms_of(wd).windows(2) {
+            for w in ws {
+                let c = words.count(w);
+                for p in words.syms_of(w).windows(2) {
                     let k = byte_pair(p);
                     cnt[k] = cnt[k].saturating_add(c);
                     occ[k] += 1;
@@ -149,7 +79,7 @@ impl Pairs {
         let (bcount, bocc) = match pool {
             Some(pool) => pool.install(|| {
                 let chunk = (nwords / (pool.current_num_threads() * 4)).max(4096);
-                words.list.par_chunks(chunk).enumerate().map(|(i, ws)| tally(i * chunk, ws)).reduce(
+                (0..nwords.div_ceil(chunk)).into_par_iter().map(|i| tally(i * chunk..((i + 1) * chunk).min(nwords))).reduce(
                     || (vec![0i64; 1 << 16], vec![0u32; 1 << 16]),
                     |(mut c1, mut o1), (c2, o2)| {
                         for k in 0..1 << 16 {
@@ -160,7 +90,7 @@ impl Pairs {
                     },
                 )
             }),
-            None => tally(0, &words.list),
+            None => tally(0..nwords),
         };
         let mut pairs = Pairs {
             ids: FxHashMap::default(),
@@ -171,15 +101,14 @@ impl Pairs {
             init_len: Vec::new(),
             init_bytes: Vec::new(),
             head: Vec::new(),
-            nodes: Vec::new(),
-            free: NIL,
+            later: Lists::new(),
             touched: Vec::new(),
         };
         // The bytes of each byte pair's list (gaps between the ids of the words holding it).
         let mut last = vec![-1i64; 1 << 16];
         let mut size = vec![0u64; 1 << 16];
-        for (w, wd) in words.list.iter().enumerate() {
-            for p in words.syms_of(wd).windows(2) {
+        for w in 0..nwords {
+            for p in words.syms_of(w).windows(2) {
                 let k = byte_pair(p);
                 if last[k] != w as i64 {
                     size[k] += varint_len((w as i64 - last[k]) as u64) as u64;
@@ -203,8 +132,8 @@ impl Pairs {
         }
         pairs.init_bytes = vec![0; total as usize + 10];
         last.iter_mut().for_each(|l| *l = -1);
-        for (w, wd) in words.list.iter().enumerate() {
-            for p in words.syms_of(wd).windows(2) {
+        for w in 0..nwords {
+            for p in words.syms_of(w).windows(2) {
                 let k = byte_pair(p);
                 if last[k] != w as i64 {
                     let f = fill[k] as usize;
@@ -222,9 +151,9 @@ impl Pairs {
     pub fn build_general<S: Sym>(words: &Words<S>, counted: impl Fn(u32, u32) -> bool) -> Pairs {
         let mut pairs = Pairs::build(&Words::<S>::from_segmented(&[], &[0], &[]), None);
         let mut scratch = Vec::new();
-        for (w, wd) in words.list.iter().enumerate() {
+        for w in 0..words.len() {
             let c = words.count(w);
-            for p in words.syms_of(wd).windows(2) {
+            for p in words.syms_of(w).windows(2) {
                 let (x, y) = (p[0].id(), p[1].id());
                 if counted(x, y) {
                     pairs.apply(x, y, c, w as u32, 0, &mut scratch);
@@ -254,34 +183,19 @@ impl Pairs {
             }
         }
         let later = self.head[p] != NIL;
-        self.forget(p, |node| node.decode(buf));
+        self.later.drain(&mut self.head[p], buf);
         if later {
             buf.sort_unstable();
             buf.dedup();
         }
     }
 
-    /// Empties the lists of pair `p`, showing `seen` each node; the nodes go to the free list.
-    fn forget(&mut self, p: usize, mut seen: impl FnMut(&Node)) {
+    /// Empties the lists of pair `p`.
+    fn forget(&mut self, p: usize) {
         if p < self.init_len.len() {
             self.init_len[p] = 0;
         }
-        let first = self.head[p];
-        if first == NIL {
-            return;
-        }
-        self.head[p] = NIL;
-        let mut n = first;
-        loop {
-            let node = &self.nodes[n as usize];
-            seen(node);
-            if node.next == NIL {
-                break;
-            }
-            n = node.next;
-        }
-        self.nodes[n as usize].next = self.free;
-        self.free = first;
+        self.later.clear(&mut self.head[p]);
     }
 
     /// Changes the count of `(x, y)` by `delta` (a word's count, signed) for word `w`; a pair
@@ -294,47 +208,15 @@ impl Pairs {
         self.count[id] = self.count[id].saturating_add(delta);
         if delta <= 0 {
             if delta < 0 && self.count[id] <= 0 {
-                self.forget(id, |_| ());
+                self.forget(id);
             }
             return;
         }
-        let h = self.head[id];
-        if h != NIL {
-            let node = &mut self.nodes[h as usize];
-            if node.last == w {
-                // listed already (the pair rose twice in this word)
-            } else {
-                let gap = zigzag(w as i64 - node.last as i64);
-                let n = node.len as usize;
-                if n + varint_len(gap) <= NODE_BYTES {
-                    node.len += put(gap, &mut node.bytes[n..]) as u8;
-                    node.last = w;
-                } else {
-                    self.push_node(id, w);
-                }
-            }
-        } else {
-            self.push_node(id, w);
-        }
+        self.later.add(&mut self.head[id], w);
         if self.touched[id] != merge_no {
             self.touched[id] = merge_no;
             touched.push(id as u32);
         }
-    }
-
-    /// Starts a new first node of pair `id`'s later list, holding `w`.
-    fn push_node(&mut self, id: usize, w: u32) {
-        let mut node = Node { last: w, next: self.head[id], len: 0, bytes: [0; NODE_BYTES] };
-        node.len = put(w as u64, &mut node.bytes) as u8;
-        self.head[id] = if self.free != NIL {
-            let n = self.free;
-            self.free = self.nodes[n as usize].next;
-            self.nodes[n as usize] = node;
-            n
-        } else {
-            self.nodes.push(node);
-            (self.nodes.len() - 1) as u32
-        };
     }
 
     /// Forgets every stamp (when the merge counter wraps around).
@@ -346,12 +228,11 @@ impl Pairs {
     pub fn sizes(&self) -> String {
         let mb = |b: usize| b as f64 / (1 << 20) as f64;
         format!(
-            "{} pairs (map {:.1} MiB, tables {:.1} MiB), {} list nodes ({:.1} MiB), initial lists {:.1} MiB",
+            "{} pairs (map {:.1} MiB, tables {:.1} MiB), later lists {:.1} MiB, initial lists {:.1} MiB",
             self.left.len(),
             mb(self.ids.capacity() * 13),
-            mb(self.left.len() * 24),
-            self.nodes.len(),
-            mb(self.nodes.len() * 32),
+            mb(self.left.capacity() * 24),
+            mb(self.later.bytes()),
             mb(self.init_bytes.len())
         )
     }
@@ -362,36 +243,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn varints_and_lists_round_trip() {
-        let mut b = [0u8; 10];
-        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX >> 1] {
-            let n = put(v, &mut b);
-            assert_eq!(n, varint_len(v));
-            let mut pos = 0;
-            assert_eq!((get(&b, &mut pos), pos), (v, n));
-        }
-        for d in [0i64, 1, -1, 63, -64, u32::MAX as i64, -(u32::MAX as i64)] {
-            assert_eq!(unzigzag(zigzag(d)), d);
-        }
-        // A later list across many nodes, ids going up and down, repeats listed once.
+    fn a_pair_lists_each_word_once_in_order() {
         let mut pairs = Pairs::build(&Words::<u16>::from_segmented(&[], &[0], &[]), None);
         let ids: Vec<u32> = (0..500u32).map(|i| (i * 7919) % 100_003).chain([5, 5, u32::MAX - 1, 0]).collect();
         let mut touched = Vec::new();
         for &w in &ids {
             pairs.apply(1, 2, 1, w, 0, &mut touched);
         }
+        assert_eq!(touched, [0]);
         let mut got = Vec::new();
         pairs.take_words(0, &mut got);
         let mut want = ids.clone();
         want.sort_unstable();
         want.dedup();
         assert_eq!(got, want);
-        assert!(pairs.nodes.len() < ids.len() / 4, "{} nodes", pairs.nodes.len());
-        // Freed nodes are reused.
-        let n = pairs.nodes.len();
-        for &w in &ids {
-            pairs.apply(1, 2, 1, w, 1, &mut touched);
-        }
-        assert_eq!(pairs.nodes.len(), n);
+        pairs.take_words(0, &mut got);
+        assert!(got.is_empty());
     }
 }

@@ -1,8 +1,11 @@
 //! The distinct words of a training run, flat: one vector of symbols (`u16` when every token
-//! id of the run fits, else `u32`) and a 16-byte record per word (start, current length,
-//! count), so merging inside a word compacts its slice in place (no allocation per word, good
-//! locality) and one record is one cache miss. Words of a single symbol or with count 0 are
-//! dropped up front: they never hold a pair. Counts of 2³² - 1 or more live in a side table.
+//! id of the run fits, else `u32`) and an 8-byte record per word (where its symbols start, its
+//! count). Merging inside a word compacts its slice in place and marks the new end with
+//! [`Sym::END`] (a word runs to that mark or to the next word's start), so there is no
+//! allocation per word, one record is one cache miss, and no length is stored. Starts are the
+//! low 32 bits; the ids of the words where they wrap around are kept aside. Words of a single
+//! symbol or with count 0 are dropped up front: they never hold a pair. Counts of 2³² - 1 or
+//! more live in a side table.
 //! Bytes per word: [log](../../docs/performance.md#memory-of-the-merge-loop).
 
 use rustc_hash::FxHashMap;
@@ -11,11 +14,14 @@ use crate::counts::FlatRef;
 
 /// A token id as the words store it.
 pub trait Sym: Copy + Eq + Send + Sync + 'static {
+    /// Marks the end of a word that merges shortened (never a token id: see `small_ids`).
+    const END: Self;
     fn of(id: u32) -> Self;
     fn id(self) -> u32;
 }
 
 impl Sym for u16 {
+    const END: u16 = u16::MAX;
     #[inline(always)]
     fn of(id: u32) -> Self {
         id as u16
@@ -27,6 +33,7 @@ impl Sym for u16 {
 }
 
 impl Sym for u32 {
+    const END: u32 = u32::MAX;
     #[inline(always)]
     fn of(id: u32) -> Self {
         id
@@ -37,10 +44,10 @@ impl Sym for u32 {
     }
 }
 
-/// One distinct word: its symbols are `syms[start..start + len]` (len shrinks as merges apply).
+/// One distinct word: its symbols start at `start` (the low 32 bits; see `Words::wraps`).
+#[derive(Clone, Copy)]
 pub struct Word {
-    pub start: u64,
-    pub len: u32,
+    start: u32,
     /// The count, or [`BIG`]: look it up in `Words::big`.
     count: u32,
 }
@@ -57,25 +64,39 @@ pub struct Delta {
 
 pub struct Words<S> {
     pub syms: Vec<S>,
-    pub list: Vec<Word>,
+    /// One record per word and one more whose start is the end of the last word.
+    list: Vec<Word>,
+    /// The words whose start is 2³² or more symbols past the previous entry's (ascending; a
+    /// word may appear more than once): word `w` starts at its low bits plus 2³² times the
+    /// number of entries `<= w`. Empty below 4 Gi symbols.
+    wraps: Vec<u32>,
     big: FxHashMap<u32, i64>,
 }
 
 impl<S: Sym> Words<S> {
     fn with_capacity(words: usize, syms: usize) -> Self {
-        Words { syms: Vec::with_capacity(syms), list: Vec::with_capacity(words), big: FxHashMap::default() }
+        let mut list = Vec::with_capacity(words + 1);
+        list.push(Word { start: 0, count: 0 });
+        Words { syms: Vec::with_capacity(syms), list, wraps: Vec::new(), big: FxHashMap::default() }
     }
 
-    fn push(&mut self, start: usize, len: usize, count: u64) {
+    /// Adds a word whose symbols `self.syms` already ends with.
+    fn push(&mut self, count: u64) {
         // Saturate: counts near u64::MAX would overflow the i64 deltas.
         let count = count.min(i64::MAX as u64 / 4);
+        let w = self.list.len() - 1;
         let small = if count < BIG as u64 {
             count as u32
         } else {
-            self.big.insert(self.list.len() as u32, count as i64);
+            self.big.insert(w as u32, count as i64);
             BIG
         };
-        self.list.push(Word { start: start as u64, len: len as u32, count: small });
+        self.list[w].count = small;
+        let (prev, end) = (self.start(w), self.syms.len());
+        for _ in 0..(end >> 32) - (prev >> 32) {
+            self.wraps.push(w as u32 + 1);
+        }
+        self.list.push(Word { start: end as u32, count: 0 });
     }
 
     /// The words worth training on, with their bytes as the first symbols. Sized exactly up
@@ -83,16 +104,15 @@ impl<S: Sym> Words<S> {
     pub fn from_flat(f: FlatRef<'_>) -> Words<S> {
         let keep = |i: usize| {
             let n = (f.offsets[i + 1] - f.offsets[i]) as usize;
-            n >= 2 && f.counts[i] != 0 && n <= u32::MAX as usize
+            n >= 2 && f.counts[i] != 0
         };
         let (n_keep, n_syms) = (0..f.len())
             .filter(|&i| keep(i))
             .fold((0usize, 0usize), |(n, s), i| (n + 1, s + (f.offsets[i + 1] - f.offsets[i]) as usize));
         let mut out = Words::with_capacity(n_keep, n_syms);
         for i in (0..f.len()).filter(|&i| keep(i)) {
-            let w = f.word(i);
-            out.push(out.syms.len(), w.len(), f.counts[i]);
-            out.syms.extend(w.iter().map(|&b| S::of(b as u32)));
+            out.syms.extend(f.word(i).iter().map(|&b| S::of(b as u32)));
+            out.push(f.counts[i]);
         }
         out
     }
@@ -107,14 +127,30 @@ impl<S: Sym> Words<S> {
         let mut out = Words::with_capacity(n_keep, n_syms);
         for i in (0..counts.len()).filter(|&i| keep(i)) {
             let (a, b) = (offsets[i] as usize, offsets[i + 1] as usize);
-            out.push(out.syms.len(), b - a, counts[i]);
             out.syms.extend(syms[a..b].iter().map(|&t| S::of(t)));
+            out.push(counts[i]);
         }
         out
     }
 
     pub fn len(&self) -> usize {
-        self.list.len()
+        self.list.len() - 1
+    }
+
+    /// Bytes of the word records (for the timing report).
+    pub fn record_bytes(&self) -> usize {
+        self.list.len() * std::mem::size_of::<Word>()
+    }
+
+    /// Where word `w`'s symbols start.
+    #[inline(always)]
+    fn start(&self, w: usize) -> usize {
+        let lo = self.list[w].start as usize;
+        if self.wraps.is_empty() {
+            lo
+        } else {
+            lo + (self.wraps.partition_point(|&x| x as usize <= w) << 32)
+        }
     }
 
     /// The count of word `w`.
@@ -126,10 +162,18 @@ impl<S: Sym> Words<S> {
         }
     }
 
+    /// The slots of word `w`: its symbols, then [`Sym::END`] and stale ones if merges shortened it.
+    #[inline(always)]
+    fn slots(&self, w: usize) -> (usize, usize) {
+        (self.start(w), self.start(w + 1))
+    }
+
     /// The symbols of word `w`.
     #[inline]
-    pub fn syms_of(&self, w: &Word) -> &[S] {
-        &self.syms[w.start as usize..w.start as usize + w.len as usize]
+    pub fn syms_of(&self, w: usize) -> &[S] {
+        let (a, b) = self.slots(w);
+        let s = &self.syms[a..b];
+        &s[..s.iter().position(|&x| x == S::END).unwrap_or(s.len())]
     }
 
     /// Asks for the cache lines of word `w`'s record (`record`) or of its symbols (a dependent
@@ -139,7 +183,7 @@ impl<S: Sym> Words<S> {
         if record {
             prefetch(&self.list[w as usize] as *const Word as *const u8);
         } else {
-            let st = self.list[w as usize].start as usize;
+            let st = self.start(w as usize);
             if st < self.syms.len() {
                 prefetch(&self.syms[st] as *const S as *const u8);
             }
@@ -152,19 +196,21 @@ impl<S: Sym> Words<S> {
     /// the word held the pair.
     #[inline]
     pub fn merge(&mut self, w: usize, a: u32, b: u32, c: u32, deltas: &mut Vec<Delta>) -> bool {
-        let (st, len) = (self.list[w].start as usize, self.list[w].len as usize);
-        let s = &mut self.syms[st..st + len];
+        let (st, end) = self.slots(w);
+        let s = &mut self.syms[st..end];
         let (sa, sb, sc) = (S::of(a), S::of(b), S::of(c));
         let d = |left, right, sign| Delta { left, right, sign };
+        let (n, end) = (s.len(), S::END);
         let (mut r, mut wr) = (0usize, 0usize);
-        while r < len {
-            if r + 1 < len && s[r] == sa && s[r + 1] == sb {
+        // (`b` and `y` are never the end mark, so reading one past the word's end is harmless.)
+        while r < n && s[r] != end {
+            if s[r] == sa && r + 1 < n && s[r + 1] == sb {
                 if wr > 0 {
                     let x = s[wr - 1].id();
                     deltas.push(d(x, a, -1));
                     deltas.push(d(x, c, 1));
                 }
-                if r + 2 < len {
+                if r + 2 < n && s[r + 2] != end {
                     let y = s[r + 2].id();
                     deltas.push(d(b, y, -1));
                     deltas.push(d(c, y, 1));
@@ -178,8 +224,10 @@ impl<S: Sym> Words<S> {
                 r += 1;
             }
         }
-        self.list[w].len = wr as u32;
-        wr != len
+        if wr < r {
+            s[wr] = end;
+        }
+        wr != r
     }
 }
 
@@ -192,4 +240,37 @@ fn prefetch(p: *const u8) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_past_4_gi_symbols_count_the_wraps() {
+        let rec = |start| Word { start, count: 1 };
+        let words = Words::<u16> {
+            syms: Vec::new(),
+            list: vec![rec(0), rec(10), rec(5), rec(7), rec(3), rec(9)],
+            wraps: vec![2, 4, 4],
+            big: FxHashMap::default(),
+        };
+        let starts: Vec<usize> = (0..6).map(|w| words.start(w)).collect();
+        assert_eq!(starts, [0, 10, 5 + (1 << 32), 7 + (1 << 32), 3 + (3 << 32), 9 + (3 << 32)]);
+        assert_eq!(words.len(), 5);
+    }
+
+    #[test]
+    fn merges_shorten_words_behind_an_end_mark() {
+        let mut words = Words::<u16>::from_segmented(&[1, 2, 1, 2, 3, 1, 2], &[0, 5, 7], &[4, 1 << 40]);
+        let mut deltas = Vec::new();
+        assert!(words.merge(0, 1, 2, 9, &mut deltas));
+        assert_eq!(words.syms_of(0), [9, 9, 3]);
+        assert_eq!(words.syms[..5], [9, 9, 3, u16::MAX, 3]);
+        assert!(words.merge(0, 9, 9, 8, &mut deltas));
+        assert_eq!(words.syms_of(0), [8, 3]);
+        assert!(!words.merge(0, 1, 2, 9, &mut deltas));
+        assert!(words.merge(1, 1, 2, 9, &mut deltas));
+        assert_eq!((words.syms_of(1), words.count(1)), (&[9u16][..], 1 << 40));
+    }
 }

@@ -1,0 +1,47 @@
+//! Memory of the big, short-lived arrays of counting and training: how they are allocated, and
+//! what the process holds (for the timing report). Figures:
+//! [log](../docs/performance.md#memory-of-the-merge-loop).
+
+/// While alive, glibc serves every allocation of 1 MiB or more by its own mapping, so a freed
+/// array goes back to the system at once and a growing one is moved by `mremap`, not copied.
+/// By default glibc raises that threshold up to 32 MiB after a big block is freed (the
+/// counting tables are); then the gathered counts and the merge loop's vectors live in its
+/// heaps, where freed blocks stay resident (a pool thread's heap is never trimmed) and every
+/// doubling leaves its old copy behind as a hole. On drop the threshold is set to 32 MiB,
+/// where glibc's own adjustment would have taken it (so the process's other large
+/// allocations, e.g. Python's or the file reader's blocks, stay cheap).
+pub struct MapBigAllocations;
+
+impl MapBigAllocations {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        set_mmap_threshold(1 << 20);
+        MapBigAllocations
+    }
+}
+
+impl Drop for MapBigAllocations {
+    fn drop(&mut self) {
+        set_mmap_threshold(32 << 20);
+    }
+}
+
+fn set_mmap_threshold(bytes: i32) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes the allocator's tuning; M_MMAP_THRESHOLD takes a size.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, bytes);
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = bytes;
+}
+
+/// The resident memory of this process and its peak, in MiB, for the timing report (0 where
+/// unknown).
+pub fn rss_mib() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = |k: &str| {
+        status.lines().find(|l| l.starts_with(k)).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()).unwrap_or(0)
+    };
+    format!("{} (peak {})", kb("VmRSS:") >> 10, kb("VmHWM:") >> 10)
+}
