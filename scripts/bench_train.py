@@ -22,9 +22,9 @@ What is compared
 
 How it is measured
   Each (tool, size, repetition) runs in a fresh subprocess of this script. The child imports the
-  tool, records ``ru_maxrss`` (the baseline: an idle interpreter plus the imports), then times the
+  tool, records its peak RSS, VmHWM (the baseline: an idle interpreter plus the imports), then times the
   training call alone with ``time.perf_counter``: reading + pre-tokenizing + counting + merging +
-  building the returned object. Peak RSS is ``ru_maxrss`` at the end of the child (self and any
+  building the returned object. Peak RSS is VmHWM (or ``ru_maxrss`` of waited children) at the end of the child (self and any
   children of it). Repetitions are interleaved across tools; the table shows medians. Every tool
   uses all cores (its own default).
 """
@@ -210,8 +210,14 @@ def setup_tool(name: str):
 
 
 def _max_rss_mib() -> float:
-    """Peak RSS so far of this process (and of any children it waited for), in MiB."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """Peak RSS so far of this process (and of any children it waited for), in MiB. This
+    process's own peak is VmHWM: after ``exec``, ``ru_maxrss`` still holds the parent's RSS at
+    the fork."""
+    try:
+        with open("/proc/self/status") as f:
+            own = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return max(own, kids) / 1024  # Linux reports KiB
 
@@ -526,7 +532,7 @@ def main() -> None:
               "CPU time (user + system, all threads) much less",
               f"- {args.runs} run(s) per cell, each in a fresh process; timeout {args.timeout:g} s per run",
               "- wall = the training call alone (reading + pre-tokenizing + counting + merging), "
-              "for generator inputs including Python reading/splitting the file; peak RSS = ru_maxrss at the end "
+              "for generator inputs including Python reading/splitting the file; peak RSS = VmHWM at the end "
               "of the run; 'above baseline' subtracts the child's RSS after importing the tool",
               "- all tools: GPT-2 pre-tokenization regex; tokenizers and gigatoken take no custom pattern, "
               "their built-in one is GPT-2's", "",
