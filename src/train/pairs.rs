@@ -8,9 +8,8 @@
 //! * **Lists as varint gaps.** The lists are most of the merge loop's memory, so word ids are
 //!   stored as LEB128 varints of the gap from the previous id (1-3 bytes instead of 4). The
 //!   initial lists are one byte vector laid out by a counting sort (ids ascending); words added
-//!   later (when a pair's count rises in them) go to an unrolled linked list per pair (32-byte
-//!   nodes of 23 payload bytes, zigzag gaps, all nodes in one arena, freed nodes reused), so
-//!   adding is an append and a walk costs one pointer chase per ~10 words.
+//!   later (when a pair's count rises in them) go to the pair's later list ([`super::lists`]:
+//!   one id in the head, then unrolled nodes of zigzag gaps), so adding is an append.
 //! * **Initial pairs are byte pairs**, so dense 65,536-slot tables replace hashing and sorting;
 //!   they are counted in parallel per chunk of words when a pool is there.
 
@@ -23,6 +22,13 @@ use super::words::{Sym, Words};
 #[inline]
 fn key(a: u32, b: u32) -> u64 {
     ((a as u64) << 32) | b as u64
+}
+
+/// A byte pair's weighted count and number of words, while the initial pairs are counted.
+#[derive(Clone, Copy, Default)]
+struct Tally {
+    count: i64,
+    occ: u32,
 }
 
 /// All mutable pair state.
@@ -63,30 +69,31 @@ impl Pairs {
     pub fn build<S: Sym>(words: &Words<S>, pool: Option<&rayon::ThreadPool>) -> Pairs {
         let nwords = words.len();
         let byte_pair = |p: &[S]| (p[0].id() << 8 | p[1].id()) as usize;
+        // One 1 MiB table per piece of work: mapped while the merge loop's allocator setting
+        // holds (`crate::memory`), so a pool thread's heap keeps no hole of it.
         let tally = |ws: std::ops::Range<usize>| {
-            let mut cnt = vec![0i64; 1 << 16];
-            let mut occ = vec![0u32; 1 << 16];
+            let mut t = vec![Tally::default(); 1 << 16];
             for w in ws {
                 let c = words.count(w);
                 for p in words.syms_of(w).windows(2) {
-                    let k = byte_pair(p);
-                    cnt[k] = cnt[k].saturating_add(c);
-                    occ[k] += 1;
+                    let k = &mut t[byte_pair(p)];
+                    k.count = k.count.saturating_add(c);
+                    k.occ += 1;
                 }
             }
-            (cnt, occ)
+            t
         };
-        let (bcount, bocc) = match pool {
+        let tallies = match pool {
             Some(pool) => pool.install(|| {
                 let chunk = (nwords / (pool.current_num_threads() * 4)).max(4096);
                 (0..nwords.div_ceil(chunk)).into_par_iter().map(|i| tally(i * chunk..((i + 1) * chunk).min(nwords))).reduce(
-                    || (vec![0i64; 1 << 16], vec![0u32; 1 << 16]),
-                    |(mut c1, mut o1), (c2, o2)| {
-                        for k in 0..1 << 16 {
-                            c1[k] = c1[k].saturating_add(c2[k]);
-                            o1[k] += o2[k];
+                    || vec![Tally::default(); 1 << 16],
+                    |mut t1, t2| {
+                        for (a, b) in t1.iter_mut().zip(&t2) {
+                            a.count = a.count.saturating_add(b.count);
+                            a.occ += b.occ;
                         }
-                        (c1, o1)
+                        t1
                     },
                 )
             }),
@@ -120,11 +127,11 @@ impl Pairs {
         let mut fill = vec![0u64; 1 << 16];
         let mut total = 0u64;
         for k in 0..1usize << 16 {
-            if bocc[k] == 0 {
+            if tallies[k].occ == 0 {
                 continue;
             }
             let id = pairs.id((k >> 8) as u32, (k & 255) as u32);
-            pairs.count[id] = bcount[k];
+            pairs.count[id] = tallies[k].count;
             pairs.init_start.push(total);
             pairs.init_len.push(u32::try_from(size[k]).unwrap_or(u32::MAX));
             fill[k] = total;
