@@ -248,15 +248,23 @@ mod tests {
             vec![ONE - 2],
             vec![ONE - 1, ONE, u32::MAX - 1, 0],
             vec![3, 5],
+            vec![ONE - 2, 0], // the second gap does not fit the first node
             vec![u32::MAX - 1, 0, 1],
             (0..500u32).map(|i| (i * 7919) % 100_003).chain([5, 5, u32::MAX - 1, 0]).collect(),
         ];
         let mut heads = vec![NIL; cases.len()];
+        let mut units = 0;
         for round in 0..2 {
             for (h, ids) in heads.iter_mut().zip(&cases) {
                 ids.iter().for_each(|&w| lists.add(h, w));
             }
-            let units = lists.units();
+            if round == 0 {
+                units = lists.units();
+                assert_eq!(heads[1], ONE | 7, "a list of one is its head");
+                assert_eq!(heads[0], NIL);
+            } else {
+                assert_eq!(lists.units(), units, "the second round reuses the freed nodes");
+            }
             for (h, ids) in heads.iter_mut().zip(&cases) {
                 let mut got = Vec::new();
                 lists.drain(h, &mut got);
@@ -267,9 +275,6 @@ mod tests {
                 want.sort_unstable();
                 want.dedup();
                 assert_eq!(got, want, "round {round}");
-            }
-            if round == 1 {
-                assert_eq!(lists.units(), units, "freed nodes are reused");
             }
         }
         // The long list packs several ids per unit.

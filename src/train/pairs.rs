@@ -28,7 +28,7 @@ fn key(a: u32, b: u32) -> u64 {
 #[derive(Clone, Copy, Default)]
 struct Tally {
     count: i64,
-    occ: u32,
+    occ: u64,
 }
 
 /// All mutable pair state.

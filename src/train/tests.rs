@@ -111,6 +111,9 @@ fn wide_symbols_learn_the_same_merges() {
         let narrow = run(&words, 65_000, tb, 0, None);
         assert!(!small_ids(256, &TrainConfig { max_new_tokens: 70_000, tie_break: tb, min_frequency: 0, max_token_length: None }));
         let wide = run(&words, 70_000, tb, 0, None);
+        // The last 16-bit value is the words' end mark, never an id.
+        let cfg = |n| TrainConfig { max_new_tokens: n, tie_break: tb, min_frequency: 0, max_token_length: None };
+        assert!(small_ids(256, &cfg(65_279)) && !small_ids(256, &cfg(65_280)));
         assert!(narrow.len() > 20);
         assert_eq!(narrow, wide);
     }

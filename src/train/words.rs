@@ -264,12 +264,18 @@ mod tests {
     fn merges_shorten_words_behind_an_end_mark() {
         let mut words = Words::<u16>::from_segmented(&[1, 2, 1, 2, 3, 1, 2], &[0, 5, 7], &[4, 1 << 40]);
         let mut deltas = Vec::new();
+        let pairs = |d: &mut Vec<Delta>| d.drain(..).map(|d| (d.left, d.right, d.sign)).collect::<Vec<_>>();
         assert!(words.merge(0, 1, 2, 9, &mut deltas));
+        assert_eq!(pairs(&mut deltas), [(2, 1, -1), (9, 1, 1), (9, 1, -1), (9, 9, 1), (2, 3, -1), (9, 3, 1)]);
         assert_eq!(words.syms_of(0), [9, 9, 3]);
         assert_eq!(words.syms[..5], [9, 9, 3, u16::MAX, 3]);
         assert!(words.merge(0, 9, 9, 8, &mut deltas));
         assert_eq!(words.syms_of(0), [8, 3]);
+        assert_eq!(pairs(&mut deltas), [(9, 3, -1), (8, 3, 1)]);
         assert!(!words.merge(0, 1, 2, 9, &mut deltas));
+        // The right neighbour of the last pair is the end mark: no pair with it.
+        assert!(words.merge(0, 8, 3, 7, &mut deltas));
+        assert_eq!((words.syms_of(0), pairs(&mut deltas)), (&[7u16][..], vec![]));
         assert!(words.merge(1, 1, 2, 9, &mut deltas));
         assert_eq!((words.syms_of(1), words.count(1)), (&[9u16][..], 1 << 40));
     }
