@@ -371,13 +371,13 @@ impl Counter {
     pub fn take_flat(&mut self) -> Flat {
         let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
         if timing {
-            eprintln!("train: counted, RSS {} MiB", crate::memory::rss_mib());
+            eprintln!("train: counted, RSS {}", crate::memory::rss_mib());
         }
         let _mapped = crate::memory::MapBigAllocations::new();
         let flat = crate::pool::install(self.pool(), || self.flat_here(true));
         self.release();
         if timing {
-            eprintln!("train: counts gathered, RSS {} MiB", crate::memory::rss_mib());
+            eprintln!("train: counts gathered, RSS {}", crate::memory::rss_mib());
         }
         flat
     }

@@ -43,5 +43,5 @@ pub fn rss_mib() -> String {
     let kb = |k: &str| {
         status.lines().find(|l| l.starts_with(k)).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()).unwrap_or(0)
     };
-    format!("{} (peak {})", kb("VmRSS:") >> 10, kb("VmHWM:") >> 10)
+    format!("{} MiB (peak {} MiB)", kb("VmRSS:") >> 10, kb("VmHWM:") >> 10)
 }

@@ -199,11 +199,7 @@ impl Input<'_> {
     fn words<S: Sym>(self) -> Words<S> {
         match self {
             Input::Borrowed(f) => Words::from_flat(f),
-            Input::Owned(f) => {
-                let w = Words::from_flat(f.as_ref());
-                drop(f);
-                w
-            }
+            Input::Owned(f) => Words::from_flat(f.as_ref()),
         }
     }
 }
@@ -315,7 +311,7 @@ fn merge_loop<S: Sym>(
     let mut merges = Vec::new();
     let mut heap = initial_heap(&pairs, &toks, rules);
     if timing {
-        eprintln!("train: words and initial pairs {:?} ({} words, {} pairs), RSS {} MiB", t0.elapsed(), words.len(), pairs.len(), crate::memory::rss_mib());
+        eprintln!("train: words and initial pairs {:?} ({} words, {} pairs), RSS {}", t0.elapsed(), words.len(), pairs.len(), crate::memory::rss_mib());
     }
     let mut s = Scratch { words: Vec::new(), deltas: Vec::new(), touched: Vec::new(), merge_no: 0 };
     let mut new_tokens = 0usize;
@@ -355,7 +351,7 @@ fn merge_loop<S: Sym>(
     if timing {
         let mb = |b: usize| b as f64 / (1 << 20) as f64;
         eprintln!(
-            "train: merge loop done at {:?} (RSS {} MiB): {} merges; {} words ({:.1} MiB symbols, {:.1} MiB records); {}; heap {} entries ({:.1} MiB) (in use)",
+            "train: merge loop done at {:?} (RSS {}): {} merges; {} words ({:.1} MiB symbols, {:.1} MiB records); {}; heap {} entries ({:.1} MiB) (in use)",
             t0.elapsed(),
             crate::memory::rss_mib(),
             merges.len(),
@@ -364,7 +360,7 @@ fn merge_loop<S: Sym>(
             mb(words.record_bytes()),
             pairs.sizes(),
             heap.v.len(),
-            mb(heap.v.capacity() * std::mem::size_of::<Entry>())
+            mb(heap.v.len() * std::mem::size_of::<Entry>())
         );
     }
     merges

@@ -238,7 +238,7 @@ impl Pairs {
             "{} pairs (map {:.1} MiB, tables {:.1} MiB), later lists {:.1} MiB, initial lists {:.1} MiB",
             self.left.len(),
             mb(self.ids.capacity() * 13),
-            mb(self.left.capacity() * 24),
+            mb(self.left.len() * 24),
             mb(self.later.bytes()),
             mb(self.init_bytes.len())
         )
