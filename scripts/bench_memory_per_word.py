@@ -4,9 +4,15 @@ a whole training run from files (``train_files``: counting, then the merge loop)
     PYTHONPATH=$PWD python scripts/bench_memory_per_word.py [N=2000000] [--vocab 8000]
     PYTHONPATH=$PWD python scripts/bench_memory_per_word.py --corpus ../shared/data/corpus/*.txt.gz
 
+    PYTHONPATH=$PWD python scripts/bench_memory_per_word.py --corpus ../shared/data/corpus/*.txt.gz \
+        --recombined 17300000 --keep /tmp/words18m --vocab 32000
+
 Without ``--corpus`` the words are N distinct random words of 5-11 letters (so the distinct
-words, not the corpus, set the memory); with it, the distinct pre-tokens of those files. Each
-figure is (peak RSS - RSS before) / distinct words, measured in a fresh process.
+words, not the corpus, set the memory); with it, the distinct pre-tokens of those files.
+``--recombined N`` adds a file of N new distinct words, each a prefix of one of the corpora's
+letter words joined to a suffix of another (real letter pairs, a long tail like a big corpus's
+distinct words), seen 1-3 times; ``--keep DIR`` keeps that file for the next run. Each figure is
+(peak RSS - RSS before) / distinct words, measured in a fresh process.
 """
 
 from __future__ import annotations
@@ -57,11 +63,61 @@ def run_child(kind: str, paths: list[str], vocab: int, words: int) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def recombined(paths: list[str], n: int, folder: str) -> str:
+    """A text of ``n`` distinct words new to the files at ``paths`` (see the module doc)."""
+    import numpy as np
+
+    import hf_bpe
+
+    out = os.path.join(folder, f"recombined-{n}.txt")
+    if os.path.exists(out):
+        return out
+    counts = hf_bpe.count_files(paths, progress=False)
+    seen = set()
+    letters = []
+    for w, _ in counts.items():
+        t = w.decode("utf-8", "replace")
+        seen.add(t)
+        if t.lstrip(" ").isalpha() and len(t.lstrip(" ")) >= 2:
+            letters.append(t)
+    del counts
+    rng = np.random.default_rng(0)
+    new: set[str] = set()
+    while len(new) < n:
+        m = min(1 << 20, 2 * (n - len(new)))
+        ai, bi = rng.integers(len(letters), size=m), rng.integers(len(letters), size=m)
+        fa, fb = rng.random(m), rng.random(m)
+        for i in range(m):
+            x, y = letters[ai[i]], letters[bi[i]]
+            lead = 1 if x[0] == " " else 0
+            cx = lead + 1 + int(fa[i] * (len(x) - lead - 1))
+            cy = 1 + int(fb[i] * (len(y) - (2 if y[0] == " " else 1)))
+            w = x[:cx] + y[len(y) - cy:]
+            if w not in seen and w not in new:
+                new.add(w)
+                if len(new) == n:
+                    break
+    reps = rng.integers(1, 4, size=n)
+    tmp_out = out + ".part"
+    with open(tmp_out, "w", encoding="utf-8") as f:
+        line = []
+        for w, r in zip(new, reps):
+            line.extend([w if w[0] == " " else "\n" + w] * int(r))
+            if len(line) > 10000:
+                f.write("".join(line) + "\n")
+                line = []
+        f.write("".join(line) + "\n")
+    os.replace(tmp_out, out)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("n", nargs="?", type=int, default=2_000_000)
     ap.add_argument("--vocab", type=int, default=8000)
     ap.add_argument("--corpus", nargs="*")
+    ap.add_argument("--recombined", type=int, default=0)
+    ap.add_argument("--keep")
     ap.add_argument("--child", nargs=2)
     a = ap.parse_args()
     if a.child:
@@ -72,8 +128,11 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         if a.corpus:
-            paths = a.corpus
+            paths = list(a.corpus)
             what = f"pre-tokens of {len(paths)} file(s)"
+            if a.recombined:
+                paths.append(recombined(paths, a.recombined, a.keep or tmp))
+                what += f" and {a.recombined:,} recombined words"
         else:
             rng = random.Random(0)
             words = sorted({"".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(5, 11)))

@@ -210,6 +210,19 @@ impl Lists {
         self.arena.len() * UNIT
     }
 
+    /// Bytes of the arena's free nodes (for the timing report).
+    pub fn free_bytes(&self) -> usize {
+        let mut units = 0;
+        for (k, &f) in self.free.iter().enumerate() {
+            let mut n = f;
+            while n != NIL {
+                units += k + 1;
+                n = self.next(n);
+            }
+        }
+        units * UNIT
+    }
+
     /// Units of the arena.
     #[cfg(test)]
     fn units(&self) -> usize {

@@ -18,6 +18,7 @@
 //! Measurements (time per stage, what was tried): [log](../../docs/performance.md#training).
 
 mod heap;
+mod index;
 mod lists;
 mod pairs;
 mod tokens;
@@ -59,6 +60,14 @@ struct Rules {
     /// initial counts and all decrements are unfiltered (as `tokenizers`' word.rs).
     max_len: u64,
     min_count: i64,
+    /// The quiet threshold to start with (`pairs`' module doc).
+    quiet_below: i64,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The tests' quiet threshold (1: no pair is ever quiet).
+    static QUIET_START: std::cell::Cell<i64> = const { std::cell::Cell::new(pairs::QUIET_BELOW) };
 }
 
 impl Rules {
@@ -229,14 +238,18 @@ fn train_words<S: Sym>(
     if cfg.max_new_tokens == 0 || (!rules.hf && rules.max_len < 2) || words.len() > u32::MAX as usize - 1 {
         return Vec::new(); // (more distinct words than ids cannot happen with real data)
     }
-    let pairs = Pairs::build(&words, pool);
+    let pairs = Pairs::build(&words, pool, rules.quiet_below);
     merge_loop(words, pairs, Tokens::new(), &rules, cfg, None, progress)
 }
 
 impl Rules {
     fn of(cfg: &TrainConfig) -> Rules {
         let max_len = cfg.max_token_length.unwrap_or(usize::MAX) as u64;
-        Rules { hf: cfg.tie_break == TieBreak::Hf, max_len, min_count: cfg.min_frequency.max(1).min(i64::MAX as u64) as i64 }
+        #[cfg(test)]
+        let quiet_below = QUIET_START.with(|q| q.get());
+        #[cfg(not(test))]
+        let quiet_below = pairs::QUIET_BELOW;
+        Rules { hf: cfg.tie_break == TieBreak::Hf, max_len, min_count: cfg.min_frequency.max(1).min(i64::MAX as u64) as i64, quiet_below }
     }
 }
 
@@ -289,7 +302,7 @@ fn extending_loop<S: Sym>(
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
     drop(syms);
     let len = |t: u32| toks.len[t as usize] as u64;
-    let pairs = Pairs::build_general(&words, |a, b| rules.hf || len(a) + len(b) <= rules.max_len);
+    let pairs = Pairs::build_general(&words, |a, b| rules.hf || len(a) + len(b) <= rules.max_len, rules.quiet_below);
     merge_loop(words, pairs, toks, rules, cfg, Some(known), progress)
 }
 
@@ -317,11 +330,34 @@ fn merge_loop<S: Sym>(
     let mut new_tokens = 0usize;
     let step = (cfg.max_new_tokens / 100).max(1);
     while new_tokens < cfg.max_new_tokens {
-        let Some(top) = pop_best(&mut heap, &pairs, &toks, hf) else { break };
+        let best = pop_best(&mut heap, &pairs, &toks, hf);
+        // Every quiet pair is below the threshold: the heap's best is the best of all unless it
+        // is below too (and the threshold could still matter for `min_count`).
+        let below = best.as_ref().is_none_or(|e| e.count < pairs.quiet_below);
+        if below && pairs.any_quiet() && pairs.quiet_below > rules.min_count {
+            let order = |x: &Entry, y: &Entry| better(x, y, &toks, &pairs, hf);
+            if let Some(e) = best {
+                heap.push(e, &order);
+            }
+            let to = match best {
+                Some(e) => (pairs.quiet_below / 8).min(e.count),
+                None => pairs.quiet_below / 8,
+            };
+            for id in pairs.lower_threshold(to) {
+                let e = Entry { count: pairs.count[id as usize], pair: id };
+                heap.push(e, &|x, y| better(x, y, &toks, &pairs, hf));
+            }
+            pairs.complete(&words);
+            continue;
+        }
+        let Some(top) = best else { break };
         if top.count < rules.min_count {
             break;
         }
         let p = top.pair as usize;
+        if pairs.is_partial(p) {
+            pairs.complete(&words);
+        }
         let (a, b) = (pairs.left[p], pairs.right[p]);
         let (c, is_new) = toks.merge(a, b);
         if known.as_mut().is_none_or(|k| k.insert((a, b))) {
@@ -334,6 +370,7 @@ fn merge_loop<S: Sym>(
         if !hf {
             pairs.count[p] = 0;
         }
+        pairs.settle();
         push_touched(&mut heap, &pairs, &toks, hf, &mut s.touched);
         s.merge_no = s.merge_no.wrapping_add(1);
         if s.merge_no == u32::MAX {

@@ -1,8 +1,15 @@
 //! Adjacent pairs of a training run: their counts and, for each pair, the words that hold it.
 //!
-//! * Each pair gets a dense `u32` id the first time it is seen (one `FxHashMap<u64, u32>`
-//!   lookup, the key `left << 32 | right`); counts, list heads and "touched in this merge"
-//!   stamps are plain vectors indexed by it. That lookup is the only hashing of the merge loop.
+//! * **Full and quiet pairs.** The [`Index`] maps a pair to its dense `u32` id, for a *full*
+//!   pair (counts, list heads and "touched in this merge" stamps are plain vectors indexed by
+//!   it), or holds only the count of a *quiet* one. A pair formed in a merge is full while the
+//!   merge runs; if it ends below [`Pairs::quiet_below`] it turns quiet (its id and list are
+//!   freed, it has no heap entry). Every pair at or above the threshold is full, so while the
+//!   heap's best is at or above it, it is the best of all. When the best falls below it, the
+//!   threshold is lowered and the quiet pairs above the new one become full with their lists
+//!   rebuilt by one walk over the words ([`Pairs::complete`]); the same walk completes a pair
+//!   that turned full by rising (a reused token) when it is picked. The index lookup is the
+//!   only hashing of the merge loop.
 //! * **Lazy lists.** A word stays listed after it lost the pair; the merge checks it (about half
 //!   the visits on English find an occurrence). A pair whose count falls to 0 drops its lists.
 //! * **Lists as varint gaps.** The lists are most of the merge loop's memory, so word ids are
@@ -14,15 +21,13 @@
 //!   they are counted in parallel per chunk of words when a pool is there.
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
+use super::index::{Index, QUIET};
 use super::lists::{get, put, varint_len, Lists, NIL};
 use super::words::{Sym, Words};
 
-#[inline]
-fn key(a: u32, b: u32) -> u64 {
-    ((a as u64) << 32) | b as u64
-}
+/// The quiet threshold a run starts with (see the module doc).
+pub const QUIET_BELOW: i64 = 64;
 
 /// A byte pair's weighted count and number of words, while the initial pairs are counted.
 #[derive(Clone, Copy, Default)]
@@ -33,7 +38,7 @@ struct Tally {
 
 /// All mutable pair state.
 pub struct Pairs {
-    ids: FxHashMap<u64, u32>,
+    index: Index,
     pub left: Vec<u32>,
     pub right: Vec<u32>,
     pub count: Vec<i64>,
@@ -47,26 +52,65 @@ pub struct Pairs {
     later: Lists,
     /// Merge number in which this pair's count last rose (to push it once per merge).
     touched: Vec<u32>,
+    /// Full pairs whose lists may miss words (they were quiet); see [`Pairs::complete`].
+    partial: Vec<bool>,
+    partials: usize,
+    /// Ids given out in this merge (they turn quiet at its end if below the threshold), and ids
+    /// free for reuse (never in the heap).
+    fresh: Vec<u32>,
+    free_ids: Vec<u32>,
+    /// Pairs below this count are quiet after a merge; lowered when the heap falls below it.
+    pub quiet_below: i64,
+    quiet: usize,
 }
 
 impl Pairs {
-    #[inline]
-    fn id(&mut self, a: u32, b: u32) -> usize {
-        let n = self.left.len() as u32;
-        let id = *self.ids.entry(key(a, b)).or_insert(n);
-        if id == n {
-            self.left.push(a);
-            self.right.push(b);
-            self.count.push(0);
-            self.head.push(NIL);
-            self.touched.push(u32::MAX);
+    fn empty(quiet_below: i64) -> Pairs {
+        Pairs {
+            index: Index::new(),
+            left: Vec::new(),
+            right: Vec::new(),
+            count: Vec::new(),
+            init_start: Vec::new(),
+            init_len: Vec::new(),
+            init_bytes: Vec::new(),
+            head: Vec::new(),
+            later: Lists::new(),
+            touched: Vec::new(),
+            partial: Vec::new(),
+            partials: 0,
+            fresh: Vec::new(),
+            free_ids: Vec::new(),
+            quiet_below: quiet_below.max(1),
+            quiet: 0,
         }
-        id as usize
+    }
+
+    /// A new full pair's id (a freed one if there is one), with `count` and empty lists.
+    fn new_id(&mut self, a: u32, b: u32, count: i64) -> usize {
+        let id = match self.free_ids.pop() {
+            Some(id) => {
+                let i = id as usize;
+                (self.left[i], self.right[i], self.count[i], self.touched[i]) = (a, b, count, u32::MAX);
+                i
+            }
+            None => {
+                self.left.push(a);
+                self.right.push(b);
+                self.count.push(count);
+                self.head.push(NIL);
+                self.touched.push(u32::MAX);
+                self.partial.push(false);
+                self.left.len() - 1
+            }
+        };
+        assert!(id < QUIET as usize, "more than 2^31 pairs with their own entry");
+        id
     }
 
     /// Every byte pair of the words with its weighted count and its words (in word order,
     /// once per word), in key order.
-    pub fn build<S: Sym>(words: &Words<S>, pool: Option<&rayon::ThreadPool>) -> Pairs {
+    pub fn build<S: Sym>(words: &Words<S>, pool: Option<&rayon::ThreadPool>, quiet_below: i64) -> Pairs {
         let nwords = words.len();
         let byte_pair = |p: &[S]| (p[0].id() << 8 | p[1].id()) as usize;
         // One 1 MiB table per piece of work: mapped while the merge loop's allocator setting
@@ -99,18 +143,7 @@ impl Pairs {
             }),
             None => tally(0..nwords),
         };
-        let mut pairs = Pairs {
-            ids: FxHashMap::default(),
-            left: Vec::new(),
-            right: Vec::new(),
-            count: Vec::new(),
-            init_start: Vec::new(),
-            init_len: Vec::new(),
-            init_bytes: Vec::new(),
-            head: Vec::new(),
-            later: Lists::new(),
-            touched: Vec::new(),
-        };
+        let mut pairs = Pairs::empty(quiet_below);
         // The bytes of each byte pair's list (gaps between the ids of the words holding it).
         let mut last = vec![-1i64; 1 << 16];
         let mut size = vec![0u64; 1 << 16];
@@ -130,8 +163,9 @@ impl Pairs {
             if tallies[k].occ == 0 {
                 continue;
             }
-            let id = pairs.id((k >> 8) as u32, (k & 255) as u32);
-            pairs.count[id] = tallies[k].count;
+            let (a, b) = ((k >> 8) as u32, (k & 255) as u32);
+            let id = pairs.new_id(a, b, tallies[k].count);
+            pairs.index.put(a, b, id as u32);
             pairs.init_start.push(total);
             pairs.init_len.push(u32::try_from(size[k]).unwrap_or(u32::MAX));
             fill[k] = total;
@@ -155,8 +189,8 @@ impl Pairs {
 
     /// Every pair of words whose symbols are any tokens (a base vocabulary's segmentation),
     /// through the hash map; `counted(left, right)` says which pairs count at the start.
-    pub fn build_general<S: Sym>(words: &Words<S>, counted: impl Fn(u32, u32) -> bool) -> Pairs {
-        let mut pairs = Pairs::build(&Words::<S>::from_segmented(&[], &[0], &[]), None);
+    pub fn build_general<S: Sym>(words: &Words<S>, counted: impl Fn(u32, u32) -> bool, quiet_below: i64) -> Pairs {
+        let mut pairs = Pairs::empty(quiet_below);
         let mut scratch = Vec::new();
         for w in 0..words.len() {
             let c = words.count(w);
@@ -169,6 +203,7 @@ impl Pairs {
             scratch.clear();
         }
         pairs.reset_stamps();
+        pairs.fresh.clear(); // (all full: their lists are complete)
         pairs
     }
 
@@ -206,24 +241,144 @@ impl Pairs {
     }
 
     /// Changes the count of `(x, y)` by `delta` (a word's count, signed) for word `w`; a pair
-    /// whose count rises lists `w` and is stamped once per merge into `touched`. A pair whose
-    /// count falls to 0 is in no word any more: its lists are freed (a word that forms it again
-    /// is listed again then).
+    /// whose count rises lists `w` and is stamped once per merge into `touched`. A full pair
+    /// whose count falls to 0 is in no word any more: its lists are freed (a word that forms it
+    /// again is listed again then). A quiet pair that rises turns full, its list partial.
     #[inline]
     pub fn apply(&mut self, x: u32, y: u32, delta: i64, w: u32, merge_no: u32, touched: &mut Vec<u32>) {
-        let id = self.id(x, y);
-        self.count[id] = self.count[id].saturating_add(delta);
-        if delta <= 0 {
-            if delta < 0 && self.count[id] <= 0 {
-                self.forget(id);
+        let id = match self.index.find(x, y) {
+            Ok(at) => {
+                let v = self.index.get(at);
+                if v & QUIET != 0 {
+                    let c = (v & !QUIET) as i64 + delta;
+                    if delta <= 0 {
+                        if c <= 0 {
+                            self.index.remove(at);
+                            self.quiet -= 1;
+                        } else {
+                            self.index.set(at, QUIET | c as u32);
+                        }
+                        return;
+                    }
+                    let id = self.new_id(x, y, c);
+                    self.index.set(at, id as u32);
+                    self.quiet -= 1;
+                    self.partial[id] = true;
+                    self.partials += 1;
+                    self.fresh.push(id as u32);
+                    id
+                } else {
+                    let id = v as usize;
+                    self.count[id] = self.count[id].saturating_add(delta);
+                    if delta <= 0 {
+                        if delta < 0 && self.count[id] <= 0 {
+                            self.forget(id);
+                        }
+                        return;
+                    }
+                    id
+                }
             }
-            return;
-        }
+            Err(at) => {
+                if delta <= 0 {
+                    return; // (a pair that never counted, by `max_token_length`)
+                }
+                let id = self.new_id(x, y, delta);
+                self.index.insert(at, x, y, id as u32);
+                self.fresh.push(id as u32);
+                id
+            }
+        };
         self.later.add(&mut self.head[id], w);
         if self.touched[id] != merge_no {
             self.touched[id] = merge_no;
             touched.push(id as u32);
         }
+    }
+
+    /// At the end of a merge: the pairs it gave an id that stayed below the threshold turn
+    /// quiet (or leave the index, at 0); their ids are freed. They were never in the heap.
+    pub fn settle(&mut self) {
+        for k in 0..self.fresh.len() {
+            let id = self.fresh[k] as usize;
+            let c = self.count[id];
+            if c >= self.quiet_below {
+                continue;
+            }
+            let at = self.index.find(self.left[id], self.right[id]).unwrap_or_else(|_| unreachable!("a full pair is in the index"));
+            if c > 0 {
+                self.index.set(at, QUIET | c as u32);
+                self.quiet += 1;
+            } else {
+                self.index.remove(at);
+            }
+            self.later.clear(&mut self.head[id]);
+            if self.partial[id] {
+                self.partial[id] = false;
+                self.partials -= 1;
+            }
+            self.count[id] = 0;
+            self.free_ids.push(id as u32);
+        }
+        self.fresh.clear();
+    }
+
+    /// Whether quiet pairs remain.
+    pub fn any_quiet(&self) -> bool {
+        self.quiet > 0
+    }
+
+    /// Lowers the threshold to `to` (at least 1): the quiet pairs at or above it turn full,
+    /// with partial lists, and their ids are returned (for the heap). [`complete`](Self::complete)
+    /// must run before any of them is merged.
+    pub fn lower_threshold(&mut self, to: i64) -> Vec<u32> {
+        self.quiet_below = to.max(1);
+        let mut rising = Vec::new();
+        let below = self.quiet_below;
+        self.index.for_each(|a, b, v| {
+            if *v & QUIET != 0 && (*v & !QUIET) as i64 >= below {
+                rising.push((a, b, (*v & !QUIET) as i64));
+            }
+        });
+        rising
+            .into_iter()
+            .map(|(a, b, c)| {
+                let id = self.new_id(a, b, c);
+                self.index.put(a, b, id as u32);
+                self.quiet -= 1;
+                self.partial[id] = true;
+                self.partials += 1;
+                id as u32
+            })
+            .collect()
+    }
+
+    /// Whether pair `p`'s lists may miss words.
+    pub fn is_partial(&self, p: usize) -> bool {
+        self.partial[p]
+    }
+
+    /// Rebuilds the lists of every partial pair from one walk over the words.
+    pub fn complete<S: Sym>(&mut self, words: &Words<S>) {
+        if self.partials == 0 {
+            return;
+        }
+        for id in 0..self.partial.len() {
+            if self.partial[id] {
+                self.later.clear(&mut self.head[id]);
+            }
+        }
+        for w in 0..words.len() {
+            for p in words.syms_of(w).windows(2) {
+                if let Some(v) = self.index.value(p[0].id(), p[1].id()) {
+                    if v & QUIET == 0 && self.partial[v as usize] {
+                        self.later.add(&mut self.head[v as usize], w as u32);
+                    }
+                }
+            }
+        }
+        self.partial.iter_mut().for_each(|p| *p = false);
+        self.partials = 0;
     }
 
     /// Forgets every stamp (when the merge counter wraps around).
@@ -235,11 +390,14 @@ impl Pairs {
     pub fn sizes(&self) -> String {
         let mb = |b: usize| b as f64 / (1 << 20) as f64;
         format!(
-            "{} pairs (map {:.1} MiB, tables {:.1} MiB), later lists {:.1} MiB, initial lists {:.1} MiB",
-            self.left.len(),
-            mb(self.ids.capacity() * 13),
-            mb(self.left.len() * 24),
+            "{} pairs, {} quiet below {} (index {:.1} MiB, tables {:.1} MiB), later lists {:.1} MiB ({:.1} MiB free), initial lists {:.1} MiB",
+            self.index.len(),
+            self.quiet,
+            self.quiet_below,
+            mb(self.index.bytes()),
+            mb(self.left.len() * 25),
             mb(self.later.bytes()),
+            mb(self.later.free_bytes()),
             mb(self.init_bytes.len())
         )
     }
@@ -251,7 +409,7 @@ mod tests {
 
     #[test]
     fn a_pair_lists_each_word_once_in_order() {
-        let mut pairs = Pairs::build(&Words::<u16>::from_segmented(&[], &[0], &[]), None);
+        let mut pairs = Pairs::empty(1);
         let ids: Vec<u32> = (0..500u32).map(|i| (i * 7919) % 100_003).chain([5, 5, u32::MAX - 1, 0]).collect();
         let mut touched = Vec::new();
         for &w in &ids {

@@ -130,3 +130,49 @@ fn progress_can_stop() {
     });
     assert_eq!(got.len(), 3);
 }
+
+#[test]
+fn quiet_pairs_change_no_merge() {
+    // Words over a small alphabet (reused strings, repeats) with counts from 1 to a few
+    // hundred: every threshold, from "never quiet" (1) to "all quiet at first", and every
+    // option must learn the same merges.
+    let mut x = 99u64;
+    let mut rnd = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let mut counts = std::collections::BTreeMap::<Vec<u8>, u64>::new();
+    for _ in 0..3000 {
+        let len = 2 + rnd(9) as usize;
+        let w: Vec<u8> = (0..len).map(|_| b"abcdeab  "[rnd(9) as usize]).collect();
+        *counts.entry(w).or_default() += 1 + rnd(4) * rnd(4) * rnd(20);
+    }
+    let words: Vec<(&[u8], u64)> = counts.iter().map(|(w, c)| (&w[..], *c)).collect();
+    let segmented = || {
+        let (mut syms, mut offs) = (Vec::new(), vec![0i64]);
+        for (w, _) in &words {
+            syms.extend(w.iter().map(|&b| b as u32));
+            offs.push(syms.len() as i64);
+        }
+        (syms, offs, words.iter().map(|w| w.1).collect::<Vec<u64>>())
+    };
+    for tb in [TieBreak::Lexicographic, TieBreak::Hf] {
+        for (minf, maxlen) in [(0, None), (3, None), (0, Some(4))] {
+            let cfg = TrainConfig { max_new_tokens: 400, tie_break: tb, min_frequency: minf, max_token_length: maxlen };
+            let learn = |q: i64| {
+                QUIET_START.with(|c| c.set(q));
+                let (syms, offs, cs) = segmented();
+                let ext = train_extending(&[], &[], syms, &offs, &cs, &cfg, &mut |_| true).unwrap();
+                (run(&words, 400, tb, minf, maxlen), ext)
+            };
+            let want = learn(1);
+            assert!(want.0.len() > 100, "{}", want.0.len());
+            for q in [2, 5, 64, 200, 1000, 1 << 20] {
+                assert_eq!(learn(q), want, "threshold {q}, {tb:?}, min_frequency {minf}, max_token_length {maxlen:?}");
+            }
+            QUIET_START.with(|c| c.set(pairs::QUIET_BELOW));
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The pair index of the merge loop: each adjacent pair that occurs maps to either its dense id
+//! (a *full* pair: count, word lists and heap entries in `Pairs`' tables) or, for a *quiet*
+//! pair, just its count.
+//!
+//! On a big corpus most pairs are quiet: a long-tail word, seen a few times, forms pairs no
+//! other word has, which never come near the top of the heap. Storing them as 12 bytes here
+//! instead of a full entry (tables, heap entry, list) is most of the merge loop's memory.
+//!
+//! Open addressing with linear probing in 64 parts chosen by the hash's top bits, each part
+//! growing on its own (so a growth step doubles one 64th of the index, not all of it); removal
+//! shifts the following entries back, so there are no tombstones.
+//! Bytes per pair: [log](../../docs/performance.md#memory-of-the-merge-loop).
+
+/// A slot's value: a full pair's id, or [`QUIET`] | a quiet pair's count.
+pub const QUIET: u32 = 1 << 31;
+const EMPTY: u32 = u32::MAX;
+const PART_BITS: u32 = 6;
+
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Slot {
+    left: u32,
+    right: u32,
+    val: u32,
+}
+
+const FREE: Slot = Slot { left: EMPTY, right: EMPTY, val: 0 };
+
+struct Part {
+    slots: Vec<Slot>,
+    len: usize,
+}
+
+pub struct Index {
+    parts: Vec<Part>,
+    len: usize,
+}
+
+/// Where a pair is (or would go): part and slot.
+#[derive(Clone, Copy)]
+pub struct At {
+    part: u32,
+    slot: u32,
+}
+
+#[inline]
+fn hash(a: u32, b: u32) -> u64 {
+    ((a as u64) << 32 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(26).wrapping_mul(0xD6E8_FEB8_6659_FD93)
+}
+
+impl Index {
+    pub fn new() -> Self {
+        Index { parts: (0..1 << PART_BITS).map(|_| Part { slots: vec![FREE; 16], len: 0 }).collect(), len: 0 }
+    }
+
+    /// Pairs held (full and quiet).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.parts.iter().map(|p| p.slots.len() * std::mem::size_of::<Slot>()).sum()
+    }
+
+    #[inline]
+    fn home(&self, h: u64, part: &Part) -> usize {
+        // The bits below the part's: the part's size is a power of two.
+        ((h << PART_BITS) >> (64 - part.slots.len().trailing_zeros())) as usize
+    }
+
+    /// The pair's slot: `Ok` if it is there, else `Err` with the free slot it would take.
+    #[inline]
+    pub fn find(&self, a: u32, b: u32) -> Result<At, At> {
+        let h = hash(a, b);
+        let pi = (h >> (64 - PART_BITS)) as usize;
+        let part = &self.parts[pi];
+        let mask = part.slots.len() - 1;
+        let mut i = self.home(h, part);
+        loop {
+            let s = &part.slots[i];
+            if s.left == a && s.right == b {
+                return Ok(At { part: pi as u32, slot: i as u32 });
+            }
+            if s.left == EMPTY {
+                return Err(At { part: pi as u32, slot: i as u32 });
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, at: At) -> u32 {
+        self.parts[at.part as usize].slots[at.slot as usize].val
+    }
+
+    #[inline]
+    pub fn set(&mut self, at: At, val: u32) {
+        self.parts[at.part as usize].slots[at.slot as usize].val = val;
+    }
+
+    /// The value of `(a, b)`, if it is there.
+    #[inline]
+    pub fn value(&self, a: u32, b: u32) -> Option<u32> {
+        self.find(a, b).ok().map(|at| self.get(at))
+    }
+
+    /// Puts `(a, b)` in the free slot `at` (from [`find`](Self::find), with no change since).
+    /// Any `At` held before is void afterwards (the part may have grown).
+    pub fn insert(&mut self, at: At, a: u32, b: u32, val: u32) {
+        debug_assert!(a != EMPTY);
+        let part = &mut self.parts[at.part as usize];
+        part.slots[at.slot as usize] = Slot { left: a, right: b, val };
+        part.len += 1;
+        self.len += 1;
+        // Load up to 3/4.
+        if part.len * 4 > part.slots.len() * 3 {
+            self.grow(at.part as usize);
+        }
+    }
+
+    /// Sets `(a, b)` to `val`, inserting it if it is not there.
+    pub fn put(&mut self, a: u32, b: u32, val: u32) {
+        match self.find(a, b) {
+            Ok(at) => self.set(at, val),
+            Err(at) => self.insert(at, a, b, val),
+        }
+    }
+
+    fn grow(&mut self, pi: usize) {
+        let part = &mut self.parts[pi];
+        let n = part.slots.len() * 2;
+        let old = std::mem::replace(&mut part.slots, vec![FREE; n]);
+        let mask = part.slots.len() - 1;
+        let bits = part.slots.len().trailing_zeros();
+        for s in old.into_iter().filter(|s| s.left != EMPTY) {
+            let mut i = ((hash(s.left, s.right) << PART_BITS) >> (64 - bits)) as usize;
+            while part.slots[i].left != EMPTY {
+                i = (i + 1) & mask;
+            }
+            part.slots[i] = s;
+        }
+    }
+
+    /// Removes the pair at `at`; the entries after it in its run move back to keep every entry
+    /// reachable from its home slot.
+    pub fn remove(&mut self, at: At) {
+        let part = &mut self.parts[at.part as usize];
+        let mask = part.slots.len() - 1;
+        let bits = part.slots.len().trailing_zeros();
+        let mut hole = at.slot as usize;
+        let mut j = hole;
+        loop {
+            j = (j + 1) & mask;
+            let s = part.slots[j];
+            if s.left == EMPTY {
+                break;
+            }
+            let home = ((hash(s.left, s.right) << PART_BITS) >> (64 - bits)) as usize;
+            // `s` may fill the hole unless its home lies cyclically in (hole, j].
+            let stays = if hole <= j { hole < home && home <= j } else { hole < home || home <= j };
+            if !stays {
+                part.slots[hole] = s;
+                hole = j;
+            }
+        }
+        part.slots[hole] = FREE;
+        part.len -= 1;
+        self.len -= 1;
+    }
+
+    /// Calls `f(left, right, &mut value)` for every pair.
+    pub fn for_each(&mut self, mut f: impl FnMut(u32, u32, &mut u32)) {
+        for part in &mut self.parts {
+            for s in part.slots.iter_mut().filter(|s| s.left != EMPTY) {
+                f(s.left, s.right, &mut s.val);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inserts_finds_and_removes_like_a_map() {
+        let mut ix = Index::new();
+        let mut model = std::collections::HashMap::new();
+        let mut x = 12345u64;
+        for step in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (a, b) = ((x % 300) as u32, (x >> 20) as u32 % 300);
+            if x % 3 == 0 {
+                if let Ok(at) = ix.find(a, b) {
+                    ix.remove(at);
+                    model.remove(&(a, b));
+                }
+            } else {
+                ix.put(a, b, step);
+                model.insert((a, b), step);
+            }
+        }
+        assert_eq!(ix.len(), model.len());
+        for (&(a, b), &v) in &model {
+            assert_eq!(ix.value(a, b), Some(v));
+        }
+        let mut seen = 0;
+        ix.for_each(|a, b, v| {
+            assert_eq!(model.get(&(a, b)), Some(&*v));
+            seen += 1;
+        });
+        assert_eq!(seen, model.len());
+        assert!(ix.value(301, 0).is_none());
+    }
+}
