@@ -36,6 +36,23 @@ fn set_mmap_threshold(bytes: i32) {
     let _ = bytes;
 }
 
+/// Gives the whole pages inside `buf` back to the system: its contents are no longer needed
+/// (they read as zeros afterwards). For the dead parts of one big array whose live parts stay.
+pub fn release_pages(buf: &mut [u8]) {
+    const PAGE: usize = 4096;
+    let (p, n) = (buf.as_mut_ptr() as usize, buf.len());
+    let (lo, hi) = (p.div_ceil(PAGE) * PAGE, (p + n) / PAGE * PAGE);
+    if hi <= lo {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: [lo, hi) lies inside `buf`, which this call borrows mutably: no other reference
+    // sees the bytes, and MADV_DONTNEED on private memory only turns them into zeros.
+    unsafe {
+        libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_DONTNEED);
+    }
+}
+
 /// The resident memory of this process and its peak, in MiB, for the timing report (0 where
 /// unknown).
 pub fn rss_mib() -> String {

@@ -371,6 +371,9 @@ fn merge_loop<S: Sym>(
             pairs.count[p] = 0;
         }
         pairs.settle();
+        if words.worth_compacting() {
+            words.compact();
+        }
         push_touched(&mut heap, &pairs, &toks, hf, &mut s.touched);
         s.merge_no = s.merge_no.wrapping_add(1);
         if s.merge_no == u32::MAX {

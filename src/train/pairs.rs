@@ -223,6 +223,7 @@ impl Pairs {
                 w += get(b, &mut pos) as i64;
                 buf.push(w as u32);
             }
+            self.drop_initial(p);
         }
         let later = self.head[p] != NIL;
         self.later.drain(&mut self.head[p], buf);
@@ -235,9 +236,35 @@ impl Pairs {
     /// Empties the lists of pair `p`.
     fn forget(&mut self, p: usize) {
         if p < self.init_len.len() {
-            self.init_len[p] = 0;
+            self.drop_initial(p);
         }
         self.later.clear(&mut self.head[p]);
+    }
+
+    /// Empties initial list `p` and gives back the pages that no live list shares any more (the
+    /// lists lie in id order; a live list is never empty). The scan stops at the pages `p`
+    /// touches: a page is given back when its last list dies.
+    fn drop_initial(&mut self, p: usize) {
+        const PAGE: usize = 4096;
+        if self.init_len[p] == 0 {
+            return;
+        }
+        let base = self.init_bytes.as_ptr() as usize;
+        let (n, total) = (self.init_len.len(), self.init_bytes.len());
+        let start = |i: usize| if i < n { self.init_start[i] as usize } else { total };
+        let (first, last) = (start(p), start(p) + self.init_len[p] as usize);
+        let page_lo = ((base + first) & !(PAGE - 1)).saturating_sub(base);
+        let page_hi = ((base + last).div_ceil(PAGE) * PAGE).saturating_sub(base);
+        self.init_len[p] = 0;
+        let (mut lo, mut hi) = (p, p + 1);
+        while lo > 0 && self.init_len[lo - 1] == 0 && start(lo) > page_lo {
+            lo -= 1;
+        }
+        while hi < n && self.init_len[hi] == 0 && start(hi) < page_hi {
+            hi += 1;
+        }
+        let (a, b) = (start(lo), start(hi));
+        crate::memory::release_pages(&mut self.init_bytes[a..b]);
     }
 
     /// Changes the count of `(x, y)` by `delta` (a word's count, signed) for word `w`; a pair

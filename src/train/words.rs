@@ -71,13 +71,15 @@ pub struct Words<S> {
     /// number of entries `<= w`. Empty below 4 Gi symbols.
     wraps: Vec<u32>,
     big: FxHashMap<u32, i64>,
+    /// Slots that merges have left stale since the last [`compact`](Words::compact).
+    stale: usize,
 }
 
 impl<S: Sym> Words<S> {
     fn with_capacity(words: usize, syms: usize) -> Self {
         let mut list = Vec::with_capacity(words + 1);
         list.push(Word { start: 0, count: 0 });
-        Words { syms: Vec::with_capacity(syms), list, wraps: Vec::new(), big: FxHashMap::default() }
+        Words { syms: Vec::with_capacity(syms), list, wraps: Vec::new(), big: FxHashMap::default(), stale: 0 }
     }
 
     /// Adds a word whose symbols `self.syms` already ends with.
@@ -227,7 +229,43 @@ impl<S: Sym> Words<S> {
         if wr < r {
             s[wr] = end;
         }
+        self.stale += r - wr;
         wr != r
+    }
+
+    /// Whether merges have left stale a quarter of the slots.
+    #[inline]
+    pub fn worth_compacting(&self) -> bool {
+        self.stale * 4 > self.syms.len()
+    }
+
+    /// Moves every word's symbols down to close the gaps merges left (in place, in word order:
+    /// a word never moves up) and gives the freed tail back to the system.
+    pub fn compact(&mut self) {
+        let n = self.len();
+        let (mut at, mut wraps) = (0usize, Vec::new());
+        for w in 0..n {
+            let (a, b) = self.slots(w);
+            let len = self.syms[a..b].iter().position(|&x| x == S::END).unwrap_or(b - a);
+            self.syms.copy_within(a..a + len, at);
+            if w > 0 {
+                let prev = (self.list[w - 1].start as usize) | (wraps.len() << 32);
+                for _ in 0..(at >> 32) - (prev >> 32) {
+                    wraps.push(w as u32);
+                }
+            }
+            self.list[w].start = at as u32;
+            at += len;
+        }
+        let prev = if n > 0 { (self.list[n - 1].start as usize) | (wraps.len() << 32) } else { 0 };
+        for _ in 0..(at >> 32) - (prev >> 32) {
+            wraps.push(n as u32);
+        }
+        self.list[n].start = at as u32;
+        self.wraps = wraps;
+        self.syms.truncate(at);
+        self.syms.shrink_to_fit();
+        self.stale = 0;
     }
 }
 
@@ -254,6 +292,7 @@ mod tests {
             list: vec![rec(0), rec(10), rec(5), rec(7), rec(3), rec(9)],
             wraps: vec![2, 4, 4],
             big: FxHashMap::default(),
+            stale: 0,
         };
         let starts: Vec<usize> = (0..6).map(|w| words.start(w)).collect();
         assert_eq!(starts, [0, 10, 5 + (1 << 32), 7 + (1 << 32), 3 + (3 << 32), 9 + (3 << 32)]);
@@ -278,5 +317,21 @@ mod tests {
         assert_eq!((words.syms_of(0), pairs(&mut deltas)), (&[7u16][..], vec![]));
         assert!(words.merge(1, 1, 2, 9, &mut deltas));
         assert_eq!((words.syms_of(1), words.count(1)), (&[9u16][..], 1 << 40));
+        // 4 of the 7 slots are stale: compacting keeps the words and drops the rest.
+        assert!(words.worth_compacting());
+        words.compact();
+        assert_eq!((words.syms.len(), words.syms_of(0), words.syms_of(1)), (2, &[7u16][..], &[9u16][..]));
+        assert!(!words.worth_compacting());
+    }
+
+    #[test]
+    fn compacting_keeps_every_word() {
+        let mut words = Words::<u16>::from_segmented(&[1, 2, 3, 1, 2, 1, 2, 3], &[0, 3, 5, 8], &[1, 1, 1]);
+        let mut deltas = Vec::new();
+        assert!(words.merge(0, 2, 3, 9, &mut deltas) && words.merge(2, 1, 2, 9, &mut deltas));
+        words.compact();
+        assert_eq!(words.wraps, Vec::<u32>::new());
+        assert_eq!((words.syms_of(0), words.syms_of(1), words.syms_of(2)), (&[1u16, 9][..], &[1u16, 2][..], &[9u16, 3][..]));
+        assert_eq!((0..4).map(|w| words.start(w)).collect::<Vec<_>>(), [0, 2, 4, 6]);
     }
 }
