@@ -40,8 +40,9 @@ class WordCounter:
         each where the reader may cut (the file's end when there is none)."""
     def words(self) -> list[tuple[bytes, int]]:
         """Distinct pre-tokens with their counts, sorted by bytes."""
-    def arrays(self) -> CountArrays:
-        """The same as flat arrays ``(bytes, offsets, counts)`` (``hf_bpe.WordCounts``' form)."""
+    def arrays(self, release: bool = False) -> CountArrays:
+        """The same as flat arrays ``(bytes, offsets, counts)`` (``hf_bpe.WordCounts``' form);
+        ``release=True`` frees the tables while gathering (the counter is then empty)."""
     def __len__(self) -> int: ...
     @property
     def bytes(self) -> int: ...

@@ -233,7 +233,8 @@ def count_files(paths: str | os.PathLike | Sequence[str | os.PathLike], special_
 def _counts_of(counter: _core.WordCounter, specials: list[str], pattern: str) -> WordCounts:
     from hf_bpe.counts import WordCounts
 
-    return WordCounts(counter.arrays(), pattern, specials, counter.documents, counter.bytes, checked=True)
+    arrays = counter.arrays(release=True)  # the tables are freed while gathering
+    return WordCounts(arrays, pattern, specials, counter.documents, counter.bytes, checked=True)
 
 
 def _check_specials(special_tokens: Sequence[str]) -> list[str]:

@@ -58,9 +58,11 @@ def child(kind: str, src: str, vocab: int) -> dict:
 
 def run_child(kind: str, paths: list[str], vocab: int, words: int) -> dict:
     env = dict(os.environ, BENCH_WORDS=str(words))
-    out = subprocess.run([sys.executable, __file__, "--child", kind, json.dumps(paths), "--vocab", str(vocab)],
-                         check=True, capture_output=True, text=True, env=env).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    r = subprocess.run([sys.executable, __file__, "--child", kind, json.dumps(paths), "--vocab", str(vocab)],
+                       capture_output=True, text=True, env=env)
+    if r.returncode:
+        sys.exit(f"the {kind} child failed:\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def recombined(paths: list[str], n: int, folder: str) -> str:

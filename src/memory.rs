@@ -36,18 +36,30 @@ fn set_mmap_threshold(bytes: i32) {
     let _ = bytes;
 }
 
+/// Types for which all-zero bytes are a valid value (what given-back pages read as).
+///
+/// # Safety
+/// Every bit pattern of zeros must be a valid value of the type.
+pub unsafe trait Zeroable: Copy {}
+
+// SAFETY: integers.
+unsafe impl Zeroable for u8 {}
+unsafe impl Zeroable for u64 {}
+unsafe impl Zeroable for i64 {}
+
 /// Gives the whole pages inside `buf` back to the system: its contents are no longer needed
 /// (they read as zeros afterwards). For the dead parts of one big array whose live parts stay.
-pub fn release_pages(buf: &mut [u8]) {
+pub fn release_pages<T: Zeroable>(buf: &mut [T]) {
     const PAGE: usize = 4096;
-    let (p, n) = (buf.as_mut_ptr() as usize, buf.len());
+    let (p, n) = (buf.as_mut_ptr() as usize, std::mem::size_of_val(buf));
     let (lo, hi) = (p.div_ceil(PAGE) * PAGE, (p + n) / PAGE * PAGE);
     if hi <= lo {
         return;
     }
     #[cfg(target_os = "linux")]
     // SAFETY: [lo, hi) lies inside `buf`, which this call borrows mutably: no other reference
-    // sees the bytes, and MADV_DONTNEED on private memory only turns them into zeros.
+    // sees the bytes, and MADV_DONTNEED on private memory only turns them into zeros, a valid
+    // value of `T`.
     unsafe {
         libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_DONTNEED);
     }

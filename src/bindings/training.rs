@@ -70,9 +70,13 @@ impl WordCounter {
     }
 
     /// The distinct pre-tokens and their counts as flat arrays sorted by bytes: `(bytes,
-    /// offsets, counts)` (`hf_bpe.WordCounts`' form).
-    fn arrays<'py>(&self, py: Python<'py>) -> Arrays<'py> {
-        let flat = py.allow_threads(|| self.inner.flat());
+    /// offsets, counts)` (`hf_bpe.WordCounts`' form). With `release=True` the counter's tables
+    /// are freed as they are gathered (the counter is then empty), so the two are never whole
+    /// at once.
+    #[pyo3(signature = (release=false))]
+    fn arrays<'py>(&mut self, py: Python<'py>, release: bool) -> Arrays<'py> {
+        let inner = &mut self.inner;
+        let flat = py.allow_threads(|| if release { inner.take_flat() } else { inner.flat() });
         to_arrays(py, flat)
     }
 

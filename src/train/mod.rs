@@ -205,10 +205,14 @@ enum Input<'a> {
 
 impl Input<'_> {
     /// The merge loop's words (an owned input is freed here).
-    fn words<S: Sym>(self) -> Words<S> {
+    fn words<S: Sym>(mut self) -> Words<S> {
+        Words::of_input(&mut self)
+    }
+
+    fn as_ref(&self) -> FlatRef<'_> {
         match self {
-            Input::Borrowed(f) => Words::from_flat(f),
-            Input::Owned(f) => Words::from_flat(f.as_ref()),
+            Input::Borrowed(f) => *f,
+            Input::Owned(f) => f.as_ref(),
         }
     }
 }

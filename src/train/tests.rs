@@ -176,3 +176,22 @@ fn quiet_pairs_change_no_merge() {
         }
     }
 }
+
+#[test]
+fn owned_counts_given_back_while_copied_train_the_same() {
+    // Over 3 x 65,536 words with bytes of every length, so that pages of all three arrays are
+    // given back between the chunks (a page given back too early would read as zeros).
+    let words: Vec<Vec<u8>> = (0..200_000u32).map(|i| format!("{}{}", "ab".repeat((i % 7) as usize), i * 7919).into_bytes()).collect();
+    let mut sorted: Vec<(&[u8], u64)> = words.iter().map(|w| (&w[..], 1 + (w.len() as u64 % 5))).collect();
+    sorted.sort();
+    sorted.dedup_by(|a, b| a.0 == b.0);
+    let cfg = TrainConfig { max_new_tokens: 300, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None };
+    let borrowed = train(flat(&sorted).as_ref(), &cfg, None, &mut |_| true);
+    let owned = train_owned(flat(&sorted), &cfg, None, &mut |_| true);
+    let words_owned = Words::<u16>::of_input(&mut Input::Owned(flat(&sorted)));
+    let words_borrowed = Words::<u16>::of_input(&mut Input::Borrowed(flat(&sorted).as_ref()));
+    assert_eq!(borrowed.len(), 300);
+    assert_eq!(owned, borrowed);
+    assert_eq!(words_owned.len(), words_borrowed.len());
+    assert!((0..words_owned.len()).all(|w| words_owned.syms_of(w) == words_borrowed.syms_of(w) && words_owned.count(w) == words_borrowed.count(w)));
+}

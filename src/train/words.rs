@@ -10,7 +10,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::counts::FlatRef;
+use super::Input;
 
 /// A token id as the words store it.
 pub trait Sym: Copy + Eq + Send + Sync + 'static {
@@ -103,7 +103,10 @@ impl<S: Sym> Words<S> {
 
     /// The words worth training on, with their bytes as the first symbols. Sized exactly up
     /// front (no doubling slack: peak memory matters).
-    pub fn from_flat(f: FlatRef<'_>) -> Words<S> {
+    /// The words of flat counts; owned counts give back their pages as their words are copied
+    /// (so the two are never whole at once).
+    pub(super) fn of_input(src: &mut Input<'_>) -> Words<S> {
+        let f = src.as_ref();
         let keep = |i: usize| {
             let n = (f.offsets[i + 1] - f.offsets[i]) as usize;
             n >= 2 && f.counts[i] != 0
@@ -112,9 +115,21 @@ impl<S: Sym> Words<S> {
             .filter(|&i| keep(i))
             .fold((0usize, 0usize), |(n, s), i| (n + 1, s + (f.offsets[i + 1] - f.offsets[i]) as usize));
         let mut out = Words::with_capacity(n_keep, n_syms);
-        for i in (0..f.len()).filter(|&i| keep(i)) {
-            out.syms.extend(f.word(i).iter().map(|&b| S::of(b as u32)));
-            out.push(f.counts[i]);
+        let (n, mut done) = (f.len(), 0);
+        while done < n {
+            let end = (done + (1 << 16)).min(n);
+            let f = src.as_ref();
+            for i in (done..end).filter(|&i| f.offsets[i + 1] - f.offsets[i] >= 2 && f.counts[i] != 0) {
+                out.syms.extend(f.word(i).iter().map(|&b| S::of(b as u32)));
+                out.push(f.counts[i]);
+            }
+            if let Input::Owned(f) = src {
+                let (a, b) = (f.offsets[done] as usize, f.offsets[end] as usize);
+                crate::memory::release_pages(&mut f.bytes[a..b]);
+                crate::memory::release_pages(&mut f.offsets[done..end]);
+                crate::memory::release_pages(&mut f.counts[done..end]);
+            }
+            done = end;
         }
         out
     }

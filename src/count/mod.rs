@@ -11,114 +11,32 @@
 //! * **No merging until training.** Each pool thread owns one shard of counts (indexed by
 //!   `rayon::current_thread_index`), merged once by [`Counter::flat`].
 //! * **Packed keys, prefetched.** Pieces of at most 15 bytes are packed into a `u128` and
-//!   counted in an open-addressing [`CountTable`]; the update trails the scanner by a queue of
-//!   64 keys whose slots were prefetched. Why, and what was tried:
-//!   [log](../docs/performance.md#counting).
+//!   counted in an open-addressing table ([`tables`]); the update trails the scanner by a queue
+//!   of 64 keys whose slots were prefetched. Why, and what was tried:
+//!   [log](../../docs/performance.md#counting).
 //! * **Bounded memory.** Files are streamed by `crate::reader` (at most a few blocks in flight),
 //!   so memory is the distinct words plus a few blocks, whatever the corpus size (with a custom
-//!   pattern: plus the text up to the next special token).
+//!   pattern: plus the text up to the next special token). The tables hold a distinct word in
+//!   32-40 bytes (short) or ~27 plus its bytes (long), and gathering them into the flat form
+//!   frees them as it goes ([`Counter::take_flat`]).
+
+mod tables;
 
 use std::sync::Mutex;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
 use crate::counts::Flat;
-use crate::keys::{mix128, pack_in, unpack_into};
+use crate::keys::{pack_in, unpack_into};
 use crate::pretok::Pattern;
 use crate::cuts::segments_keeping;
 use crate::reader::{read_corpus, Block, CutRule, ReadOptions};
 use crate::specials::{SpecialSet, Specials};
+use tables::{LongTable, Short, ShortTable};
 pub use crate::reader::{Progress, Utf8Errors, INTERRUPTED};
 
 /// Target size of one unit of parallel work.
 pub const SEGMENT_BYTES: usize = 1 << 20;
-
-/// Counts of short pre-tokens: an open-addressing table (linear probing, load <= 3/4) keyed by
-/// [`pack`](crate::keys::pack)ed bytes, the key 0 marking an empty slot (a non-empty piece never
-/// packs to 0). A slot holds the key and the count in 32 bytes and the first probe almost
-/// always decides: one memory access per update, where hashbrown makes two.
-struct CountTable {
-    slots: Vec<Slot>,
-    mask: usize,
-    /// `64 - log2(slots.len())`: the slot is the *top* bits of [`mix128`] (its low bits mix
-    /// poorly).
-    shift: u32,
-    len: usize,
-}
-
-#[derive(Clone, Copy, Default)]
-#[repr(C, align(32))]
-struct Slot {
-    key: u128,
-    count: u64,
-}
-
-impl CountTable {
-    fn with_capacity_pow2(cap: usize) -> Self {
-        let cap = cap.next_power_of_two().max(16);
-        CountTable { slots: vec![Slot::default(); cap], mask: cap - 1, shift: 64 - cap.trailing_zeros(), len: 0 }
-    }
-
-    #[inline(always)]
-    fn add(&mut self, key: u128, n: u64) {
-        debug_assert!(key != 0);
-        let mut i = (mix128(key) >> self.shift) as usize;
-        loop {
-            // SAFETY: `i` is below slots.len(): the top `log2(len)` bits of a u64 (shift =
-            // 64 - log2(len)), then masked by `mask` = len - 1 (len is a power of two).
-            let s = unsafe { self.slots.get_unchecked_mut(i) };
-            if s.key == key {
-                s.count += n;
-                return;
-            }
-            if s.key == 0 {
-                s.key = key;
-                s.count = n;
-                self.len += 1;
-                // Load up to 3/4: more of a big shard stays in cache (see the log).
-                if self.len * 4 > self.slots.len() * 3 {
-                    self.grow();
-                }
-                return;
-            }
-            i = (i + 1) & self.mask;
-        }
-    }
-
-    /// Asks for the cache line of `key`'s first probe (a hint: no effect on the contents).
-    #[inline(always)]
-    fn prefetch(&self, key: u128) {
-        let i = (mix128(key) >> self.shift) as usize;
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `i` < slots.len() (see `add`), and a prefetch never faults or writes anyway.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(self.slots.as_ptr().add(i) as *const i8);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
-    }
-
-    fn grow(&mut self) {
-        let mut bigger = CountTable::with_capacity_pow2(self.slots.len() * 2);
-        for s in self.iter() {
-            bigger.add(s.0, s.1);
-        }
-        *self = bigger;
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (u128, u64)> + '_ {
-        self.slots.iter().filter(|s| s.key != 0).map(|s| (s.key, s.count))
-    }
-}
-
-impl Default for CountTable {
-    fn default() -> Self {
-        // 64 Ki slots (2 MiB): past the warm-up growth steps for any real corpus shard.
-        CountTable::with_capacity_pow2(1 << 16)
-    }
-}
 
 /// How many pre-tokens a shard's table update trails behind the scanner (see [`Shard`]).
 const BATCH: usize = 64;
@@ -130,15 +48,15 @@ const BATCH: usize = 64;
 /// bytes so that one thread's writes never bounce a line another thread's shard uses.
 #[repr(align(128))]
 struct Shard {
-    short: CountTable,
-    long: FxHashMap<Box<[u8]>, u64>,
+    short: ShortTable,
+    long: LongTable,
     queue: [u128; BATCH],
     queued: usize,
 }
 
 impl Default for Shard {
     fn default() -> Self {
-        Shard { short: CountTable::default(), long: FxHashMap::default(), queue: [0; BATCH], queued: 0 }
+        Shard { short: ShortTable::default(), long: LongTable::default(), queue: [0; BATCH], queued: 0 }
     }
 }
 
@@ -165,11 +83,7 @@ impl Shard {
 
     #[inline(never)]
     fn add_long(&mut self, piece: &[u8]) {
-        if let Some(c) = self.long.get_mut(piece) {
-            *c += 1;
-        } else {
-            self.long.insert(piece.into(), 1);
-        }
+        self.long.add(piece, 1);
     }
 
     /// Applies the queued keys.
@@ -332,19 +246,11 @@ impl Counter {
             .iter()
             .map(|s| {
                 let s = s.lock().unwrap_or_else(|e| e.into_inner());
-                s.short.len + s.long.len()
+                s.short.len + s.long.len
             })
             .sum()
     }
 
-    /// All distinct pre-tokens with their counts, merged across shards, sorted by bytes.
-    ///
-    /// Performance: short words of all shards are gathered as (byte-swapped key, count) and
-    /// sorted as integers, then equal neighbours (the same word from several shards) are
-    /// summed: no hashing, no boxed-slice comparisons through pointers. The byte-swapped packed
-    /// key orders like the bytes (first the zero-padded bytes, big-endian, then the length, so
-    /// a prefix sorts first). Only the few long words are hashed and sorted as bytes; the two
-    /// sorted runs are then merged.
     /// Frees the counts (the per-thread tables). Training calls this once it has the words, so
     /// the counting tables and the merge loop's tables are never alive at the same time: on the
     /// 20 MB English slice that lowers training's peak RSS by ~17 MiB, on 191 MB by ~40 MiB.
@@ -360,6 +266,14 @@ impl Counter {
         }
     }
 
+    /// All distinct pre-tokens with their counts, merged across shards, sorted by bytes.
+    ///
+    /// Performance: short words of all shards are gathered as (byte-swapped key, count) and
+    /// sorted as integers, then equal neighbours (the same word from several shards) are
+    /// summed: no hashing, no boxed-slice comparisons through pointers. The byte-swapped packed
+    /// key orders like the bytes (first the zero-padded bytes, big-endian, then the length, so
+    /// a prefix sorts first). Only the few long words are sorted as bytes; the two
+    /// sorted runs are then merged.
     pub fn flat(&self) -> Flat {
         // On the counter's pool (the threads the user asked for), never rayon's global one.
         crate::pool::install(self.pool(), || self.flat_here(false))
@@ -384,50 +298,61 @@ impl Counter {
 
     fn flat_here(&self, free_tables: bool) -> Flat {
         let mut shards: Vec<_> = self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner())).collect();
-        let mut short: Vec<(u128, u64)> = Vec::with_capacity(shards.iter().map(|s| s.short.len).sum());
+        let mut short: Vec<Short> = Vec::with_capacity(shards.iter().map(|s| s.short.len).sum());
         for s in shards.iter_mut() {
-            short.extend(s.short.iter().map(|(k, v)| (k.swap_bytes(), v)));
-            if free_tables {
-                s.short = CountTable::with_capacity_pow2(16);
-            }
+            s.short.gather(&mut short, free_tables);
         }
         if crate::pool::in_pool() {
-            short.par_sort_unstable_by_key(|e| e.0);
+            short.par_sort_unstable_by_key(|e| e.key());
         } else {
-            short.sort_unstable_by_key(|e| e.0);
+            short.sort_unstable_by_key(|e| e.key());
+        }
+        let mut long: Vec<(u64, u64)> = Vec::new();
+        for (k, s) in shards.iter_mut().enumerate() {
+            s.long.gather(k as u16, &mut long, free_tables);
         }
         if shards.len() > 1 {
             short.dedup_by(|next, kept| {
-                if next.0 == kept.0 {
-                    kept.1 += next.1;
+                if next.key() == kept.key() {
+                    kept.count += next.count;
                     true
                 } else {
                     false
                 }
             });
         }
-        let mut long: FxHashMap<&[u8], u64> = FxHashMap::default();
-        for s in shards.iter() {
-            for (k, &v) in &s.long {
-                *long.entry(&k[..]).or_insert(0) += v;
+        let word = |at: u64| shards[(at >> 48) as usize].long.word_at(at);
+        long.sort_unstable_by(|a, b| word(a.0).cmp(word(b.0)));
+        long.dedup_by(|next, kept| {
+            if word(next.0) == word(kept.0) {
+                kept.1 += next.1;
+                true
+            } else {
+                false
             }
-        }
-        let mut long: Vec<(&[u8], u64)> = long.into_iter().collect();
-        long.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        });
 
-        // (A byte-swapped key's low byte is the length.) The two sorted runs, merged straight into the flat arrays (no word is boxed).
+        // (A byte-swapped key's low byte is the length.) The two sorted runs, merged straight
+        // into the flat arrays (no word is boxed); the pages of the gathered keys already
+        // written are given back as the merge goes.
         let n = short.len() + long.len();
-        let nbytes = short.iter().map(|e| (e.0 as u8).min(15) as usize).sum::<usize>() + long.iter().map(|e| e.0.len()).sum::<usize>();
+        let nbytes = short.iter().map(|e| (e.key() as u8).min(15) as usize).sum::<usize>() + long.iter().map(|e| word(e.0).len()).sum::<usize>();
         let mut out = Flat { bytes: Vec::with_capacity(nbytes), offsets: Vec::with_capacity(n + 1), counts: Vec::with_capacity(n) };
         out.offsets.push(0);
-        let mut li = long.into_iter().peekable();
+        let mut li = long.iter().map(|&(at, c)| (word(at), c)).peekable();
         let mut buf = [0u8; 16];
-        for (k, c) in short {
-            let w = unpack_into(k.swap_bytes(), &mut buf);
+        let mut released = 0;
+        for i in 0..short.len() {
+            if i - released == 1 << 16 {
+                crate::memory::release_pages(&mut short[released..i]);
+                released = i;
+            }
+            let e = short[i];
+            let w = unpack_into(e.key().swap_bytes(), &mut buf);
             while let Some((lw, lc)) = li.next_if(|(lw, _)| *lw < w) {
                 out.push(lw, lc);
             }
-            out.push(w, c);
+            out.push(w, e.count);
         }
         for (lw, lc) in li {
             out.push(lw, lc);
@@ -439,7 +364,6 @@ impl Counter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys::pack;
 
     #[test]
     fn words_are_merged_and_sorted_by_bytes() {
@@ -459,13 +383,24 @@ mod tests {
     }
 
     #[test]
-    fn count_table_grows_and_keeps_counts() {
-        let mut t = CountTable::with_capacity_pow2(16);
-        for i in 0..10_000u32 {
-            t.add(pack(&i.to_le_bytes()), 1);
-            t.add(pack(&i.to_le_bytes()), 2);
+    fn many_words_gather_the_same_whether_or_not_tables_are_freed() {
+        // Over 3 x 65,536 short words (the gathered keys' pages are given back in steps of
+        // that many) and long ones, on two threads (shards that share words).
+        let docs: Vec<String> = (0..8)
+            .map(|d| (0..40_000u32).map(|i| format!(" w{} {}", i * 8 + d, "x".repeat(16 + (i % 300) as usize))).collect())
+            .collect();
+        let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
+        let mut c = Counter::new(Pattern::from_spec("gpt2").unwrap(), vec![], 2).unwrap();
+        c.add_texts(&refs).unwrap();
+        let mut expect: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
+        for d in &docs {
+            c.pattern().for_each_piece(d, |s, e| *expect.entry(d.as_bytes()[s..e].to_vec()).or_insert(0) += 1).unwrap();
         }
-        assert_eq!(t.len, 10_000);
-        assert!(t.iter().all(|(_, c)| c == 3));
+        let kept = c.flat();
+        let taken = c.take_flat();
+        let got: Vec<(Vec<u8>, u64)> = (0..taken.counts.len()).map(|i| (taken.as_ref().word(i).to_vec(), taken.counts[i])).collect();
+        assert!(expect.len() > 3 << 16);
+        assert_eq!(got, expect.into_iter().collect::<Vec<_>>());
+        assert_eq!((kept, c.len()), (taken, 0));
     }
 }

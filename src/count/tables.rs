@@ -1,0 +1,349 @@
+//! The counter's tables: distinct pre-tokens and their counts while a shard counts.
+//!
+//! * **Short words** (1..=15 bytes, [`pack`](crate::keys::pack)ed into a `u128`): 24-byte slots
+//!   (key, count) in open addressing with linear probing, the key 0 marking an empty slot (a
+//!   packed key's top byte is its length, never 0). The first probe almost always decides.
+//! * **Long words**: 16-byte slots (a 16-bit hash tag and the word's offset in one arena of
+//!   length-prefixed bytes; a count), the bytes stored once, no allocation per word.
+//! * **64 parts** by the hash's top bits, each growing alone by 5/4 at load 3/4: a table holds
+//!   its keys at load 0.6 to 0.75 (32 to 40 bytes per short word), and a growth step copies a
+//!   64th of it, so there is no moment when old and new tables of the whole shard coexist.
+//!   A part's slot is the next hash bits scaled to its capacity (any capacity, no mask).
+//!
+//! Memory per distinct word and why: [log](../../docs/performance.md#memory-of-counting).
+
+use crate::keys::{mix128, pack};
+use crate::memory::Zeroable;
+
+const PART_BITS: u32 = 6;
+pub const PARTS: usize = 1 << PART_BITS;
+
+/// Grows a part at load 3/4, by 5/4.
+#[inline(always)]
+fn full(len: usize, cap: usize) -> bool {
+    len * 4 > cap * 3
+}
+
+fn grown(cap: usize) -> usize {
+    cap + cap / 4
+}
+
+/// The smallest part (so that a growth step adds at least 4 slots).
+const MIN_CAP: usize = 16;
+
+/// The slot of hash `h` in a part of `cap` slots: the bits below the part's, scaled.
+#[inline(always)]
+fn home(h: u64, cap: usize) -> usize {
+    (((h << PART_BITS) as u128 * cap as u128) >> 64) as usize
+}
+
+/// A short word's slot; also the gathered form, with the key byte-swapped (so that it sorts as
+/// the bytes do: the zero-padded bytes big-endian, then the length, a prefix first).
+#[derive(Clone, Copy, Default)]
+#[repr(C)]
+pub struct Short {
+    lo: u64,
+    hi: u64,
+    pub count: u64,
+}
+
+// SAFETY: three integers; all zeros is an empty slot.
+unsafe impl Zeroable for Short {}
+
+impl Short {
+    #[inline(always)]
+    pub fn key(&self) -> u128 {
+        ((self.hi as u128) << 64) | self.lo as u128
+    }
+
+    fn of(key: u128, count: u64) -> Self {
+        Short { lo: key as u64, hi: (key >> 64) as u64, count }
+    }
+}
+
+struct ShortPart {
+    slots: Vec<Short>,
+    len: usize,
+}
+
+impl ShortPart {
+    fn new(cap: usize) -> Self {
+        ShortPart { slots: vec![Short::default(); cap.max(MIN_CAP)], len: 0 }
+    }
+
+    #[inline(always)]
+    fn add(&mut self, h: u64, key: u128, n: u64) -> bool {
+        let (lo, hi) = (key as u64, (key >> 64) as u64);
+        let cap = self.slots.len();
+        let mut i = home(h, cap);
+        loop {
+            // SAFETY: `home` is below `cap` (a fraction of it), and `i` wraps at `cap`.
+            let s = unsafe { self.slots.get_unchecked_mut(i) };
+            if s.lo == lo && s.hi == hi {
+                s.count += n;
+                return false;
+            }
+            if s.hi == 0 {
+                *s = Short { lo, hi, count: n };
+                self.len += 1;
+                if full(self.len, cap) {
+                    self.grow();
+                }
+                return true;
+            }
+            i += 1;
+            if i == cap {
+                i = 0;
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn grow(&mut self) {
+        let mut bigger = ShortPart::new(grown(self.slots.len()));
+        for s in self.slots.iter().filter(|s| s.hi != 0) {
+            bigger.add(mix128(s.key()), s.key(), s.count);
+        }
+        *self = bigger;
+    }
+}
+
+/// Counts of short words (see the module doc).
+pub struct ShortTable {
+    parts: [ShortPart; PARTS],
+    pub len: usize,
+}
+
+impl ShortTable {
+    /// A table of about `cap` slots.
+    pub fn with_capacity(cap: usize) -> Self {
+        ShortTable { parts: std::array::from_fn(|_| ShortPart::new(cap / PARTS)), len: 0 }
+    }
+
+    #[inline(always)]
+    pub fn add(&mut self, key: u128, n: u64) {
+        debug_assert!(key >> 120 != 0);
+        let h = mix128(key);
+        // SAFETY: the top PART_BITS bits of a u64 are below PARTS.
+        let part = unsafe { self.parts.get_unchecked_mut((h >> (64 - PART_BITS)) as usize) };
+        self.len += part.add(h, key, n) as usize;
+    }
+
+    /// Asks for the cache lines of `key`'s first probe (a hint: no effect on the contents). A
+    /// slot may straddle two lines, so both ends are asked for.
+    #[inline(always)]
+    pub fn prefetch(&self, key: u128) {
+        let h = mix128(key);
+        // SAFETY: as in `add`.
+        let part = unsafe { self.parts.get_unchecked((h >> (64 - PART_BITS)) as usize) };
+        let i = home(h, part.slots.len());
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `i` < slots.len(), and a prefetch never faults or writes anyway.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let p = part.slots.as_ptr().add(i) as *const i8;
+            _mm_prefetch::<_MM_HINT_T0>(p);
+            _mm_prefetch::<_MM_HINT_T0>(p.add(std::mem::size_of::<Short>() - 1));
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
+
+    /// Appends every word to `out` in the gathered form (key byte-swapped); with `free`, each
+    /// part is freed as soon as it is copied.
+    pub fn gather(&mut self, out: &mut Vec<Short>, free: bool) {
+        for part in self.parts.iter_mut() {
+            out.extend(part.slots.iter().filter(|s| s.hi != 0).map(|s| Short::of(s.key().swap_bytes(), s.count)));
+            if free {
+                *part = ShortPart::new(0);
+            }
+        }
+        if free {
+            self.len = 0;
+        }
+    }
+
+    #[cfg(test)]
+    pub fn get(&self, key: u128) -> Option<u64> {
+        let h = mix128(key);
+        let part = &self.parts[(h >> (64 - PART_BITS)) as usize];
+        let mut i = home(h, part.slots.len());
+        while part.slots[i].hi != 0 {
+            if part.slots[i].key() == key {
+                return Some(part.slots[i].count);
+            }
+            i = (i + 1) % part.slots.len();
+        }
+        None
+    }
+}
+
+impl Default for ShortTable {
+    fn default() -> Self {
+        // 64 Ki slots (1.5 MiB): past the warm-up growth steps for any real corpus shard.
+        ShortTable::with_capacity(1 << 16)
+    }
+}
+
+/// A long word's slot: `tag << 48 | offset` of its length-prefixed bytes in the arena, and
+/// its count (0: empty).
+#[derive(Clone, Copy, Default)]
+struct Long {
+    at: u64,
+    count: u64,
+}
+
+const OFFSET_BITS: u32 = 48;
+
+/// A 64-bit hash of any bytes: [`mix128`] over packed 15-byte chunks, each folded with the
+/// hash so far (its good, high bits rotated into the low half).
+fn hash_bytes(b: &[u8]) -> u64 {
+    b.chunks(15).fold(0u64, |h, c| mix128(pack(c) ^ h.rotate_left(32) as u128))
+}
+
+/// Counts of long words (see the module doc).
+pub struct LongTable {
+    parts: [Vec<Long>; PARTS],
+    lens: [usize; PARTS],
+    /// Each word once: its length as a LEB128 varint, then its bytes.
+    arena: Vec<u8>,
+    pub len: usize,
+}
+
+impl Default for LongTable {
+    fn default() -> Self {
+        LongTable { parts: std::array::from_fn(|_| vec![Long::default(); MIN_CAP]), lens: [0; PARTS], arena: Vec::new(), len: 0 }
+    }
+}
+
+impl LongTable {
+    /// The word at arena offset `at`.
+    fn word(arena: &[u8], at: u64) -> &[u8] {
+        let at = (at & ((1 << OFFSET_BITS) - 1)) as usize;
+        let (mut n, mut shift, mut i) = (0usize, 0, at);
+        loop {
+            let b = arena[i];
+            n |= ((b & 0x7f) as usize) << shift;
+            i += 1;
+            if b < 0x80 {
+                break;
+            }
+            shift += 7;
+        }
+        &arena[i..i + n]
+    }
+
+    pub fn add(&mut self, word: &[u8], n: u64) {
+        let h = hash_bytes(word);
+        let j = (h >> (64 - PART_BITS)) as usize;
+        let tag = (h >> 16) & 0xffff;
+        let cap = self.parts[j].len();
+        let mut i = home(h, cap);
+        loop {
+            let s = self.parts[j][i];
+            if s.count == 0 {
+                break;
+            }
+            if s.at >> OFFSET_BITS == tag && Self::word(&self.arena, s.at) == word {
+                self.parts[j][i].count += n;
+                return;
+            }
+            i = if i + 1 == cap { 0 } else { i + 1 };
+        }
+        let at = self.arena.len() as u64;
+        assert!(at >> OFFSET_BITS == 0, "over 256 TiB of long words in one counting table");
+        let mut len = word.len();
+        while len >= 0x80 {
+            self.arena.push((len as u8) | 0x80);
+            len >>= 7;
+        }
+        self.arena.push(len as u8);
+        self.arena.extend_from_slice(word);
+        self.parts[j][i] = Long { at: tag << OFFSET_BITS | at, count: n };
+        self.lens[j] += 1;
+        self.len += 1;
+        if full(self.lens[j], cap) {
+            let mut bigger = vec![Long::default(); grown(cap)];
+            for s in self.parts[j].iter().filter(|s| s.count != 0) {
+                let mut i = home(hash_bytes(Self::word(&self.arena, s.at)), bigger.len());
+                while bigger[i].count != 0 {
+                    i = if i + 1 == bigger.len() { 0 } else { i + 1 };
+                }
+                bigger[i] = *s;
+            }
+            self.parts[j] = bigger;
+        }
+    }
+
+    /// Every word and its count, in no order.
+    #[cfg(test)]
+    fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
+        self.parts.iter().flatten().filter(|s| s.count != 0).map(|s| (Self::word(&self.arena, s.at), s.count))
+    }
+
+    /// Appends `(mark << 48 | offset, count)` for every word to `out` (the word is then
+    /// [`word_at`](Self::word_at) that offset); with `free`, the slots are freed (the words'
+    /// bytes stay until the table is dropped).
+    pub fn gather(&mut self, mark: u16, out: &mut Vec<(u64, u64)>, free: bool) {
+        let mask = (1u64 << OFFSET_BITS) - 1;
+        for part in self.parts.iter_mut() {
+            out.extend(part.iter().filter(|s| s.count != 0).map(|s| ((mark as u64) << OFFSET_BITS | (s.at & mask), s.count)));
+            if free {
+                *part = Vec::new();
+            }
+        }
+        if free {
+            self.lens = [0; PARTS];
+            self.len = 0;
+        }
+    }
+
+    /// The word at `at` (an offset from [`gather`](Self::gather); its top 16 bits are ignored).
+    pub fn word_at(&self, at: u64) -> &[u8] {
+        Self::word(&self.arena, at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_table_grows_and_keeps_counts() {
+        let mut t = ShortTable::with_capacity(64);
+        for i in 0..20_000u32 {
+            t.add(pack(&i.to_le_bytes()), 1);
+            t.add(pack(&i.to_le_bytes()), 2);
+        }
+        t.add(pack(b"\0"), 5);
+        assert_eq!(t.len, 20_001);
+        assert_eq!((t.get(pack(&7u32.to_le_bytes())), t.get(pack(b"\0")), t.get(pack(b"\0\0"))), (Some(3), Some(5), None));
+        let mut out = Vec::new();
+        t.gather(&mut out, true);
+        assert_eq!(out.len(), 20_001);
+        assert!(out.iter().filter(|s| s.count == 3).count() == 20_000 && t.len == 0);
+        // Every part grew alone, and none is fuller than 3/4.
+        let mut t = ShortTable::with_capacity(64);
+        (0..20_000u32).for_each(|i| t.add(pack(&i.to_le_bytes()), 1));
+        assert!(t.parts.iter().all(|p| p.len * 4 <= p.slots.len() * 3 && p.len * 2 > p.slots.len()));
+    }
+
+    #[test]
+    fn long_table_counts_like_a_map() {
+        let mut t = LongTable::default();
+        let mut expect = std::collections::HashMap::new();
+        for i in 0..30_000u32 {
+            // Lengths 16..=300, so some length prefixes take two bytes.
+            let w: Vec<u8> = (0..16 + (i % 285) as usize).map(|k| (i as usize * 7 + k) as u8).collect();
+            let n = 1 + (i % 3) as u64;
+            t.add(&w, n);
+            *expect.entry(w.clone()).or_insert(0) += n;
+            if i % 5 == 0 {
+                t.add(&w, 1);
+                *expect.entry(w).or_insert(0) += 1;
+            }
+        }
+        let got: std::collections::HashMap<Vec<u8>, u64> = t.iter().map(|(w, c)| (w.to_vec(), c)).collect();
+        assert_eq!((t.len, got), (expect.len(), expect));
+    }
+}
