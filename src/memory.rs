@@ -36,6 +36,19 @@ fn set_mmap_threshold(bytes: i32) {
     let _ = bytes;
 }
 
+/// The system's memory page size (4 KiB on x86-64; 16 or 64 KiB on some arm64 and ppc64 kernels).
+pub fn page_size() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(|| {
+        #[cfg(unix)]
+        // SAFETY: sysconf only reads a system setting.
+        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        #[cfg(not(unix))]
+        let n = 4096;
+        if n > 0 { n as usize } else { 4096 }
+    })
+}
+
 /// Types for which all-zero bytes are a valid value (what given-back pages read as).
 ///
 /// # Safety
@@ -50,9 +63,9 @@ unsafe impl Zeroable for i64 {}
 /// Gives the whole pages inside `buf` back to the system: its contents are no longer needed
 /// (they read as zeros afterwards). For the dead parts of one big array whose live parts stay.
 pub fn release_pages<T: Zeroable>(buf: &mut [T]) {
-    const PAGE: usize = 4096;
+    let page = page_size();
     let (p, n) = (buf.as_mut_ptr() as usize, std::mem::size_of_val(buf));
-    let (lo, hi) = (p.div_ceil(PAGE) * PAGE, (p + n) / PAGE * PAGE);
+    let (lo, hi) = (p.div_ceil(page) * page, (p + n) / page * page);
     if hi <= lo {
         return;
     }

@@ -285,14 +285,14 @@ impl LongTable {
     }
 
     /// Appends `(mark << 48 | offset, count)` for every word to `out` (the word is then
-    /// [`word_at`](Self::word_at) that offset); with `free`, the slots are freed (the words'
-    /// bytes stay until the table is dropped).
+    /// [`word_at`](Self::word_at) that offset); with `free`, the slots are freed (each part
+    /// back to its smallest size; the words' bytes stay until the table is dropped).
     pub fn gather(&mut self, mark: u16, out: &mut Vec<(u64, u64)>, free: bool) {
         let mask = (1u64 << OFFSET_BITS) - 1;
         for part in self.parts.iter_mut() {
             out.extend(part.iter().filter(|s| s.count != 0).map(|s| ((mark as u64) << OFFSET_BITS | (s.at & mask), s.count)));
             if free {
-                *part = Vec::new();
+                *part = vec![Long::default(); MIN_CAP];
             }
         }
         if free {
@@ -347,6 +347,13 @@ mod tests {
             }
         }
         let got: std::collections::HashMap<Vec<u8>, u64> = t.iter().map(|(w, c)| (w.to_vec(), c)).collect();
-        assert_eq!((t.len, got), (expect.len(), expect));
+        let n = expect.len();
+        assert_eq!((t.len, got), (n, expect));
+        // Freed by a gather, the table still counts.
+        let mut out = Vec::new();
+        t.gather(3, &mut out, true);
+        assert_eq!((out.len(), out[0].0 >> 48, t.len, t.iter().count()), (n, 3, 0, 0));
+        t.add(&[7; 20], 2);
+        assert_eq!(t.iter().collect::<Vec<_>>(), [(&[7u8; 20][..], 2)]);
     }
 }

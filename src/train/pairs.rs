@@ -245,7 +245,6 @@ impl Pairs {
     /// lists lie in id order; a live list is never empty). The scan stops at the pages `p`
     /// touches: a page is given back when its last list dies.
     fn drop_initial(&mut self, p: usize) {
-        const PAGE: usize = 4096;
         if self.init_len[p] == 0 {
             return;
         }
@@ -253,8 +252,9 @@ impl Pairs {
         let (n, total) = (self.init_len.len(), self.init_bytes.len());
         let start = |i: usize| if i < n { self.init_start[i] as usize } else { total };
         let (first, last) = (start(p), start(p) + self.init_len[p] as usize);
-        let page_lo = ((base + first) & !(PAGE - 1)).saturating_sub(base);
-        let page_hi = ((base + last).div_ceil(PAGE) * PAGE).saturating_sub(base);
+        let page = crate::memory::page_size();
+        let page_lo = ((base + first) / page * page).saturating_sub(base);
+        let page_hi = ((base + last).div_ceil(page) * page).saturating_sub(base);
         self.init_len[p] = 0;
         let (mut lo, mut hi) = (p, p + 1);
         while lo > 0 && self.init_len[lo - 1] == 0 && start(lo) > page_lo {
