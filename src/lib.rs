@@ -25,6 +25,7 @@ pub mod spans;
 pub mod specials;
 pub mod train;
 pub mod unicode_tables;
+pub mod varint;
 
 use pyo3::prelude::*;
 

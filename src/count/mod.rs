@@ -246,7 +246,7 @@ impl Counter {
             .iter()
             .map(|s| {
                 let s = s.lock().unwrap_or_else(|e| e.into_inner());
-                s.short.len + s.long.len
+                s.short.len() + s.long.len()
             })
             .sum()
     }
@@ -298,7 +298,7 @@ impl Counter {
 
     fn flat_here(&self, free_tables: bool) -> Flat {
         let mut shards: Vec<_> = self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner())).collect();
-        let mut short: Vec<Short> = Vec::with_capacity(shards.iter().map(|s| s.short.len).sum());
+        let mut short: Vec<Short> = Vec::with_capacity(shards.iter().map(|s| s.short.len()).sum());
         for s in shards.iter_mut() {
             s.short.gather(&mut short, free_tables);
         }

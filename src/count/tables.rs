@@ -14,6 +14,7 @@
 
 use crate::keys::{mix128, pack};
 use crate::memory::Zeroable;
+use crate::varint::{get, put};
 
 const PART_BITS: u32 = 6;
 pub const PARTS: usize = 1 << PART_BITS;
@@ -76,7 +77,7 @@ impl ShortPart {
     }
 
     #[inline(always)]
-    fn add(&mut self, h: u64, key: u128, n: u64) -> bool {
+    fn add(&mut self, h: u64, key: u128, n: u64) {
         let (lo, hi) = (key as u64, (key >> 64) as u64);
         let cap = self.slots.len();
         let mut i = home(h, cap);
@@ -85,7 +86,7 @@ impl ShortPart {
             let s = unsafe { self.slots.get_unchecked_mut(i) };
             if s.lo == lo && s.hi == hi {
                 s.count += n;
-                return false;
+                return;
             }
             if s.hi == 0 {
                 *s = Short { lo, hi, count: n };
@@ -93,7 +94,7 @@ impl ShortPart {
                 if full(self.len, cap) {
                     self.grow();
                 }
-                return true;
+                return;
             }
             i += 1;
             if i == cap {
@@ -115,13 +116,12 @@ impl ShortPart {
 /// Counts of short words (see the module doc).
 pub struct ShortTable {
     parts: [ShortPart; PARTS],
-    pub len: usize,
 }
 
 impl ShortTable {
     /// A table of about `cap` slots.
     pub fn with_capacity(cap: usize) -> Self {
-        ShortTable { parts: std::array::from_fn(|_| ShortPart::new(cap / PARTS)), len: 0 }
+        ShortTable { parts: std::array::from_fn(|_| ShortPart::new(cap / PARTS)) }
     }
 
     #[inline(always)]
@@ -130,7 +130,12 @@ impl ShortTable {
         let h = mix128(key);
         // SAFETY: the top PART_BITS bits of a u64 are below PARTS.
         let part = unsafe { self.parts.get_unchecked_mut((h >> (64 - PART_BITS)) as usize) };
-        self.len += part.add(h, key, n) as usize;
+        part.add(h, key, n);
+    }
+
+    /// Number of words.
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(|p| p.len).sum()
     }
 
     /// Asks for the cache line of `key`'s first probe (a hint: no effect on the contents). A
@@ -160,9 +165,6 @@ impl ShortTable {
             if free {
                 *part = ShortPart::new(0);
             }
-        }
-        if free {
-            self.len = 0;
         }
     }
 
@@ -210,29 +212,19 @@ pub struct LongTable {
     lens: [usize; PARTS],
     /// Each word once: its length as a LEB128 varint, then its bytes.
     arena: Vec<u8>,
-    pub len: usize,
 }
 
 impl Default for LongTable {
     fn default() -> Self {
-        LongTable { parts: std::array::from_fn(|_| vec![Long::default(); MIN_CAP]), lens: [0; PARTS], arena: Vec::new(), len: 0 }
+        LongTable { parts: std::array::from_fn(|_| vec![Long::default(); MIN_CAP]), lens: [0; PARTS], arena: Vec::new() }
     }
 }
 
 impl LongTable {
     /// The word at arena offset `at`.
     fn word(arena: &[u8], at: u64) -> &[u8] {
-        let at = (at & ((1 << OFFSET_BITS) - 1)) as usize;
-        let (mut n, mut shift, mut i) = (0usize, 0, at);
-        loop {
-            let b = arena[i];
-            n |= ((b & 0x7f) as usize) << shift;
-            i += 1;
-            if b < 0x80 {
-                break;
-            }
-            shift += 7;
-        }
+        let mut i = (at & ((1 << OFFSET_BITS) - 1)) as usize;
+        let n = get(arena, &mut i) as usize;
         &arena[i..i + n]
     }
 
@@ -255,16 +247,12 @@ impl LongTable {
         }
         let at = self.arena.len() as u64;
         assert!(at >> OFFSET_BITS == 0, "over 256 TiB of long words in one counting table");
-        let mut len = word.len();
-        while len >= 0x80 {
-            self.arena.push((len as u8) | 0x80);
-            len >>= 7;
-        }
-        self.arena.push(len as u8);
+        let mut len = [0u8; 10];
+        let k = put(word.len() as u64, &mut len);
+        self.arena.extend_from_slice(&len[..k]);
         self.arena.extend_from_slice(word);
         self.parts[j][i] = Long { at: tag << OFFSET_BITS | at, count: n };
         self.lens[j] += 1;
-        self.len += 1;
         if full(self.lens[j], cap) {
             let mut bigger = vec![Long::default(); grown(cap)];
             for s in self.parts[j].iter().filter(|s| s.count != 0) {
@@ -297,8 +285,12 @@ impl LongTable {
         }
         if free {
             self.lens = [0; PARTS];
-            self.len = 0;
         }
+    }
+
+    /// Number of words.
+    pub fn len(&self) -> usize {
+        self.lens.iter().sum()
     }
 
     /// The word at `at` (an offset from [`gather`](Self::gather); its top 16 bits are ignored).
@@ -319,12 +311,12 @@ mod tests {
             t.add(pack(&i.to_le_bytes()), 2);
         }
         t.add(pack(b"\0"), 5);
-        assert_eq!(t.len, 20_001);
+        assert_eq!(t.len(), 20_001);
         assert_eq!((t.get(pack(&7u32.to_le_bytes())), t.get(pack(b"\0")), t.get(pack(b"\0\0"))), (Some(3), Some(5), None));
         let mut out = Vec::new();
         t.gather(&mut out, true);
         assert_eq!(out.len(), 20_001);
-        assert!(out.iter().filter(|s| s.count == 3).count() == 20_000 && t.len == 0);
+        assert!(out.iter().filter(|s| s.count == 3).count() == 20_000 && t.len() == 0);
         // Every part grew alone, and none is fuller than 3/4.
         let mut t = ShortTable::with_capacity(64);
         (0..20_000u32).for_each(|i| t.add(pack(&i.to_le_bytes()), 1));
@@ -348,11 +340,11 @@ mod tests {
         }
         let got: std::collections::HashMap<Vec<u8>, u64> = t.iter().map(|(w, c)| (w.to_vec(), c)).collect();
         let n = expect.len();
-        assert_eq!((t.len, got), (n, expect));
+        assert_eq!((t.len(), got), (n, expect));
         // Freed by a gather, the table still counts.
         let mut out = Vec::new();
         t.gather(3, &mut out, true);
-        assert_eq!((out.len(), out[0].0 >> 48, t.len, t.iter().count()), (n, 3, 0, 0));
+        assert_eq!((out.len(), out[0].0 >> 48, t.len(), t.iter().count()), (n, 3, 0, 0));
         t.add(&[7; 20], 2);
         assert_eq!(t.iter().collect::<Vec<_>>(), [(&[7u8; 20][..], 2)]);
     }

@@ -13,6 +13,8 @@
 //!
 //! Bytes per word: [log](../../docs/performance.md#memory-of-the-merge-loop).
 
+use crate::varint::{get, put, varint_len};
+
 pub const NIL: u32 = u32::MAX;
 /// Head tag of a list of one word (the id in the low 31 bits).
 const ONE: u32 = 1 << 31;
@@ -20,38 +22,6 @@ const UNIT: usize = 16;
 /// A node's header: last id (u32), next node (u32), used payload bytes (bit 7: two units).
 const HDR: usize = 9;
 const TWO_UNITS: u8 = 0x80;
-
-/// LEB128: 7 bits a byte, low bits first, the top bit set on all bytes but the last.
-#[inline]
-pub fn put(mut v: u64, out: &mut [u8]) -> usize {
-    let mut n = 0;
-    while v >= 0x80 {
-        out[n] = v as u8 | 0x80;
-        v >>= 7;
-        n += 1;
-    }
-    out[n] = v as u8;
-    n + 1
-}
-
-#[inline]
-pub fn varint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-#[inline]
-pub fn get(b: &[u8], pos: &mut usize) -> u64 {
-    let (mut v, mut shift) = (0u64, 0);
-    loop {
-        let x = b[*pos];
-        *pos += 1;
-        v |= ((x & 0x7f) as u64) << shift;
-        if x < 0x80 {
-            return v;
-        }
-        shift += 7;
-    }
-}
 
 #[inline]
 fn zigzag(d: i64) -> u64 {

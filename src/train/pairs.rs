@@ -23,7 +23,8 @@
 use rayon::prelude::*;
 
 use super::index::{Index, QUIET};
-use super::lists::{get, put, varint_len, Lists, NIL};
+use super::lists::{Lists, NIL};
+use crate::varint::{get, put, varint_len};
 use super::words::{Sym, Words};
 
 /// The quiet threshold a run starts with (see the module doc).

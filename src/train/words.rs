@@ -11,6 +11,7 @@
 use rustc_hash::FxHashMap;
 
 use super::Input;
+use crate::counts::FlatRef;
 
 /// A token id as the words store it.
 pub trait Sym: Copy + Eq + Send + Sync + 'static {
@@ -102,24 +103,20 @@ impl<S: Sym> Words<S> {
     }
 
     /// The words worth training on, with their bytes as the first symbols. Sized exactly up
-    /// front (no doubling slack: peak memory matters).
-    /// The words of flat counts; owned counts give back their pages as their words are copied
-    /// (so the two are never whole at once).
+    /// front (no doubling slack: peak memory matters); owned counts give back their pages as
+    /// their words are copied (so the two are never whole at once).
     pub(super) fn of_input(src: &mut Input<'_>) -> Words<S> {
+        let keep = |f: FlatRef<'_>, i: usize| f.offsets[i + 1] - f.offsets[i] >= 2 && f.counts[i] != 0;
         let f = src.as_ref();
-        let keep = |i: usize| {
-            let n = (f.offsets[i + 1] - f.offsets[i]) as usize;
-            n >= 2 && f.counts[i] != 0
-        };
         let (n_keep, n_syms) = (0..f.len())
-            .filter(|&i| keep(i))
+            .filter(|&i| keep(f, i))
             .fold((0usize, 0usize), |(n, s), i| (n + 1, s + (f.offsets[i + 1] - f.offsets[i]) as usize));
         let mut out = Words::with_capacity(n_keep, n_syms);
         let (n, mut done) = (f.len(), 0);
         while done < n {
             let end = (done + (1 << 16)).min(n);
             let f = src.as_ref();
-            for i in (done..end).filter(|&i| f.offsets[i + 1] - f.offsets[i] >= 2 && f.counts[i] != 0) {
+            for i in (done..end).filter(|&i| keep(f, i)) {
                 out.syms.extend(f.word(i).iter().map(|&b| S::of(b as u32)));
                 out.push(f.counts[i]);
             }
@@ -258,25 +255,21 @@ impl<S: Sym> Words<S> {
     /// a word never moves up) and gives the freed tail back to the system.
     pub fn compact(&mut self) {
         let n = self.len();
-        let (mut at, mut wraps) = (0usize, Vec::new());
-        for w in 0..n {
-            let (a, b) = self.slots(w);
-            let len = self.syms[a..b].iter().position(|&x| x == S::END).unwrap_or(b - a);
-            self.syms.copy_within(a..a + len, at);
-            if w > 0 {
-                let prev = (self.list[w - 1].start as usize) | (wraps.len() << 32);
-                for _ in 0..(at >> 32) - (prev >> 32) {
-                    wraps.push(w as u32);
-                }
-            }
+        // `wraps` anew: word `w` is listed once per multiple of 2^32 its start passes.
+        let (mut at, mut prev, mut wraps) = (0usize, 0usize, Vec::new());
+        for w in 0..=n {
+            let len = if w < n {
+                let (a, b) = self.slots(w);
+                let len = self.syms[a..b].iter().position(|&x| x == S::END).unwrap_or(b - a);
+                self.syms.copy_within(a..a + len, at);
+                len
+            } else {
+                0
+            };
+            wraps.extend(std::iter::repeat_n(w as u32, (at >> 32) - (prev >> 32)));
             self.list[w].start = at as u32;
-            at += len;
+            (prev, at) = (at, at + len);
         }
-        let prev = if n > 0 { (self.list[n - 1].start as usize) | (wraps.len() << 32) } else { 0 };
-        for _ in 0..(at >> 32) - (prev >> 32) {
-            wraps.push(n as u32);
-        }
-        self.list[n].start = at as u32;
         self.wraps = wraps;
         self.syms.truncate(at);
         self.syms.shrink_to_fit();
