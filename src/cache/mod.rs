@@ -65,6 +65,10 @@ pub struct WordCache {
     pub(crate) charged: usize,
     pub hits: u64,
     pub misses: u64,
+    /// Whether misses go through the encoder's shared second level ([`Shared`]): only while
+    /// other threads encode the same batch (on one thread it only costs, a lock and a map
+    /// probe per miss and two allocations per new word). Reset at every borrow.
+    pub share: bool,
 }
 
 pub const LONG_FLAG: u32 = 0x8000_0000;
@@ -88,6 +92,7 @@ impl WordCache {
             budget,
             hits: 0,
             misses: 0,
+            share: false,
         }
     }
 
@@ -147,6 +152,11 @@ impl WordCache {
             }
             None => false,
         }
+    }
+
+    /// Forgets every word (allocations kept).
+    pub fn clear_words(&mut self) {
+        self.wipe()
     }
 
     fn wipe(&mut self) {

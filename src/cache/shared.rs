@@ -145,7 +145,8 @@ impl Caches {
     pub fn borrow(&self, hint: usize) -> CacheGuard<'_> {
         let n = self.slots.len();
         for k in 0..n {
-            if let Ok(g) = self.slots[(hint + k) % n].0.try_lock() {
+            if let Ok(mut g) = self.slots[(hint + k) % n].0.try_lock() {
+                g.share = false;
                 return CacheGuard::Slot(g);
             }
         }

@@ -1,40 +1,90 @@
 //! The merge itself: one piece's bytes to token ids, by rank (as tiktoken's byte-pair merge).
 //!
-//! One table, `pairs: (left_id, right_id) -> (rank << 32 | result_id)`, serves both semantics:
+//! One table, `pairs: (left id, right id) -> rank` ([`PairTable`]), serves both semantics, with
+//! `result(rank)` the token a pair of that rank makes:
 //! * **Merges** (GPT-2 / `tokenizers`): a piece starts as single bytes and the adjacent pair
-//!   with the lowest merge rank is merged, leftmost first on ties.
+//!   with the lowest merge rank is merged, leftmost first on ties; `result` is the merge's token.
 //! * **Ranks** (tiktoken): ids are ranks and the pair whose *concatenated bytes* have the lowest
 //!   rank is merged; a piece that is itself a token is emitted directly. Every part of a piece
 //!   is always a token, so the rank of a concatenation is a function of the two part ids: every
-//!   split of every token into two tokens is enumerated once at construction.
-//! In both, two pairs of equal rank merge into the same token, so the lowest packed `u64` orders
-//! pairs exactly as the reference algorithms do.
+//!   split of every token into two tokens is enumerated once at construction; `result` is the
+//!   rank itself.
+//! In both, two pairs of equal rank merge into the same token, so comparing ranks orders pairs
+//! exactly as the reference algorithms do.
 //!
-//! Short pieces (at most [`LARGE_PIECE`] bytes) merge on two stack arrays with a linear scan for
-//! the minimum (for a dozen parts this beats any heap); long ones (base64 blobs, `"a" * 10**6`)
-//! use a binary heap of `(rank, position)` over a linked list, O(n log n), with lazy
-//! invalidation of stale entries.
+//! The miss path of the encoder ([log](../../docs/performance.md#the-miss-path)):
+//! * **Whole pieces first** ([`Whole`]): a piece that is a token whose own merge gives that
+//!   token (tiktoken: every token; merges: those proven so at construction) is one probe of a
+//!   packed-key table.
+//! * **Characters, not bytes** ([`Fold`]): a character of 2 or 3 bytes with a token starts as
+//!   that token where the module doc of `fold` proves it changes nothing.
+//! * **Short pieces** (at most [`LARGE_PIECE`] symbols) merge on two stack arrays with a linear
+//!   scan for the minimum (for a dozen parts this beats any heap), their first pairs' slots
+//!   prefetched together; long ones (base64 blobs, `"a" * 10**6`) use a heap of
+//!   `rank << 32 | position` over a linked list, O(n log n), built in one heapify.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
-/// Pieces longer than this (in bytes) use the O(n log n) heap merge.
+use super::fold::Fold;
+use super::pairs::{PairTable, NO_RANK};
+use crate::cache::Table;
+use crate::keys::pack;
+
+/// Pieces of more symbols than this use the O(n log n) heap merge.
 pub const LARGE_PIECE: usize = 128;
-const NO_PAIR: u64 = u64::MAX;
 const DEAD: u32 = u32::MAX;
 
-/// The tables of the merge: the one-byte tokens, the pair table, and in tiktoken mode the
-/// whole-token lookup.
+/// Pieces that are one token by themselves: the short ones (2..=15 bytes) in a packed-key
+/// table of the word cache's kind, longer ones in a map.
+pub struct Whole {
+    short: Table<u128>,
+    long: FxHashMap<Box<[u8]>, u32>,
+}
+
+impl Whole {
+    fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)> + Clone) -> Self {
+        let n = tokens.clone().filter(|(b, _)| (2..16).contains(&b.len())).count();
+        let mut short = Table::with_capacity_pow2((2 * n + 2).max(16));
+        let mut long = FxHashMap::default();
+        for (b, id) in tokens {
+            match b.len() {
+                0 | 1 => {}
+                2..=15 => short.insert(pack(b), [id, 0, 0, 1]),
+                _ => {
+                    long.insert(b.into(), id);
+                }
+            }
+        }
+        Whole { short, long }
+    }
+
+    #[inline(always)]
+    pub fn get(&self, piece: &[u8]) -> Option<u32> {
+        match piece.len() {
+            0 | 1 => None,
+            2..=15 => self.short.get(&pack(piece)).map(|v| v[0]),
+            _ => self.long.get(piece).copied(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.short.len + self.long.len()
+    }
+}
+
+/// The tables of the merge: the one-byte tokens, the pair table with each rank's token, the
+/// folded characters and the whole-piece lookup.
 pub struct Ranks {
     /// The id of the one-byte token of each byte.
     pub byte_ids: [u32; 256],
-    /// `(left << 32 | right) -> (rank << 32 | result)`.
-    pairs: FxHashMap<u64, u64>,
-    /// Whole-piece lookup of the mergeable tokens: tiktoken mode, and merges mode with
-    /// `ignore_merges` (as `tokenizers`: a piece that is a token is that token).
-    direct: Option<FxHashMap<Box<[u8]>, u32>>,
+    pairs: PairTable,
+    /// Merges mode: the token a pair of each rank makes (tiktoken: the rank itself).
+    results: Box<[u32]>,
+    fold: Fold,
+    whole: Whole,
     tiktoken: bool,
 }
 
@@ -43,6 +93,7 @@ impl Ranks {
     /// and, in merges mode, the merges in rank order (their ids; checked here).
     /// A byte without a token (merges mode only, see `vocab.rs`) keeps `u32::MAX`: such
     /// bytes never reach the merge (`crate::pipeline` takes them out first).
+    /// With `ignore_merges` (merges mode, as `tokenizers`), a piece that is a token is that token.
     pub fn new(by_bytes: &FxHashMap<&[u8], u32>, vocab: &[(u32, Box<[u8]>)], merges: Option<&[(u32, u32)]>, ignore_merges: bool) -> Result<Self, String> {
         let token = |id: u32| vocab.binary_search_by_key(&id, |(v, _)| *v).ok().map(|i| &*vocab[i].1);
         let mut byte_ids = [u32::MAX; 256];
@@ -53,11 +104,13 @@ impl Ranks {
                 None => return Err(format!("no token for byte 0x{b:02x}")),
             }
         }
-        let whole = || Some(by_bytes.iter().map(|(b, id)| (Box::<[u8]>::from(*b), *id)).collect());
-        let mut pairs: FxHashMap<u64, u64> = FxHashMap::default();
-        let direct = match merges {
+        let max_id = vocab.last().map_or(0, |(i, _)| *i);
+        let tiktoken = merges.is_none();
+        let all = (tiktoken || ignore_merges).then(|| Whole::new(by_bytes.iter().map(|(b, id)| (*b, *id))));
+        let (pairs, results) = match merges {
             Some(m) => {
-                pairs.reserve(m.len());
+                let mut pairs = Vec::with_capacity(m.len());
+                let mut results = Vec::with_capacity(m.len());
                 let mut cat = Vec::new();
                 for (rank, &(a, b)) in m.iter().enumerate() {
                     let (Some(ba), Some(bb)) = (token(a), token(b)) else {
@@ -70,40 +123,74 @@ impl Ranks {
                     let Some(&r) = by_bytes.get(&cat[..]) else {
                         return Err(format!("merge {rank} ({a}, {b}) makes {:?}, which is not in the vocab", String::from_utf8_lossy(&cat)));
                     };
-                    // Keep the first (lowest-rank) occurrence of a repeated merge.
-                    pairs.entry(((a as u64) << 32) | b as u64).or_insert(((rank as u64) << 32) | r as u64);
+                    // (A repeated merge keeps its first, lowest rank: see `PairTable::new`.)
+                    pairs.push((a, b, rank as u32));
+                    results.push(r);
                 }
-                if ignore_merges { whole() } else { None }
+                (pairs, results)
             }
             None => {
                 // Every split of every token into two tokens is a pair whose merge makes it.
+                let all = all.as_ref().expect("built in tiktoken mode");
+                let mut pairs = Vec::with_capacity(by_bytes.len() * 3);
                 for (&bytes, &id) in by_bytes {
                     for k in 1..bytes.len() {
-                        if let (Some(&a), Some(&b)) = (by_bytes.get(&bytes[..k]), by_bytes.get(&bytes[k..])) {
-                            pairs.insert(((a as u64) << 32) | b as u64, ((id as u64) << 32) | id as u64);
+                        if let (Some(a), Some(b)) = (one_token(all, &byte_ids, &bytes[..k]), one_token(all, &byte_ids, &bytes[k..])) {
+                            pairs.push((a, b, id));
                         }
                     }
                 }
-                whole()
+                (pairs, Vec::new())
             }
         };
-        Ok(Ranks { byte_ids, pairs, direct, tiktoken: merges.is_none() })
+        let pairs = PairTable::new(&pairs, max_id)?;
+        let results = results.into_boxed_slice();
+        let result = |r: u32| if tiktoken { r } else { results[r as usize] };
+        let fold = Fold::build(by_bytes.iter().map(|(b, id)| (*id, *b)), &pairs, &result, &byte_ids, max_id);
+        let mut ranks = Ranks { byte_ids, pairs, results, fold, whole: Whole::new(std::iter::empty()), tiktoken };
+        ranks.whole = if let Some(all) = all {
+            all
+        } else {
+            // Merges mode: a token is emitted whole only where its own merge gives it.
+            let mut out = Vec::new();
+            let proven: Vec<(&[u8], u32)> = by_bytes
+                .iter()
+                .filter(|(b, &id)| {
+                    out.clear();
+                    b.len() > 1 && {
+                        ranks.merge(b, &mut out);
+                        out[..] == [id]
+                    }
+                })
+                .map(|(b, id)| (*b, *id))
+                .collect();
+            Whole::new(proven.into_iter())
+        };
+        Ok(ranks)
     }
 
     pub fn is_tiktoken(&self) -> bool {
         self.tiktoken
     }
 
-    /// The token that is all of `piece`, where whole pieces are looked up (see `direct`).
+    /// The token that is all of `piece`, where whole pieces are emitted directly (tiktoken
+    /// ranks, `ignore_merges`; in merges mode also any token whose merge gives itself).
     pub fn whole(&self, piece: &[u8]) -> Option<u32> {
-        self.direct.as_ref()?.get(piece).copied()
+        self.whole.get(piece)
     }
 
-    #[inline]
-    pub fn pair(&self, a: u32, b: u32) -> u64 {
-        match self.pairs.get(&(((a as u64) << 32) | b as u64)) {
-            Some(&v) => v,
-            None => NO_PAIR,
+    /// (folded characters, whole-piece tokens, pair-table bytes), for tests and the log.
+    pub fn stats(&self) -> (usize, usize, usize) {
+        (self.fold.len(), self.whole.len(), self.pairs.bytes())
+    }
+
+    #[inline(always)]
+    fn result(&self, rank: u32) -> u32 {
+        if self.tiktoken {
+            rank
+        } else {
+            // SAFETY: every rank in the pair table indexes `results` (merges mode).
+            unsafe { *self.results.get_unchecked(rank as usize) }
         }
     }
 
@@ -113,44 +200,87 @@ impl Ranks {
             out.push(self.byte_ids[piece[0] as usize]);
             return;
         }
-        if let Some(d) = &self.direct {
-            if let Some(&id) = d.get(piece) {
-                out.push(id);
-                return;
-            }
+        if let Some(id) = self.whole.get(piece) {
+            out.push(id);
+            return;
         }
+        self.merge(piece, out)
+    }
+
+    /// The merge of a piece from its first symbols (folded characters), short or long.
+    fn merge(&self, piece: &[u8], out: &mut Vec<u32>) {
         if piece.len() <= LARGE_PIECE {
-            self.merge_small(piece, out)
+            let mut toks = [0u32; LARGE_PIECE];
+            let n = self.initial(piece, |i, t| toks[i] = t);
+            self.merge_small(&mut toks, n, out)
         } else {
-            self.merge_large(piece, u64::MAX, out)
+            let mut toks = Vec::with_capacity(piece.len());
+            self.initial(piece, |_, t| toks.push(t));
+            if toks.len() <= LARGE_PIECE {
+                let mut small = [0u32; LARGE_PIECE];
+                small[..toks.len()].copy_from_slice(&toks);
+                self.merge_small(&mut small, toks.len(), out)
+            } else {
+                self.merge_large(toks, NO_RANK, out)
+            }
         }
     }
 
     /// BPE of one piece with only the pairs of rank below `limit` (merges mode: the first
-    /// `limit` merges; tiktoken mode: tokens of rank below `limit`), appended to `out`, with no
-    /// whole-piece lookup: the steps of the merge, for showing them.
+    /// `limit` merges; tiktoken mode: tokens of rank below `limit`), appended to `out`, from
+    /// bytes and with no whole-piece lookup: the steps of the merge, for showing them.
     pub fn bpe_piece_upto(&self, piece: &[u8], limit: u64, out: &mut Vec<u32>) {
         match piece.len() {
             0 => {}
             1 => out.push(self.byte_ids[piece[0] as usize]),
-            _ => self.merge_large(piece, limit, out),
+            _ => self.merge_large(piece.iter().map(|&b| self.byte_ids[b as usize]).collect(), limit.min(NO_RANK as u64) as u32, out),
         }
     }
 
-    /// Quadratic merge on stack arrays; for pieces of at most LARGE_PIECE bytes.
-    pub(super) fn merge_small(&self, piece: &[u8], out: &mut Vec<u32>) {
-        let mut toks = [0u32; LARGE_PIECE];
-        let mut ranks = [NO_PAIR; LARGE_PIECE];
-        let mut n = piece.len();
-        for (i, &b) in piece.iter().enumerate() {
-            toks[i] = self.byte_ids[b as usize];
+    /// Writes the first symbols of `piece` through `put(index, id)`: a byte's token, or a
+    /// folded character's; returns how many.
+    #[inline(always)]
+    fn initial(&self, piece: &[u8], mut put: impl FnMut(usize, u32)) -> usize {
+        let (mut n, mut i) = (0, 0);
+        let cont = |b: u8| b & 0xC0 == 0x80;
+        while i < piece.len() {
+            let b = piece[i];
+            let mut id = u32::MAX;
+            let mut w = 1;
+            if b >= 0xC2 && b < 0xE0 && i + 1 < piece.len() && cont(piece[i + 1]) {
+                id = self.fold.two(((b as u32 & 0x1F) << 6) | (piece[i + 1] as u32 & 0x3F));
+                w = 2;
+            } else if b & 0xF0 == 0xE0 && i + 2 < piece.len() && cont(piece[i + 1]) && cont(piece[i + 2]) {
+                let cp = ((b as u32 & 0x0F) << 12) | ((piece[i + 1] as u32 & 0x3F) << 6) | (piece[i + 2] as u32 & 0x3F);
+                if cp >= 0x800 {
+                    id = self.fold.three(cp);
+                    w = 3;
+                }
+            }
+            if id == u32::MAX {
+                id = self.byte_ids[b as usize];
+                w = 1;
+            }
+            put(n, id);
+            n += 1;
+            i += w;
         }
-        for i in 0..n - 1 {
-            ranks[i] = self.pair(toks[i], toks[i + 1]);
+        n
+    }
+
+    /// Quadratic merge on stack arrays of `n` (at most LARGE_PIECE) first symbols.
+    pub(super) fn merge_small(&self, toks: &mut [u32; LARGE_PIECE], mut n: usize, out: &mut Vec<u32>) {
+        let mut ranks = [NO_RANK; LARGE_PIECE];
+        // The first pairs' slots are independent: ask for all of them before reading any.
+        for i in 0..n.saturating_sub(1) {
+            self.pairs.prefetch(toks[i], toks[i + 1]);
+        }
+        for i in 0..n.saturating_sub(1) {
+            ranks[i] = self.pairs.get(toks[i], toks[i + 1]);
         }
         while n > 1 {
             // Leftmost minimum: rank first, and equal ranks always have equal results.
-            let mut best = NO_PAIR;
+            let mut best = NO_RANK;
             let mut at = 0;
             for (i, &r) in ranks[..n - 1].iter().enumerate() {
                 if r < best {
@@ -158,53 +288,50 @@ impl Ranks {
                     at = i;
                 }
             }
-            if best == NO_PAIR {
+            if best == NO_RANK {
                 break;
             }
-            toks[at] = best as u32;
+            toks[at] = self.result(best);
             toks.copy_within(at + 2..n, at + 1);
             if at + 2 < n {
                 ranks.copy_within(at + 2..n - 1, at + 1);
             }
             n -= 1;
             if at + 1 < n {
-                ranks[at] = self.pair(toks[at], toks[at + 1]);
+                ranks[at] = self.pairs.get(toks[at], toks[at + 1]);
             }
-            ranks[n - 1] = NO_PAIR;
+            ranks[n - 1] = NO_RANK;
             if at > 0 {
-                ranks[at - 1] = self.pair(toks[at - 1], toks[at]);
+                ranks[at - 1] = self.pairs.get(toks[at - 1], toks[at]);
             }
         }
         out.extend_from_slice(&toks[..n]);
     }
 
-    /// Heap + linked-list merge, O(n log n); for long pieces (< 4 GiB: positions are u32), and
-    /// for any piece with a rank `limit` (pairs of rank `limit` or more never merge).
+    /// Heap + linked-list merge, O(n log n) in the `n` first symbols `toks` (< 4 Gi: positions
+    /// are u32); pairs of rank `limit` or more never merge.
     ///
-    /// Memory is 20 bytes per input byte at most (token, next, prev: 12; heap entry: 8), so a
+    /// Memory is 20 bytes per symbol at most (token, next, prev: 12; heap entry: 8), so a
     /// 100 MB single piece needs about 2 GB; heap entries pack `rank << 32 | position` into one
-    /// u64 (equal ranks then pop leftmost first, because positions are byte offsets of each
-    /// node's first byte and so increase left to right).
-    pub(super) fn merge_large(&self, piece: &[u8], limit: u64, out: &mut Vec<u32>) {
-        let n = piece.len();
-        let mut toks: Vec<u32> = piece.iter().map(|&b| self.byte_ids[b as usize]).collect();
+    /// u64, so equal ranks pop leftmost first (positions increase left to right).
+    pub(super) fn merge_large(&self, mut toks: Vec<u32>, limit: u32, out: &mut Vec<u32>) {
+        let n = toks.len();
+        if n < 2 {
+            out.extend_from_slice(&toks);
+            return;
+        }
         let mut next: Vec<u32> = (1..=n as u32).collect();
         let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
         let none = n as u32;
-        let rank = |r: u64| r >> 32;
-        let pair = |a: u32, b: u32| match self.pair(a, b) {
-            r if r != NO_PAIR && rank(r) < limit => r,
-            _ => NO_PAIR,
+        let pair = |a: u32, b: u32| match self.pairs.get(a, b) {
+            r if r < limit => r,
+            _ => NO_RANK,
         };
-        let mut heap: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(n);
-        for i in 0..n - 1 {
-            let r = pair(toks[i], toks[i + 1]);
-            if r != NO_PAIR {
-                heap.push(Reverse((rank(r) << 32) | i as u64));
-            }
-        }
+        let first: Vec<Reverse<u64>> =
+            (0..n - 1).filter_map(|i| Some(pair(toks[i], toks[i + 1])).filter(|&r| r != NO_RANK).map(|r| Reverse(((r as u64) << 32) | i as u64))).collect();
+        let mut heap = BinaryHeap::from(first);
         while let Some(Reverse(key)) = heap.pop() {
-            let (want, pos) = (key >> 32, key as u32);
+            let (want, pos) = ((key >> 32) as u32, key as u32);
             let p = pos as usize;
             if toks[p] == DEAD {
                 continue;
@@ -216,26 +343,25 @@ impl Ranks {
             // Stale entry? If the pair at `pos` changed, its new rank was pushed separately. A
             // stale entry whose rank equals the live pair's is interchangeable with it (equal
             // ranks always merge into the same token).
-            let r = pair(toks[p], toks[q as usize]);
-            if r == NO_PAIR || rank(r) != want {
+            if pair(toks[p], toks[q as usize]) != want {
                 continue;
             }
-            toks[p] = r as u32;
+            toks[p] = self.result(want);
             toks[q as usize] = DEAD;
             let nq = next[q as usize];
             next[p] = nq;
             if nq != none {
                 prev[nq as usize] = pos;
                 let r2 = pair(toks[p], toks[nq as usize]);
-                if r2 != NO_PAIR {
-                    heap.push(Reverse((rank(r2) << 32) | pos as u64));
+                if r2 != NO_RANK {
+                    heap.push(Reverse(((r2 as u64) << 32) | pos as u64));
                 }
             }
             let pp = prev[p];
             if pp != u32::MAX {
                 let r2 = pair(toks[pp as usize], toks[p]);
-                if r2 != NO_PAIR {
-                    heap.push(Reverse((rank(r2) << 32) | pp as u64));
+                if r2 != NO_RANK {
+                    heap.push(Reverse(((r2 as u64) << 32) | pp as u64));
                 }
             }
         }
@@ -245,5 +371,12 @@ impl Ranks {
             i = next[i] as usize;
         }
     }
+}
 
+/// The token of `b` if it is one: a byte's token, or a whole token (`all` holds every one).
+fn one_token(all: &Whole, byte_ids: &[u32; 256], b: &[u8]) -> Option<u32> {
+    match b.len() {
+        1 => Some(byte_ids[b[0] as usize]).filter(|&i| i != u32::MAX),
+        _ => all.get(b),
+    }
 }

@@ -14,7 +14,9 @@
 //! * **FxHash** everywhere: keys are integers or short byte strings from trusted tables.
 //! * **Bounded memory.** `cache_bytes` bounds all slots together; `0` disables caching.
 
+mod fold;
 mod merge;
+mod pairs;
 mod queue;
 mod state;
 mod vocab;
@@ -250,6 +252,11 @@ impl Encoder {
         self.caches.borrow(hint)
     }
 
+    /// (folded characters, whole-piece tokens, pair-table bytes) of the merge's tables.
+    pub fn merge_stats(&self) -> (usize, usize, usize) {
+        self.ranks.stats()
+    }
+
     /// BPE of one piece, appended to `out` (no cache).
     pub fn bpe_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
         self.ranks.bpe_piece(piece, out)
@@ -283,13 +290,15 @@ impl Encoder {
     fn encode_miss(&self, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
         cache.misses += 1;
         let start = out.len();
-        if self.caches.shared.get(piece, out) {
+        if cache.share && self.caches.shared.get(piece, out) {
             cache.put(piece, &out[start..]);
             return;
         }
         self.ranks.bpe_piece(piece, out);
         cache.put(piece, &out[start..]);
-        self.caches.shared.put(piece, &out[start..]);
+        if cache.share {
+            self.caches.shared.put(piece, &out[start..]);
+        }
     }
 
     /// Ordinary text (between raw-matched added tokens) cut into the pre-tokenizer's pieces,

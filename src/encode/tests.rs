@@ -60,12 +60,14 @@ fn small_and_large_paths_match_the_reference() {
         let mut a = Vec::new();
         enc.bpe_piece(&piece, &mut a);
         assert_eq!(a, want, "bpe_piece on {:?}", String::from_utf8_lossy(&piece));
+        let bytes: Vec<u32> = piece.iter().map(|&x| enc.ranks.byte_ids[x as usize]).collect();
         let mut b = Vec::new();
-        enc.ranks.merge_large(&piece, u64::MAX, &mut b);
+        enc.ranks.merge_large(bytes.clone(), u32::MAX, &mut b);
         assert_eq!(b, want, "merge_large on {:?}", String::from_utf8_lossy(&piece));
         if piece.len() <= LARGE_PIECE {
-            let mut c = Vec::new();
-            enc.ranks.merge_small(&piece, &mut c);
+            let (mut c, mut toks) = (Vec::new(), [0u32; LARGE_PIECE]);
+            toks[..piece.len()].copy_from_slice(&bytes);
+            enc.ranks.merge_small(&mut toks, piece.len(), &mut c);
             assert_eq!(c, want, "merge_small");
         }
     }
@@ -226,6 +228,7 @@ fn slots_share_one_budget() {
         let mut a = enc.cache(0);
         let mut b = enc.cache(1);
         assert!(matches!((&a, &b), (CacheGuard::Slot(_), CacheGuard::Slot(_))));
+        (a.share, b.share) = (true, true);
         let mut seed = 5;
         for k in 0..20_000 {
             let n = 2 + (lcg(&mut seed) % 40) as usize;
@@ -253,6 +256,12 @@ fn a_word_one_slot_encoded_is_shared_with_the_others() {
     let mut a = enc.cache(1);
     let mut b = enc.cache(2);
     let (mut x, mut y) = (Vec::new(), Vec::new());
+    // A slot borrowed alone keeps its words to itself (one thread: the shared level only costs).
+    enc.encode_piece(&mut a, b"abcdxyzabcd", &mut x);
+    assert_eq!(enc.caches.shared.bytes.load(Ordering::Relaxed), 0);
+    (a.share, b.share) = (true, true);
+    a.clear_words();
+    x.clear();
     enc.encode_piece(&mut a, b"abcdxyzabcd", &mut x);
     assert!(enc.caches.shared.bytes.load(Ordering::Relaxed) > 0);
     // Slot b misses, but finds the ids in the shared cache: no BPE (so a wrong entry planted

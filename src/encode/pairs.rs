@@ -1,0 +1,167 @@
+//! The merge's pair table: `(left id, right id) -> rank`, one `u64` per slot.
+//!
+//! A slot holds the pair's key (`left << id_bits | right`) above its rank, so a lookup is a
+//! multiply, a shift and (almost always) one load that answers both "is this the pair?" and
+//! "what rank?": no control bytes, no pointer, no second line. The widths are the vocabulary's
+//! own (ids below 2^21 and ranks below 2^22 for every released vocabulary), and the table is
+//! at most half full, so a probe ends within a slot or two. Half the bytes of a `(u64, u64)`
+//! map, so more of a big vocabulary's pairs stay in the cache on a miss path that looks up a
+//! pair per merge ([log](../../docs/performance.md#the-miss-path)).
+
+/// The rank of a pair that does not merge.
+pub const NO_RANK: u32 = u32::MAX;
+const EMPTY: u64 = u64::MAX;
+const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+
+pub struct PairTable {
+    slots: Box<[u64]>,
+    mask: usize,
+    /// 64 - log2(capacity).
+    shift: u32,
+    id_bits: u32,
+    rank_bits: u32,
+}
+
+impl PairTable {
+    /// The table of `pairs` `(left, right, rank)`; a pair given twice keeps its lowest rank.
+    /// `max_id` bounds every id the table will be asked about (larger ones never match).
+    pub fn new(pairs: &[(u32, u32, u32)], max_id: u32) -> Result<Self, String> {
+        // The all-ones id of `id_bits` is never a token, so no key is all ones (the empty slot).
+        let id_bits = (64 - (max_id as u64 + 1).leading_zeros()).max(1);
+        let max_rank = pairs.iter().map(|p| p.2).max().unwrap_or(0);
+        let rank_bits = 64u32.saturating_sub(2 * id_bits);
+        if rank_bits < 1 || (max_rank as u64) >> rank_bits != 0 {
+            return Err(format!(
+                "a vocabulary with token ids up to {max_id} and {} merges is too large for the encoder's pair table \
+                 (2 x {id_bits} bits of ids and {} of ranks must fit 64)",
+                max_rank as u64 + 1,
+                64 - (max_rank as u64 + 1).leading_zeros()
+            ));
+        }
+        let cap = (2 * pairs.len()).next_power_of_two().max(16);
+        let mut t = PairTable { slots: vec![EMPTY; cap].into_boxed_slice(), mask: cap - 1, shift: 64 - cap.trailing_zeros(), id_bits, rank_bits };
+        for &(a, b, r) in pairs {
+            t.insert(a, b, r);
+        }
+        Ok(t)
+    }
+
+    #[inline(always)]
+    fn key(&self, a: u32, b: u32) -> u64 {
+        // An id of u32::MAX (a byte without a token) sets bits above the key's width, or makes
+        // the right id all ones: neither is in the table.
+        ((a as u64) << self.id_bits) | b as u64
+    }
+
+    #[inline(always)]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(MIX) >> self.shift) as usize
+    }
+
+    fn insert(&mut self, a: u32, b: u32, rank: u32) {
+        let key = self.key(a, b);
+        let mut i = self.home(key);
+        loop {
+            let s = self.slots[i];
+            if s == EMPTY {
+                self.slots[i] = (key << self.rank_bits) | rank as u64;
+                return;
+            }
+            if s >> self.rank_bits == key {
+                if ((s & !(EMPTY << self.rank_bits)) as u32) > rank {
+                    self.slots[i] = (key << self.rank_bits) | rank as u64;
+                }
+                return;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// The rank of the pair `(a, b)`, or [`NO_RANK`].
+    #[inline(always)]
+    pub fn get(&self, a: u32, b: u32) -> u32 {
+        let key = self.key(a, b);
+        let mut i = self.home(key);
+        loop {
+            // SAFETY: i <= mask < slots.len().
+            let s = unsafe { *self.slots.get_unchecked(i) };
+            if s >> self.rank_bits == key {
+                return (s & !(EMPTY << self.rank_bits)) as u32;
+            }
+            if s == EMPTY {
+                return NO_RANK;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Asks for the line of the pair's home slot (a hint).
+    #[inline(always)]
+    pub fn prefetch(&self, a: u32, b: u32) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch never faults; the address is inside the table.
+        unsafe {
+            let p = self.slots.as_ptr().add(self.home(self.key(a, b)));
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (a, b);
+    }
+
+    /// Every pair with its rank, in no order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
+        let id_mask = (1u64 << self.id_bits) - 1;
+        self.slots.iter().filter(|&&s| s != EMPTY).map(move |&s| {
+            let key = s >> self.rank_bits;
+            ((key >> self.id_bits) as u32, (key & id_mask) as u32, (s & !(EMPTY << self.rank_bits)) as u32)
+        })
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.slots.len() * 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_every_pair_and_no_other() {
+        let mut seed = 3u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as u32
+        };
+        for max_id in [1u32, 255, 50_000, 1 << 20] {
+            let pairs: Vec<(u32, u32, u32)> = (0..2000).map(|r| (next() % (max_id + 1), next() % (max_id + 1), r)).collect();
+            let t = PairTable::new(&pairs, max_id).unwrap();
+            let mut want = std::collections::HashMap::new();
+            for &(a, b, r) in &pairs {
+                want.entry((a, b)).or_insert(r);
+            }
+            for (&(a, b), &r) in &want {
+                assert_eq!(t.get(a, b), r, "({a}, {b}) of max id {max_id}");
+            }
+            let mut got: Vec<_> = t.iter().collect();
+            got.sort();
+            let mut all: Vec<_> = want.iter().map(|(&(a, b), &r)| (a, b, r)).collect();
+            all.sort();
+            assert_eq!(got, all);
+            for _ in 0..2000 {
+                let (a, b) = (next() % (max_id + 1), next() % (max_id + 1));
+                assert_eq!(t.get(a, b), want.get(&(a, b)).copied().unwrap_or(NO_RANK));
+            }
+            // Ids of bytes without a token never match.
+            assert_eq!(t.get(u32::MAX, 0), NO_RANK);
+            assert_eq!(t.get(0, u32::MAX), NO_RANK);
+            assert_eq!(t.get(u32::MAX, u32::MAX), NO_RANK);
+        }
+    }
+
+    #[test]
+    fn too_wide_is_an_error() {
+        assert!(PairTable::new(&[(0, 1, 1 << 23)], (1 << 21) - 2).is_err());
+        assert!(PairTable::new(&[(0, 1, (1 << 22) - 1)], (1 << 21) - 2).is_ok());
+    }
+}
