@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use crate::encode::Seed;
 use crate::keys::pack;
 pub use shared::{CacheGuard, Caches, Shared};
 pub use table::{pack32, Entry, Key32, Table, TableKey};
@@ -51,6 +52,7 @@ pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 /// and does not fit wipes the cache (allocations kept, so the total never passes the budget),
 /// and if it still would not fit, the piece is simply not cached.
 pub struct WordCache {
+    /// The short table; read through [`Self::table`] (a disabled cache reads `seed` instead).
     pub short: Table<u128>,
     pub mid: Table<Key32>,
     long: FxHashMap<Box<[u8]>, (u32, u32)>,
@@ -65,6 +67,16 @@ pub struct WordCache {
     pub(crate) charged: usize,
     pub hits: u64,
     pub misses: u64,
+    /// The vocabulary's frequent whole tokens of 2..=15 bytes, as a short table
+    /// (`crate::encode::Seed`): a slot's short table starts as a copy of it, so those pieces
+    /// are hits from the start.
+    seed: Option<Arc<Seed>>,
+    /// Whether the short table holds the seed's words (until a wipe), or the cache is disabled
+    /// and reads all whole tokens: a short piece it misses is a whole token only if the seed
+    /// left it out (`Ranks::maybe_unseeded`).
+    pub seeded: bool,
+    /// A disabled cache (budget below 4 KiB) looks short pieces up in all whole tokens.
+    pub view: bool,
     /// Whether misses go through the encoder's shared second level ([`Shared`]): only while
     /// other threads encode the same batch (on one thread it only costs, a lock and a map
     /// probe per miss and two allocations per new word). Reset at every borrow.
@@ -76,12 +88,18 @@ pub const LONG_FLAG: u32 = 0x8000_0000;
 pub const ARENA_SLACK: usize = 16;
 const LONG_ENTRY_COST: usize = 48;
 const SHORT_INITIAL: usize = 1 << 12;
+/// A budget below this disables the cache (nothing is learned).
+const MIN_BUDGET: usize = 4096;
 
 impl WordCache {
     /// Allocates nothing: the tables start as 1-slot sentinels and get their first real
     /// allocation on the first insert (so idle slots and idle encoders cost no memory).
-    pub fn new(budget: usize, pool: Option<Arc<AtomicUsize>>) -> Self {
+    pub fn new(budget: usize, pool: Option<Arc<AtomicUsize>>, seed: Option<Arc<Seed>>) -> Self {
+        let view = budget < MIN_BUDGET && seed.is_some();
         WordCache {
+            seed,
+            seeded: view,
+            view,
             pool,
             charged: 0,
             short: Table::with_capacity_pow2(1),
@@ -102,6 +120,16 @@ impl WordCache {
             SHORT_INITIAL
         } else {
             16
+        }
+    }
+
+    /// The table short pieces are looked up in: the short table, or for a disabled cache the
+    /// vocabulary's whole tokens (never written).
+    #[inline(always)]
+    pub fn table(&self) -> &Table<u128> {
+        match (&self.seed, self.view) {
+            (Some(seed), true) => &seed.all,
+            _ => &self.short,
         }
     }
 
@@ -133,7 +161,7 @@ impl WordCache {
     pub fn get(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
         let len = piece.len();
         let v = if len < 16 {
-            self.short.get(&pack(piece))
+            self.table().get(&pack(piece))
         } else if len < 32 {
             self.mid.get(&pack32(piece))
         } else {
@@ -160,6 +188,7 @@ impl WordCache {
     }
 
     fn wipe(&mut self) {
+        self.seeded = self.view;
         self.short.clear();
         self.mid.clear();
         self.long.clear();
@@ -221,8 +250,17 @@ impl WordCache {
 
     pub fn put(&mut self, piece: &[u8], ids: &[u32]) {
         let len = piece.len();
-        if self.budget < 4096 || len > MAX_CACHED_LEN || ids.len() > (u32::MAX >> 2) as usize {
+        if self.budget < MIN_BUDGET || len > MAX_CACHED_LEN || ids.len() > (u32::MAX >> 2) as usize {
             return;
+        }
+        // A fresh short table starts as a copy of the seed, where the budget has room for it.
+        if len < 16 && self.short.entries.len() <= 1 {
+            if let Some(seed) = self.seed.clone() {
+                if self.fits(self.used() + seed.table.bytes()) {
+                    self.short = seed.table.copy();
+                    self.seeded = true;
+                }
+            }
         }
         // Make sure the target table has a free slot.
         let room = match len {
@@ -296,14 +334,14 @@ mod tests {
     fn tables_grow_at_a_quarter_and_fill_to_half_under_a_tight_budget() {
         let word = |k: usize| format!("w{k:05}").into_bytes();
         // Room to spare: the short table doubles whenever it would pass 1/4 load.
-        let mut c = WordCache::new(1 << 24, None);
+        let mut c = WordCache::new(1 << 24, None, None);
         for k in 0..5000 {
             c.put(&word(k), &[k as u32]);
             assert!(c.short.len * 4 <= c.short.entries.len(), "{} in {}", c.short.len, c.short.entries.len());
         }
         // 4096 bytes: 128 slots (4 KiB) is the biggest table that fits, so it fills to 64
         // words (1/2) instead of wiping at 32, and every one of them is still found.
-        let mut c = WordCache::new(4096, None);
+        let mut c = WordCache::new(4096, None, None);
         for k in 0..64 {
             c.put(&word(k), &[k as u32]);
         }

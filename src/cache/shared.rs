@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use rustc_hash::FxHashMap;
 
 use super::WordCache;
+use crate::encode::Seed;
 
 /// A second-level cache shared by the slots: a slot that misses looks here before running BPE,
 /// and a word it had to encode is put here too.
@@ -123,17 +124,20 @@ fn slot_count() -> usize {
 /// The cache slots of one encoder and their shared second level, within one budget.
 pub struct Caches {
     budget: usize,
+    seed: Option<Arc<Seed>>,
     pub(crate) slots: Vec<Slot>,
     pub shared: Shared,
 }
 
 impl Caches {
-    pub fn new(budget: usize) -> Self {
+    /// Slots within `budget` bytes, their short tables seeded with `seed` (see `WordCache`).
+    pub fn new(budget: usize, seed: Option<Arc<Seed>>) -> Self {
         let pool = Arc::new(AtomicUsize::new(0));
         Caches {
             budget,
-            slots: (0..slot_count()).map(|_| Slot(Mutex::new(WordCache::new(budget, Some(pool.clone()))))).collect(),
+            slots: (0..slot_count()).map(|_| Slot(Mutex::new(WordCache::new(budget, Some(pool.clone()), seed.clone())))).collect(),
             shared: Shared::new(budget, pool),
+            seed,
         }
     }
 
@@ -151,7 +155,7 @@ impl Caches {
             }
         }
         // Everything busy (or poisoned): a private cache with a small budget.
-        CacheGuard::Private(WordCache::new((self.budget / n).min(16 << 20), None))
+        CacheGuard::Private(WordCache::new((self.budget / n).min(16 << 20), None, self.seed.clone()))
     }
 
     /// Drops every cached word (of the slots that are not busy).
@@ -160,7 +164,7 @@ impl Caches {
         for s in &self.slots {
             if let Ok(mut c) = s.0.try_lock() {
                 let (b, pool) = (c.budget, c.pool.clone());
-                *c = WordCache::new(b, pool);
+                *c = WordCache::new(b, pool, self.seed.clone());
             }
         }
     }

@@ -178,6 +178,14 @@ impl<K: TableKey> Table<K> {
         *self = bigger;
     }
 
+    /// A copy of the table (same capacity and slots: a copy of its memory).
+    pub fn copy(&self) -> Self {
+        // SAFETY: an all-zero `Entry` is the empty entry (see `with_capacity_pow2`).
+        let mut entries = unsafe { Slots::zeroed(self.entries.len()) };
+        entries.copy_from_slice(&self.entries);
+        Table { entries, mask: self.mask, shift: self.shift, len: self.len }
+    }
+
     pub fn clear(&mut self) {
         self.entries.iter_mut().for_each(|e| *e = Entry::default());
         self.len = 0;

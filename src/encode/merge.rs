@@ -25,11 +25,12 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
 use super::fold::Fold;
-use super::pairs::{PairTable, NO_RANK};
+use super::pairs::{reachable, PairTable, NO_RANK};
 use crate::cache::Table;
 use crate::keys::pack;
 
@@ -39,15 +40,19 @@ const DEAD: u32 = u32::MAX;
 
 /// Pieces that are one token by themselves: the short ones (2..=15 bytes) in a packed-key
 /// table of the word cache's kind, longer ones in a map.
+///
+/// The short table is kept at most a quarter full, the word cache's own load: a cache slot's
+/// short table starts as a copy of it (the seed, see `crate::cache`), and a disabled cache
+/// looks short pieces up in it directly.
 pub struct Whole {
-    short: Table<u128>,
+    short: Arc<Table<u128>>,
     long: FxHashMap<Box<[u8]>, u32>,
 }
 
 impl Whole {
     fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)> + Clone) -> Self {
         let n = tokens.clone().filter(|(b, _)| (2..16).contains(&b.len())).count();
-        let mut short = Table::with_capacity_pow2((2 * n + 2).max(16));
+        let mut short = Table::with_capacity_pow2((4 * n + 4).max(16));
         let mut long = FxHashMap::default();
         for (b, id) in tokens {
             match b.len() {
@@ -58,7 +63,7 @@ impl Whole {
                 }
             }
         }
-        Whole { short, long }
+        Whole { short: Arc::new(short), long }
     }
 
     #[inline(always)]
@@ -75,6 +80,74 @@ impl Whole {
     }
 }
 
+/// What a word cache starts from: the whole tokens of 2..=15 bytes with the lowest ids (at
+/// most [`SEED_TOKENS`]: the frequent ones of a trained vocabulary) as a short table at a
+/// quarter load, which a slot's short table starts as a copy of, so they are hits from the
+/// first piece; all of them (`all`, which a disabled cache reads in place); and a filter of
+/// those left out (so a miss looks in `all` only when it may be one of them).
+///
+/// Why capped: o200k's 195 k short tokens make a 32 MiB table, and a slot holding all of them
+/// spread a corpus's few tens of thousands of words over it: o200k English primed ran at
+/// 519 MB/s against 716 with the lowest 32 k ([log](../../docs/performance.md#the-miss-path)).
+pub struct Seed {
+    pub table: Table<u128>,
+    pub all: Arc<Table<u128>>,
+    unseeded: Filter,
+}
+
+/// Whole tokens in a cache's seed, at most.
+pub const SEED_TOKENS: usize = 1 << 15;
+
+/// A set of packed keys with false positives: two bits of one 64-bit word per key, in 2^20
+/// bits (128 KiB); about 4% false positives for 150 k keys.
+struct Filter {
+    words: Box<[u64]>,
+}
+
+impl Filter {
+    const BITS: u32 = 20;
+
+    fn new(keys: impl Iterator<Item = u128>) -> Self {
+        let mut words = vec![0u64; 1 << (Self::BITS - 6)];
+        for k in keys {
+            let (w, m) = Self::at(k);
+            words[w] |= m;
+        }
+        Filter { words: words.into_boxed_slice() }
+    }
+
+    #[inline(always)]
+    fn at(key: u128) -> (usize, u64) {
+        use crate::cache::TableKey;
+        let h = key.mix();
+        ((h >> (64 - (Self::BITS - 6))) as usize, (1u64 << (h & 63)) | (1u64 << ((h >> 6) & 63)))
+    }
+
+    #[inline(always)]
+    fn may_hold(&self, key: u128) -> bool {
+        let (w, m) = Self::at(key);
+        self.words[w] & m == m
+    }
+}
+
+impl Seed {
+    fn new(all: Arc<Table<u128>>) -> Self {
+        let mut ids: Vec<u32> = all.entries.iter().filter(|e| e.key != 0).map(|e| e.val[0]).collect();
+        ids.sort_unstable();
+        let below = ids.get(SEED_TOKENS).copied().unwrap_or(u32::MAX);
+        let seeded = |e: &&crate::cache::Entry<u128>| e.key != 0 && e.val[0] < below;
+        let table = if below == u32::MAX {
+            all.copy()
+        } else {
+            let mut t = Table::with_capacity_pow2(4 * SEED_TOKENS + 4);
+            all.entries.iter().filter(seeded).for_each(|e| t.insert(e.key, e.val));
+            t
+        };
+        let unseeded = Filter::new(all.entries.iter().filter(|e| e.key != 0 && e.val[0] >= below).map(|e| e.key));
+        Seed { table, all, unseeded }
+    }
+}
+
 /// The tables of the merge: the one-byte tokens, the pair table with each rank's token, the
 /// folded characters and the whole-piece lookup.
 pub struct Ranks {
@@ -85,6 +158,7 @@ pub struct Ranks {
     results: Box<[u32]>,
     fold: Fold,
     whole: Whole,
+    seed: Arc<Seed>,
     tiktoken: bool,
 }
 
@@ -143,29 +217,21 @@ impl Ranks {
                 (pairs, Vec::new())
             }
         };
-        let pairs = PairTable::new(&pairs, max_id)?;
+        // Only the pairs that can ever merge (see `pairs.rs`), found with all of them.
+        let full = PairTable::new(&pairs, max_id)?;
         let results = results.into_boxed_slice();
         let result = |r: u32| if tiktoken { r } else { results[r as usize] };
+        let (kept, proven) = reachable(&full, &result, &byte_ids, by_bytes.iter().map(|(b, id)| (*id, *b)));
+        drop(full);
+        let pairs = PairTable::new(&kept, max_id)?;
         let fold = Fold::build(by_bytes.iter().map(|(b, id)| (*id, *b)), &pairs, &result, &byte_ids, max_id);
-        let mut ranks = Ranks { byte_ids, pairs, results, fold, whole: Whole::new(std::iter::empty()), tiktoken };
-        ranks.whole = if let Some(all) = all {
-            all
-        } else {
-            // Merges mode: a token is emitted whole only where its own merge gives it.
-            let mut out = Vec::new();
-            let proven: Vec<(&[u8], u32)> = by_bytes
-                .iter()
-                .filter(|(b, &id)| {
-                    out.clear();
-                    b.len() > 1 && {
-                        ranks.merge(b, &mut out);
-                        out[..] == [id]
-                    }
-                })
-                .map(|(b, id)| (*b, *id))
-                .collect();
-            Whole::new(proven.into_iter())
-        };
+        // Merges mode: a token is emitted whole only where its own merge gives it.
+        let whole = all.unwrap_or_else(|| {
+            let proven: rustc_hash::FxHashSet<u32> = proven.into_iter().collect();
+            Whole::new(by_bytes.iter().filter(|(_, id)| proven.contains(id)).map(|(b, id)| (*b, *id)))
+        });
+        let seed = Arc::new(Seed::new(whole.short.clone()));
+        let ranks = Ranks { byte_ids, pairs, results, fold, whole, seed, tiktoken };
         Ok(ranks)
     }
 
@@ -177,6 +243,18 @@ impl Ranks {
     /// ranks, `ignore_merges`; in merges mode also any token whose merge gives itself).
     pub fn whole(&self, piece: &[u8]) -> Option<u32> {
         self.whole.get(piece)
+    }
+
+    /// The word caches' seed (see [`Seed`]).
+    pub fn seed(&self) -> Arc<Seed> {
+        self.seed.clone()
+    }
+
+    /// Whether `piece` (2..=15 bytes) may be a whole token left out of the seed (false: it is
+    /// not; true: it may be).
+    #[inline]
+    pub fn maybe_unseeded(&self, piece: &[u8]) -> bool {
+        self.seed.unseeded.may_hold(pack(piece))
     }
 
     /// (folded characters, whole-piece tokens, pair-table bytes), for tests and the log.
@@ -202,6 +280,15 @@ impl Ranks {
         }
         if let Some(id) = self.whole.get(piece) {
             out.push(id);
+            return;
+        }
+        self.merge(piece, out)
+    }
+
+    /// [`Self::bpe_piece`] of a piece known not to be a whole token (or of one byte).
+    pub fn bpe_piece_not_whole(&self, piece: &[u8], out: &mut Vec<u32>) {
+        if piece.len() == 1 {
+            out.push(self.byte_ids[piece[0] as usize]);
             return;
         }
         self.merge(piece, out)

@@ -35,7 +35,7 @@ use crate::pretok::Pattern;
 use crate::specials::{disallowed_error, AddedToken, Automaton, Item, SpecialSet, Specials};
 
 pub use crate::cache::DEFAULT_CACHE_BYTES;
-pub use merge::LARGE_PIECE;
+pub use merge::{Seed, LARGE_PIECE, SEED_TOKENS};
 pub use vocab::{py_bytes, Merges};
 
 /// An immutable, shareable encoder: tables, pattern, special tokens and cache slots.
@@ -114,6 +114,7 @@ impl Encoder {
         let specials = Specials::with_tokens(added, if two { Some(&norm) } else { None })?;
         let tables = vocab::Tables::new(vocab, merges, &specials)?;
         let ranks = merge::Ranks::new(&tables.mergeable(&specials)?, &tables.vocab, tables.merges.as_deref(), pipeline.ignore_merges)?;
+        let caches = Caches::new(cache_bytes, Some(ranks.seed()));
         let forms: rustc_hash::FxHashMap<u32, &str> = specials.normalized_forms().collect();
         let all = tables.vocab.iter().map(|(i, b)| (*i, &b[..])).chain(
             specials
@@ -133,7 +134,7 @@ impl Encoder {
             specials,
             pattern,
             pattern_spec,
-            caches: Caches::new(cache_bytes),
+            caches,
             pipeline,
             generic,
             inner_plain,
@@ -294,7 +295,13 @@ impl Encoder {
             cache.put(piece, &out[start..]);
             return;
         }
-        self.ranks.bpe_piece(piece, out);
+        // A short piece that missed a seeded table is a whole token only if it is one of those
+        // left out of the seed (`Ranks::seed`).
+        if piece.len() < 16 && (cache.view || cache.seeded && !self.ranks.maybe_unseeded(piece)) {
+            self.ranks.bpe_piece_not_whole(piece, out);
+        } else {
+            self.ranks.bpe_piece(piece, out);
+        }
         cache.put(piece, &out[start..]);
         if cache.share {
             self.caches.shared.put(piece, &out[start..]);

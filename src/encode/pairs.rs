@@ -7,13 +7,30 @@
 //! at most half full, so a probe ends within a slot or two. Half the bytes of a `(u64, u64)`
 //! map, so more of a big vocabulary's pairs stay in the cache on a miss path that looks up a
 //! pair per merge ([log](../../docs/performance.md#the-miss-path)).
+//!
+//! **Only pairs that can ever merge are kept** ([`reachable`]). A token `t` made by merging
+//! `(a, b)` over some span of a piece: every earlier merge touching the span stayed inside it
+//! (else a symbol would cross its edge), and merges inside a span run in the order they run in
+//! the span alone (the rank order, leftmost first, is the same among them). So the span went
+//! through the states of `t`'s bytes merged alone, and `(a, b)` is the last merge of that run.
+//! Every other split of `t` (tiktoken ranks list all of them: 446,189 pairs for o200k's 199,998
+//! tokens) and every merge of a token its own run does not make never happens, and a run with
+//! only the kept pairs makes the same choices (each chosen pair is kept, and is still the
+//! lowest, leftmost one among the kept). A token whose own run gives itself is also the one
+//! answer for a piece that spells it (the whole-piece lookup of merges mode).
 
 /// The rank of a pair that does not merge.
 pub const NO_RANK: u32 = u32::MAX;
 const EMPTY: u64 = u64::MAX;
 const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+/// Ids below this (bytes and the first merges of a trained vocabulary: the pairs a miss looks
+/// up most) are looked up in a dense grid of 2-byte cells (512 KiB) that stays in the L2 cache.
+pub const GRID: u32 = 512;
 
 pub struct PairTable {
+    /// Pairs of two ids below [`GRID`]: an index into `grid_ranks` per cell (0: no pair).
+    grid: Box<[u16]>,
+    grid_ranks: Box<[u32]>,
     slots: Box<[u64]>,
     mask: usize,
     /// 64 - log2(capacity).
@@ -38,9 +55,34 @@ impl PairTable {
                 64 - (max_rank as u64 + 1).leading_zeros()
             ));
         }
-        let cap = (2 * pairs.len()).next_power_of_two().max(16);
-        let mut t = PairTable { slots: vec![EMPTY; cap].into_boxed_slice(), mask: cap - 1, shift: 64 - cap.trailing_zeros(), id_bits, rank_bits };
+        let mut grid = vec![0u16; (GRID * GRID) as usize];
+        let mut grid_ranks = vec![NO_RANK];
+        let mut rest = Vec::with_capacity(pairs.len());
         for &(a, b, r) in pairs {
+            if (a | b) < GRID && grid_ranks.len() < u16::MAX as usize {
+                let cell = &mut grid[((a * GRID) | b) as usize];
+                if *cell == 0 {
+                    *cell = grid_ranks.len() as u16;
+                    grid_ranks.push(r);
+                } else {
+                    let k = *cell as usize;
+                    grid_ranks[k] = grid_ranks[k].min(r);
+                }
+            } else {
+                rest.push((a, b, r));
+            }
+        }
+        let cap = (2 * rest.len()).next_power_of_two().max(16);
+        let mut t = PairTable {
+            grid: grid.into_boxed_slice(),
+            grid_ranks: grid_ranks.into_boxed_slice(),
+            slots: vec![EMPTY; cap].into_boxed_slice(),
+            mask: cap - 1,
+            shift: 64 - cap.trailing_zeros(),
+            id_bits,
+            rank_bits,
+        };
+        for (a, b, r) in rest {
             t.insert(a, b, r);
         }
         Ok(t)
@@ -59,6 +101,14 @@ impl PairTable {
     }
 
     fn insert(&mut self, a: u32, b: u32, rank: u32) {
+        if (a | b) < GRID {
+            // (The grid is full: a pair whose cell is set keeps it.)
+            let k = self.grid[((a * GRID) | b) as usize] as usize;
+            if k != 0 {
+                self.grid_ranks[k] = self.grid_ranks[k].min(rank);
+                return;
+            }
+        }
         let key = self.key(a, b);
         let mut i = self.home(key);
         loop {
@@ -80,6 +130,13 @@ impl PairTable {
     /// The rank of the pair `(a, b)`, or [`NO_RANK`].
     #[inline(always)]
     pub fn get(&self, a: u32, b: u32) -> u32 {
+        if (a | b) < GRID {
+            // SAFETY: both ids are below GRID; a cell holds an index into `grid_ranks`.
+            let k = unsafe { *self.grid.get_unchecked(((a * GRID) | b) as usize) };
+            if k != 0 || self.grid_ranks.len() < u16::MAX as usize {
+                return unsafe { *self.grid_ranks.get_unchecked(k as usize) };
+            }
+        }
         let key = self.key(a, b);
         let mut i = self.home(key);
         loop {
@@ -101,7 +158,11 @@ impl PairTable {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prefetch never faults; the address is inside the table.
         unsafe {
-            let p = self.slots.as_ptr().add(self.home(self.key(a, b)));
+            let p = if (a | b) < GRID {
+                self.grid.as_ptr().add(((a * GRID) | b) as usize) as *const u8
+            } else {
+                self.slots.as_ptr().add(self.home(self.key(a, b))) as *const u8
+            };
             std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -111,15 +172,57 @@ impl PairTable {
     /// Every pair with its rank, in no order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
         let id_mask = (1u64 << self.id_bits) - 1;
-        self.slots.iter().filter(|&&s| s != EMPTY).map(move |&s| {
+        let grid = self.grid.iter().enumerate().filter(|(_, &k)| k != 0).map(|(c, &k)| (c as u32 / GRID, c as u32 % GRID, self.grid_ranks[k as usize]));
+        grid.chain(self.slots.iter().filter(|&&s| s != EMPTY).map(move |&s| {
             let key = s >> self.rank_bits;
             ((key >> self.id_bits) as u32, (key & id_mask) as u32, (s & !(EMPTY << self.rank_bits)) as u32)
-        })
+        }))
     }
 
     pub fn bytes(&self) -> usize {
-        self.slots.len() * 8
+        self.slots.len() * 8 + self.grid.len() * 2 + self.grid_ranks.len() * 4
     }
+}
+
+/// The pairs of `full` that can ever merge (module doc) with their ranks, and the tokens whose
+/// own run from bytes gives themselves. `result(rank)` is the token a pair of that rank makes.
+pub fn reachable<'a>(
+    full: &PairTable,
+    result: &dyn Fn(u32) -> u32,
+    byte_ids: &[u32; 256],
+    tokens: impl Iterator<Item = (u32, &'a [u8])>,
+) -> (Vec<(u32, u32, u32)>, Vec<u32>) {
+    let (mut kept, mut proven) = (Vec::new(), Vec::new());
+    let mut syms = Vec::new();
+    for (id, bytes) in tokens {
+        if bytes.len() < 2 {
+            continue;
+        }
+        syms.clear();
+        syms.extend(bytes.iter().map(|&b| byte_ids[b as usize]));
+        let mut last = None;
+        // The plain merge (construction only): lowest rank, leftmost.
+        while syms.len() > 1 {
+            let (mut best, mut at) = (NO_RANK, 0);
+            for i in 0..syms.len() - 1 {
+                let r = full.get(syms[i], syms[i + 1]);
+                if r < best {
+                    (best, at) = (r, i);
+                }
+            }
+            if best == NO_RANK {
+                break;
+            }
+            last = Some((syms[at], syms[at + 1], best));
+            syms[at] = result(best);
+            syms.remove(at + 1);
+        }
+        if syms[..] == [id] {
+            kept.extend(last);
+            proven.push(id);
+        }
+    }
+    (kept, proven)
 }
 
 #[cfg(test)]
@@ -133,8 +236,9 @@ mod tests {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             (seed >> 33) as u32
         };
-        for max_id in [1u32, 255, 50_000, 1 << 20] {
-            let pairs: Vec<(u32, u32, u32)> = (0..2000).map(|r| (next() % (max_id + 1), next() % (max_id + 1), r)).collect();
+        // (511 with 100,000 pairs: more than the grid's 65,535 cells can index.)
+        for (max_id, n) in [(1u32, 2000), (255, 2000), (511, 100_000), (50_000, 2000), (1 << 20, 2000)] {
+            let pairs: Vec<(u32, u32, u32)> = (0..n).map(|r| (next() % (max_id + 1), next() % (max_id + 1), r)).collect();
             let t = PairTable::new(&pairs, max_id).unwrap();
             let mut want = std::collections::HashMap::new();
             for &(a, b, r) in &pairs {

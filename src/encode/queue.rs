@@ -80,7 +80,7 @@ impl PieceQueue<'_> {
             }
             // The slot's byte offset goes in place of `e` (which the key's length byte gives
             // back).
-            (k, self.cache.short.prefetch(&k) * ENTRY_BYTES)
+            (k, self.cache.table().prefetch(&k) * ENTRY_BYTES)
         } else {
             if self.check {
                 self.verify_range(s, e);
@@ -106,7 +106,8 @@ impl PieceQueue<'_> {
         let (b, mid) = (self.b, &self.cache.mid);
         // The slot's byte offset straight from the hash: its top bits, shifted 5 less and
         // masked to a multiple of 32 (two instructions, where slot then offset took three).
-        let (entries, shift) = (self.cache.short.entries.as_ptr() as *const u8, self.cache.short.shift - 5);
+        let table = self.cache.table();
+        let (entries, shift) = (table.entries.as_ptr() as *const u8, table.shift - 5);
         let q = self.q.as_mut_ptr() as *mut Queued;
         // SAFETY: n < QUEUE, in the queue.
         let mut qp = unsafe { q.add(self.n) };
@@ -333,7 +334,8 @@ impl Encoder {
             out.reserve(4 * (q.len() - i));
             let mut len = out.len();
             let dst = out.as_mut_ptr();
-            let (entries, mask) = (cache.short.entries.as_ptr() as *const u8, cache.short.mask * ENTRY_BYTES);
+            let table = cache.table();
+            let (entries, mask) = (table.entries.as_ptr() as *const u8, table.mask * ENTRY_BYTES);
             let cap = out.capacity();
             let arena = &cache.arena;
             // (A slice iterator: the queue is walked by pointer, no index arithmetic.)
@@ -405,7 +407,7 @@ impl Encoder {
             self.encode_piece(cache, &b[p.s..p.e], out);
             return true;
         }
-        if let Some(v) = cache.short.get_from(&p.key, p.e / ENTRY_BYTES) {
+        if let Some(v) = cache.table().get_from(&p.key, p.e / ENTRY_BYTES) {
             // (An arena result that did not fit the room.)
             cache.emit(v, out);
             return false;
