@@ -32,6 +32,11 @@ pub struct PairTable {
     grid: Box<[u16]>,
     grid_ranks: Box<[u32]>,
     slots: Box<[u64]>,
+    /// Two bits per pair of the slots (about 8 bits a pair): most pairs a merge looks up after
+    /// joining two tokens do not exist (40-77% on the corpora), and this answers them from the
+    /// L2 cache instead of a probe of the table.
+    filter: Box<[u64]>,
+    filter_shift: u32,
     mask: usize,
     /// 64 - log2(capacity).
     shift: u32,
@@ -73,10 +78,13 @@ impl PairTable {
             }
         }
         let cap = (2 * rest.len()).next_power_of_two().max(16);
+        let words = (rest.len() / 8).next_power_of_two().max(64);
         let mut t = PairTable {
             grid: grid.into_boxed_slice(),
             grid_ranks: grid_ranks.into_boxed_slice(),
             slots: vec![EMPTY; cap].into_boxed_slice(),
+            filter: vec![0; words].into_boxed_slice(),
+            filter_shift: 64 - words.trailing_zeros(),
             mask: cap - 1,
             shift: 64 - cap.trailing_zeros(),
             id_bits,
@@ -100,6 +108,14 @@ impl PairTable {
         (key.wrapping_mul(MIX) >> self.shift) as usize
     }
 
+    /// The filter's word and two bits of a key (bits from the middle of the product: its low
+    /// bits depend only on the key's low bits).
+    #[inline(always)]
+    fn filter_bits(&self, key: u64) -> (usize, u64) {
+        let h = key.wrapping_mul(MIX);
+        ((h >> self.filter_shift) as usize, (1u64 << ((h >> 20) & 63)) | (1u64 << ((h >> 26) & 63)))
+    }
+
     fn insert(&mut self, a: u32, b: u32, rank: u32) {
         if (a | b) < GRID {
             // (The grid is full: a pair whose cell is set keeps it.)
@@ -110,6 +126,8 @@ impl PairTable {
             }
         }
         let key = self.key(a, b);
+        let (w, m) = self.filter_bits(key);
+        self.filter[w] |= m;
         let mut i = self.home(key);
         loop {
             let s = self.slots[i];
@@ -138,6 +156,11 @@ impl PairTable {
             }
         }
         let key = self.key(a, b);
+        let (w, m) = self.filter_bits(key);
+        // SAFETY: w < filter.len() (the top bits of the product).
+        if unsafe { *self.filter.get_unchecked(w) } & m != m {
+            return NO_RANK;
+        }
         let mut i = self.home(key);
         loop {
             // SAFETY: i <= mask < slots.len().
@@ -180,7 +203,7 @@ impl PairTable {
     }
 
     pub fn bytes(&self) -> usize {
-        self.slots.len() * 8 + self.grid.len() * 2 + self.grid_ranks.len() * 4
+        self.slots.len() * 8 + self.filter.len() * 8 + self.grid.len() * 2 + self.grid_ranks.len() * 4
     }
 }
 
