@@ -36,6 +36,71 @@ use crate::keys::pack;
 
 /// Pieces of more symbols than this use the O(n log n) heap merge.
 pub const LARGE_PIECE: usize = 128;
+/// The short merge's arrays: LARGE_PIECE symbols and room for blocks of 8 read past them.
+const SYMS: usize = LARGE_PIECE + 8;
+pub(super) type Syms = [u32; SYMS];
+
+/// `a[from..end - 1] = a[from + 1..end]`, in fixed blocks of 8 (no memmove call): the blocks
+/// may copy up to 7 values past `end - 1`, from the slack at the arrays' end.
+#[inline(always)]
+fn shift_left(a: &mut Syms, from: usize, end: usize) {
+    let mut j = from;
+    while j + 1 < end {
+        let block: [u32; 8] = a[j + 1..j + 9].try_into().unwrap();
+        a[j..j + 8].copy_from_slice(&block);
+        j += 8;
+    }
+}
+
+/// The lowest of `r[..m]` and its leftmost position (m >= 1; `r[m..]` is NO_RANK): four at a
+/// time with SSE2 (signed compares of the values with their top bit flipped), then the first
+/// block holding it.
+#[inline(always)]
+fn argmin(r: &Syms, m: usize) -> (u32, usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; loads of 4 from `c < m <= LARGE_PIECE` stay in the slack.
+    unsafe {
+        use std::arch::x86_64::*;
+        let p = r.as_ptr() as *const __m128i;
+        let bias = _mm_set1_epi32(i32::MIN);
+        let mut best = _mm_set1_epi32(i32::MAX);
+        let mut c = 0;
+        while c < m {
+            let v = _mm_xor_si128(_mm_loadu_si128(p.byte_add(4 * c)), bias);
+            let gt = _mm_cmpgt_epi32(best, v);
+            best = _mm_or_si128(_mm_and_si128(gt, v), _mm_andnot_si128(gt, best));
+            c += 4;
+        }
+        for shuf in [0b01_00_11_10, 0b10_11_00_01] {
+            let o = if shuf == 0b01_00_11_10 { _mm_shuffle_epi32::<0b01_00_11_10>(best) } else { _mm_shuffle_epi32::<0b10_11_00_01>(best) };
+            let gt = _mm_cmpgt_epi32(best, o);
+            best = _mm_or_si128(_mm_and_si128(gt, o), _mm_andnot_si128(gt, best));
+        }
+        let min = (_mm_cvtsi128_si32(best) ^ i32::MIN) as u32;
+        if min == NO_RANK {
+            return (NO_RANK, 0);
+        }
+        let want = _mm_xor_si128(best, bias);
+        let mut c = 0;
+        loop {
+            let mask = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_loadu_si128(p.byte_add(4 * c)), want)));
+            if mask != 0 {
+                return (min, c + mask.trailing_zeros() as usize);
+            }
+            c += 4;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let (mut best, mut at) = (NO_RANK, 0);
+        for (i, &x) in r[..m].iter().enumerate() {
+            if x < best {
+                (best, at) = (x, i);
+            }
+        }
+        (best, at)
+    }
+}
 const DEAD: u32 = u32::MAX;
 
 /// Pieces that are one token by themselves: the short ones (2..=15 bytes) in a packed-key
@@ -297,14 +362,14 @@ impl Ranks {
     /// The merge of a piece from its first symbols (folded characters), short or long.
     fn merge(&self, piece: &[u8], out: &mut Vec<u32>) {
         if piece.len() <= LARGE_PIECE {
-            let mut toks = [0u32; LARGE_PIECE];
+            let mut toks: Syms = [0; SYMS];
             let n = self.initial(piece, |i, t| toks[i] = t);
             self.merge_small(&mut toks, n, out)
         } else {
             let mut toks = Vec::with_capacity(piece.len());
             self.initial(piece, |_, t| toks.push(t));
             if toks.len() <= LARGE_PIECE {
-                let mut small = [0u32; LARGE_PIECE];
+                let mut small: Syms = [0; SYMS];
                 small[..toks.len()].copy_from_slice(&toks);
                 self.merge_small(&mut small, toks.len(), out)
             } else {
@@ -334,14 +399,19 @@ impl Ranks {
             let b = piece[i];
             let mut id = u32::MAX;
             let mut w = 1;
-            if b >= 0xC2 && b < 0xE0 && i + 1 < piece.len() && cont(piece[i + 1]) {
-                id = self.fold.two(((b as u32 & 0x1F) << 6) | (piece[i + 1] as u32 & 0x3F));
+            let f = if b >= 0xC2 && b < 0xE0 && i + 1 < piece.len() && cont(piece[i + 1]) {
                 w = 2;
+                self.fold.two(((b as u32 & 0x1F) << 6) | (piece[i + 1] as u32 & 0x3F))
             } else if b & 0xF0 == 0xE0 && i + 2 < piece.len() && cont(piece[i + 1]) && cont(piece[i + 2]) {
                 let cp = ((b as u32 & 0x0F) << 12) | ((piece[i + 1] as u32 & 0x3F) << 6) | (piece[i + 2] as u32 & 0x3F);
-                if cp >= 0x800 {
-                    id = self.fold.three(cp);
-                    w = 3;
+                w = 3;
+                if cp >= 0x800 { self.fold.three(cp) } else { None }
+            } else {
+                None
+            };
+            if let Some(f) = f {
+                if f.ok(i.checked_sub(1).map(|j| piece[j]), piece.get(i + w).copied()) {
+                    id = f.id;
                 }
             }
             if id == u32::MAX {
@@ -355,9 +425,13 @@ impl Ranks {
         n
     }
 
-    /// Quadratic merge on stack arrays of `n` (at most LARGE_PIECE) first symbols.
-    pub(super) fn merge_small(&self, toks: &mut [u32; LARGE_PIECE], mut n: usize, out: &mut Vec<u32>) {
-        let mut ranks = [NO_RANK; LARGE_PIECE];
+    /// Quadratic merge on stack arrays of `n` (at most LARGE_PIECE) first symbols: the lowest
+    /// rank found by [`argmin`], the arrays shifted in fixed blocks ([`shift_left`]; a call of
+    /// memmove per merge and array was a third of the instructions), the two pairs around the
+    /// merge looked up again.
+    pub(super) fn merge_small(&self, toks: &mut Syms, mut n: usize, out: &mut Vec<u32>) {
+        // Past the pairs, every rank is NO_RANK (what `argmin` and `shift_left` rely on).
+        let mut ranks: Syms = [NO_RANK; SYMS];
         // The first pairs' slots are independent: ask for all of them before reading any.
         for i in 0..n.saturating_sub(1) {
             self.pairs.prefetch(toks[i], toks[i + 1]);
@@ -367,27 +441,15 @@ impl Ranks {
         }
         while n > 1 {
             // Leftmost minimum: rank first, and equal ranks always have equal results.
-            let mut best = NO_RANK;
-            let mut at = 0;
-            for (i, &r) in ranks[..n - 1].iter().enumerate() {
-                if r < best {
-                    best = r;
-                    at = i;
-                }
-            }
+            let (best, at) = argmin(&ranks, n - 1);
             if best == NO_RANK {
                 break;
             }
             toks[at] = self.result(best);
-            toks.copy_within(at + 2..n, at + 1);
-            if at + 2 < n {
-                ranks.copy_within(at + 2..n - 1, at + 1);
-            }
+            shift_left(toks, at + 1, n);
+            shift_left(&mut ranks, at + 1, n);
             n -= 1;
-            if at + 1 < n {
-                ranks[at] = self.pairs.get(toks[at], toks[at + 1]);
-            }
-            ranks[n - 1] = NO_RANK;
+            ranks[at] = if at + 1 < n { self.pairs.get(toks[at], toks[at + 1]) } else { NO_RANK };
             if at > 0 {
                 ranks[at - 1] = self.pairs.get(toks[at - 1], toks[at]);
             }

@@ -258,6 +258,11 @@ impl Encoder {
         self.ranks.stats()
     }
 
+    /// BPE of one piece known not to be a whole token (see `Ranks::bpe_piece_not_whole`).
+    pub fn bpe_piece_not_whole(&self, piece: &[u8], out: &mut Vec<u32>) {
+        self.ranks.bpe_piece_not_whole(piece, out)
+    }
+
     /// BPE of one piece, appended to `out` (no cache).
     pub fn bpe_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
         self.ranks.bpe_piece(piece, out)

@@ -31,6 +31,8 @@ pub struct PairTable {
     /// Pairs of two ids below [`GRID`]: an index into `grid_ranks` per cell (0: no pair).
     grid: Box<[u16]>,
     grid_ranks: Box<[u32]>,
+    /// Whether the grid ran out of indices (some pairs of small ids are in the slots then).
+    grid_full: bool,
     slots: Box<[u64]>,
     /// Two bits per pair of the slots (about 8 bits a pair): most pairs a merge looks up after
     /// joining two tokens do not exist (40-77% on the corpora), and this answers them from the
@@ -79,7 +81,9 @@ impl PairTable {
         }
         let cap = (2 * rest.len()).next_power_of_two().max(16);
         let words = (rest.len() / 8).next_power_of_two().max(64);
+        let grid_full = grid_ranks.len() >= u16::MAX as usize;
         let mut t = PairTable {
+            grid_full,
             grid: grid.into_boxed_slice(),
             grid_ranks: grid_ranks.into_boxed_slice(),
             slots: vec![EMPTY; cap].into_boxed_slice(),
@@ -151,7 +155,7 @@ impl PairTable {
         if (a | b) < GRID {
             // SAFETY: both ids are below GRID; a cell holds an index into `grid_ranks`.
             let k = unsafe { *self.grid.get_unchecked(((a * GRID) | b) as usize) };
-            if k != 0 || self.grid_ranks.len() < u16::MAX as usize {
+            if k != 0 || !self.grid_full {
                 return unsafe { *self.grid_ranks.get_unchecked(k as usize) };
             }
         }
@@ -179,12 +183,17 @@ impl PairTable {
     #[inline(always)]
     pub fn prefetch(&self, a: u32, b: u32) {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch never faults; the address is inside the table.
+        // SAFETY: a prefetch never faults; the addresses are inside the tables.
         unsafe {
             let p = if (a | b) < GRID {
                 self.grid.as_ptr().add(((a * GRID) | b) as usize) as *const u8
             } else {
-                self.slots.as_ptr().add(self.home(self.key(a, b))) as *const u8
+                let key = self.key(a, b);
+                let (w, m) = self.filter_bits(key);
+                if *self.filter.get_unchecked(w) & m != m {
+                    return;
+                }
+                self.slots.as_ptr().add(self.home(key)) as *const u8
             };
             std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
         }

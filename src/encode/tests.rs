@@ -65,7 +65,7 @@ fn small_and_large_paths_match_the_reference() {
         enc.ranks.merge_large(bytes.clone(), u32::MAX, &mut b);
         assert_eq!(b, want, "merge_large on {:?}", String::from_utf8_lossy(&piece));
         if piece.len() <= LARGE_PIECE {
-            let (mut c, mut toks) = (Vec::new(), [0u32; LARGE_PIECE]);
+            let (mut c, mut toks) = (Vec::new(), [0u32; LARGE_PIECE + 8]);
             toks[..piece.len()].copy_from_slice(&bytes);
             enc.ranks.merge_small(&mut toks, piece.len(), &mut c);
             assert_eq!(c, want, "merge_small");
