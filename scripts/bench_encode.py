@@ -16,13 +16,26 @@ What is measured
     if hf_bpe ran it on a scanner), and ``neox`` (GPT-NeoX-20B's released file, whose NFC
     normalizer takes hf_bpe's general pipeline path; reference ids from tokenizers). Vocabularies without a tokenizer.json of their own are saved
     as one by hf_bpe for the tools that load one; tiktoken gets the same ranks and regex.
-  * Every tool/output form, for 1 and 2 threads: one warm-up run, then up to ``--runs`` timed
-    runs (fewer when they would take longer than ``--budget`` seconds, never fewer than 3).
-    MB/s = UTF-8 bytes of the documents (separators not counted) / median wall time, MB = 1e6.
-    Warm means the tools' word caches are filled by the warm-up: that is how they run on a corpus.
-  * Ids: every output (the warm-up's and the last timed run's) is compared with the reference:
-    tiktoken's ``encode_ordinary_batch`` on the same documents (tokenizers' ids for ``neox``). A mismatch is reported in the table and
-    printed with the first differing document; it is never hidden.
+  * The documents are dealt into two disjoint halves, A (even documents) and B (odd ones); B is
+    the text that is timed, in three **cache states** (``--states``), each run with a tokenizer
+    built afresh (building is not timed):
+      - ``cold``: a fresh tokenizer encodes B;
+      - ``warm``: a fresh tokenizer encodes A (not timed), then B, which it has not seen;
+      - ``primed``: a fresh tokenizer encodes B (not timed), then B again: the word caches hold
+        every word, so this is a lookup benchmark; a claim that holds only here says so.
+    Every tool/output form, for 1 and 2 threads: up to ``--runs`` timed runs per state (fewer
+    when they would take longer than ``--budget`` seconds, never fewer than 3). MB/s = UTF-8
+    bytes of B (separators not counted) / median wall time, MB = 1e6. The texts' UTF-8 forms are
+    made once before any timing (CPython caches them per string), so no tool pays for that.
+  * ``--tokbench``: Hugging Face's tokbench view instead: the corpus cut into 10 KiB chunks, a
+    fresh tokenizer warmed on one slice of chunks (not timed), then five other slices, unseen,
+    timed once each (MB/s of the five together).
+  * Ids: every timed output is compared with the reference: tiktoken's
+    ``encode_ordinary_batch`` on the same documents (tokenizers' ids for ``neox``). A mismatch
+    is reported in the table and printed with the first differing document; it is never hidden.
+  * HF ``tokenizers`` 1.0 (release candidates, ``pip install --pre tokenizers``) is a peer
+    (``tokenizers 1.0``); ``transformers`` pins the 0.x line, so the script runs it from a
+    virtual environment of its own, ``bench_out/venv-tokenizers1``, which it creates.
 
 How the thread count is enforced
   Every (vocab, threads, tool) runs in its own subprocess (``--worker``), which
@@ -118,8 +131,15 @@ class Paths:
     def corpus(self, name: str, mb: float) -> Path:
         return self.cache / "corpus" / f"{name}-{mb:g}MB.txt"
 
-    def reference(self, vocab: str, name: str, mb: float) -> Path:
-        return self.cache / "reference" / f"{vocab}-{name}-{mb:g}MB.npz"
+    def half(self, name: str, mb: float, which: str) -> Path:
+        return self.cache / "corpus" / f"{name}-{mb:g}MB-{which}.txt"
+
+    def reference(self, vocab: str, name: str, mb: float, which: str = "all") -> Path:
+        return self.cache / "reference" / f"{vocab}-{name}-{mb:g}MB-{which}.npz"
+
+    @property
+    def venv_tokenizers1(self) -> Path:
+        return self.cache / "venv-tokenizers1"
 
     def tokenizer_json(self, vocab: str) -> Path:
         if vocab == "gpt2":
@@ -168,6 +188,40 @@ def read_docs(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").split(EOT)
 
 
+def prepare_halves(paths: Paths, name: str, mb: float) -> None:
+    """The corpus's documents dealt into halves A (even) and B (odd), one file each."""
+    docs = read_docs(paths.corpus(name, mb))
+    for which, part in (("A", docs[0::2]), ("B", docs[1::2])):
+        out = paths.half(name, mb, which)
+        if not out.exists():
+            tmp = out.with_suffix(".tmp")
+            tmp.write_text(EOT.join(part), encoding="utf-8")
+            tmp.rename(out)
+
+
+def utf8_cached(docs: list[str]) -> list[str]:
+    """Makes CPython cache each string's UTF-8 form (what every tool reads), so the first timed
+    call does not pay for it."""
+    import ctypes
+
+    as_utf8 = ctypes.pythonapi.PyUnicode_AsUTF8AndSize
+    as_utf8.argtypes, as_utf8.restype = [ctypes.py_object, ctypes.c_void_p], ctypes.c_void_p
+    for d in docs:
+        as_utf8(d, None)
+    return docs
+
+
+def ensure_tokenizers1(paths: Paths) -> Path:
+    """The Python of a virtual environment with HF tokenizers 1.0 (release candidates), made once."""
+    venv = paths.venv_tokenizers1
+    py = venv / "bin" / "python"
+    if not py.exists():
+        print(f"creating {venv} (tokenizers 1.0) ...", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "--pre", "tokenizers>=1.0.0rc0", "numpy"], check=True)
+    return py
+
+
 def tiktoken_encoding(vocab: str):
     """tiktoken's own definition of the encoding (pattern, special tokens), with the ranks read
     from the local file instead of downloaded; for a model vocabulary, its ranks and regex."""
@@ -191,13 +245,16 @@ def tiktoken_encoding(vocab: str):
     return tiktoken.Encoding(**params)
 
 
-def prepare_reference(paths: Paths, vocab: str, name: str, mb: float) -> Path:
-    """The reference ids for the documents (tiktoken's, or tokenizers' where the vocabulary says
-    so), as flat ids + offsets."""
-    out = paths.reference(vocab, name, mb)
+def prepare_reference(paths: Paths, vocab: str, name: str, mb: float, which: str = "B") -> Path:
+    """The reference ids for the documents of a half (tiktoken's, or tokenizers' where the
+    vocabulary says so), as flat ids + offsets."""
+    out = paths.reference(vocab, name, mb, which)
     if out.exists():
         return out
-    docs = read_docs(paths.corpus(name, mb))
+    if which == "tokbench":
+        docs = [c for s in tokbench_slices(paths, name, mb)[1:] for c in s]
+    else:
+        docs = read_docs(paths.half(name, mb, which))
     if VOCABS[vocab].get("reference") == "tokenizers":
         import tokenizers
 
@@ -307,6 +364,7 @@ class Tool:
     package: str
     input: str  # "docs" (list of str) or "file" (path of the joined text)
     build: Callable  # (vocab, ctx) -> (encode(input) -> output, to_flat(output) -> (ids, offsets))
+    venv: str | None = None  # runs in this virtual environment (see `ensure_tokenizers1`)
 
 
 def _ours(form: str):
@@ -338,7 +396,9 @@ def _tokenizers(vocab, ctx):
 
     tok = tokenizers.Tokenizer.from_file(str(ctx.paths.tokenizer_json(vocab)))
     # Timed: the call only (Encoding objects); the ids are read from them after the clock stops.
-    return (lambda docs: tok.encode_batch_fast(docs, add_special_tokens=False)), lambda out: flatten_lists([e.ids for e in out])
+    # (1.0 has no encode_batch_fast: its encode_batch is the fast one.)
+    batch = getattr(tok, "encode_batch_fast", tok.encode_batch)
+    return (lambda docs: batch(docs, add_special_tokens=False)), lambda out: flatten_lists([e.ids for e in out])
 
 
 def _gigatoken(form: str):
@@ -413,6 +473,7 @@ TOOLS = [
     Tool("hf_bpe file→npy", "hf_bpe", "file", _ours("file")),
     Tool("tiktoken lists", "tiktoken", "docs", _tiktoken),
     Tool("tokenizers fast", "tokenizers", "docs", _tokenizers),
+    Tool("tokenizers 1.0", "tokenizers", "docs", _tokenizers, venv="tokenizers1"),
     Tool("gigatoken arrays", "gigatoken", "docs", _gigatoken("arrays")),
     Tool("gigatoken lists", "gigatoken", "docs", _gigatoken("lists")),
     Tool("gigatoken file", "gigatoken", "file", _gigatoken("file")),
@@ -424,6 +485,8 @@ TOOLS = [
     Tool("bpe-openai lists", "bpe_openai", "docs", _bpe_openai),
 ]
 BASELINE = "hf_bpe flat"
+# The peers the issue of cache states holds hf_bpe against (the fastest of them per cell).
+FASTEST_PEERS = ("gigatoken arrays", "tokenizers 1.0")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -440,40 +503,87 @@ def worker(spec: dict) -> None:
     ctx = Ctx(paths, spec["mb"], threads)
     tool = next(t for t in TOOLS if t.name == spec["tool"])
     vocab = spec["vocab"]
-    try:
-        encode, to_flat = tool.build(vocab, ctx)
-    except Exception as e:  # report, don't crash the whole benchmark
-        for corpus in spec["corpora"]:
-            emit({**spec, "corpus": corpus, "error": f"load: {type(e).__name__}: {e}"})
-        return
     for corpus in spec["corpora"]:
-        path = paths.corpus(corpus, spec["mb"])
-        docs = read_docs(path)
-        nbytes = sum(len(d.encode("utf-8")) for d in docs)
-        with np.load(paths.reference(vocab, corpus, spec["mb"])) as z:
+        if spec.get("tokbench"):
+            emit(tokbench_run(spec, tool, ctx, corpus))
+            continue
+        half = {w: paths.half(corpus, spec["mb"], w) for w in "AB"}
+        docs = {w: utf8_cached(read_docs(p)) for w, p in half.items()}
+        arg = docs if tool.input == "docs" else half
+        nbytes = sum(len(d.encode("utf-8")) for d in docs["B"])
+        with np.load(paths.reference(vocab, corpus, spec["mb"], "B")) as z:
             ref = (z["ids"], z["offsets"])
-        arg = docs if tool.input == "docs" else path
-        res = {**spec, "corpus": corpus, "bytes": nbytes, "docs": len(docs), "tokens": int(len(ref[0]))}
-        if tool.package == "hf_bpe":
-            res["engine"] = engine_of(vocab)
-        try:
-            t = time.perf_counter()
-            out = encode(arg)
-            res["warmup_s"] = time.perf_counter() - t
-            mismatch = compare(to_flat(out), ref, docs)
-            del out  # the last timed run's output is checked too
-            times, cpu, others = [], [], []
-            while len(times) < spec["runs"] and (len(times) < 3 or sum(times) < spec["budget"]):
-                b, c, t = busy_cpu_seconds(), time.process_time(), time.perf_counter()
-                out = encode(arg)
-                times.append(time.perf_counter() - t)
-                cpu.append(time.process_time() - c)
-                others.append(max(0.0, busy_cpu_seconds() - b - cpu[-1]))
-            mismatch = mismatch or compare(to_flat(out), ref, docs)
-            res.update(times=times, cpu=cpu, others=others, mismatch=mismatch, load=os.getloadavg()[0])
-        except Exception as e:
-            res["error"] = f"{type(e).__name__}: {e}"
-        emit(res)
+        for state in spec["states"]:
+            res = {**spec, "corpus": corpus, "state": state, "bytes": nbytes, "docs": len(docs["B"]), "tokens": int(len(ref[0]))}
+            if tool.package == "hf_bpe":
+                res["engine"] = engine_of(vocab)
+            try:
+                times, cpu, others, mismatch = [], [], [], None
+                while len(times) < spec["runs"] and (len(times) < 3 or sum(times) < spec["budget"]):
+                    encode, to_flat = tool.build(vocab, ctx)  # a fresh tokenizer per run (not timed)
+                    if state != "cold":
+                        encode(arg["A" if state == "warm" else "B"])
+                    b, c, t = busy_cpu_seconds(), time.process_time(), time.perf_counter()
+                    out = encode(arg["B"])
+                    times.append(time.perf_counter() - t)
+                    cpu.append(time.process_time() - c)
+                    others.append(max(0.0, busy_cpu_seconds() - b - cpu[-1]))
+                    mismatch = mismatch or compare(to_flat(out), ref, docs["B"])
+                    del out, encode
+                res.update(times=times, cpu=cpu, others=others, mismatch=mismatch, load=os.getloadavg()[0])
+            except Exception as e:  # report, don't crash the whole benchmark
+                res["error"] = f"{type(e).__name__}: {e}"
+            emit(res)
+
+
+TOKBENCH_CHUNK = 10 * 1024
+
+
+def tokbench_slices(paths: Paths, corpus: str, mb: float) -> list[list[str]]:
+    """The corpus (separators as newlines) in 10 KiB chunks cut at character boundaries, as six
+    equal slices: the first to warm up on, five to time."""
+    b = paths.corpus(corpus, mb).read_text(encoding="utf-8").replace(EOT, "\n").encode("utf-8")
+    chunks, i = [], 0
+    while i < len(b):
+        j = min(i + TOKBENCH_CHUNK, len(b))
+        while j < len(b) and (b[j] & 0xC0) == 0x80:
+            j -= 1
+        chunks.append(b[i:j].decode("utf-8"))
+        i = j
+    per = len(chunks) // 6
+    return [chunks[k * per:(k + 1) * per] for k in range(6)]
+
+
+def tokbench_run(spec: dict, tool: Tool, ctx: Ctx, corpus: str) -> dict:
+    """tokbench's view: 10 KiB chunks (cut at character boundaries), a fresh tokenizer warmed on
+    slice 0, slices 1..5 (unseen) timed once each; ids checked against tiktoken's per chunk."""
+    slices = [utf8_cached(s) for s in tokbench_slices(ctx.paths, corpus, spec["mb"])]
+    res = {**spec, "corpus": corpus, "state": "tokbench", "docs": len(slices[0]), "bytes": sum(len(c.encode()) for s in slices[1:] for c in s)}
+    if tool.input != "docs":
+        return {**res, "error": "tokbench times lists of texts"}
+    try:
+        encode, to_flat = tool.build(spec["vocab"], ctx)
+        encode(slices[0])
+        times, cpu, others, mismatch = [], [], [], None
+        with np.load(ctx.paths.reference(spec["vocab"], corpus, spec["mb"], "tokbench")) as z:
+            ref = (z["ids"], z["offsets"])
+        outs = []
+        for sl in slices[1:]:
+            b0, c, t = busy_cpu_seconds(), time.process_time(), time.perf_counter()
+            out = encode(sl)
+            times.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+            others.append(max(0.0, busy_cpu_seconds() - b0 - cpu[-1]))
+            outs.append(to_flat(out))
+        ids = np.concatenate([o[0] for o in outs])
+        offsets = np.concatenate([[0]] + [o[1][1:] + sum(len(p[0]) for p in outs[:k]) for k, o in enumerate(outs)])
+        mismatch = compare((ids, offsets.astype(np.int64)), ref, [c for s in slices[1:] for c in s])
+        # The five slices as one figure: total bytes over total time (each run is one slice).
+        res.update(times=[sum(times) / 5] * 5, slice_times=times, cpu=cpu, others=others, mismatch=mismatch,
+                   load=os.getloadavg()[0], bytes=res["bytes"] // 5)
+    except Exception as e:
+        res["error"] = f"{type(e).__name__}: {e}"
+    return res
 
 
 def engine_of(vocab: str) -> str:
@@ -515,14 +625,15 @@ def run_worker(spec: dict) -> list[dict]:
                TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
                WORDCHIPPER_CACHE_DIR=str(Paths(Path(spec["cache"])).wordchipper_cache),
                PYTHONPATH=os.pathsep.join([str(ROOT), spec["peers"], os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], env=env,
-                          capture_output=True, text=True)
+    python = spec.get("python") or sys.executable
+    proc = subprocess.run([python, __file__, "--worker", json.dumps(spec)], env=env, capture_output=True, text=True)
     results = [json.loads(line[7:]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode != 0 or len(results) < len(spec["corpora"]):
+    states = ["tokbench"] if spec.get("tokbench") else spec["states"]
+    done = {(r["corpus"], r["state"]) for r in results}
+    if proc.returncode != 0 or len(done) < len(spec["corpora"]) * len(states):
         err = (proc.stderr.strip().splitlines() or ["?"])[-1]
-        done = {r["corpus"] for r in results}
-        results += [{**spec, "corpus": c, "error": f"worker exit {proc.returncode}: {err}"}
-                    for c in spec["corpora"] if c not in done]
+        results += [{**spec, "corpus": c, "state": st, "error": f"worker exit {proc.returncode}: {err}"}
+                    for c in spec["corpora"] for st in states if (c, st) not in done]
     return results
 
 
@@ -560,6 +671,10 @@ def versions(peers: str) -> dict:
         except metadata.PackageNotFoundError:
             dist = next(Path(peers).glob(f"{pkg}-*.dist-info"), None)
             out[pkg] = dist.name.split("-")[1] if dist else None
+    venv_py = Path(peers).parent / "venv-tokenizers1" / "bin" / "python"
+    if venv_py.exists():
+        out["tokenizers 1.0"] = subprocess.run([str(venv_py), "-c", "import tokenizers; print(tokenizers.__version__)"],
+                                               capture_output=True, text=True).stdout.strip() or None
     try:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "-uno"], capture_output=True, text=True).stdout.strip()
@@ -593,7 +708,7 @@ def least_disturbed(results: list[dict]) -> list[dict]:
     least CPU (a failed or mismatching round is kept in preference, so it is never hidden)."""
     best: dict[tuple, dict] = {}
     for r in results:
-        key = (r["vocab"], r["corpus"], r["threads"], r["tool"])
+        key = (r["vocab"], r["corpus"], r["threads"], r["tool"], r.get("state"))
         old = best.get(key)
         bad = "error" in r or bool(r.get("mismatch"))
         if old is None or bad or ("error" not in old and not old.get("mismatch") and busy_others(r) < busy_others(old)):
@@ -612,34 +727,48 @@ def report(results: list[dict], args, info: dict, vers: dict, load_before, load_
                  f"Linux {info['kernel']}. Load average (1/5/15 min) before: {' / '.join(f'{x:.2f}' for x in load_before)}, "
                  f"after: {' / '.join(f'{x:.2f}' for x in load_after)}. Total {wall / 60:.1f} min.")
     lines.append("Versions: " + ", ".join(f"{k} {v}" for k, v in vers.items() if v) + ".")
-    lines.append(f"Inputs: first {args.mb:g} MB of whole documents per corpus; {args.rounds} round(s), each figure from "
-                 f"the round least disturbed by other processes; warm-up + up to {args.runs} timed runs "
+    view = ("tokbench's view: 10 KiB chunks in six slices, a fresh tokenizer warmed on the first, the other five "
+            "(unseen) timed once each" if args.tokbench else
+            "the documents dealt into halves A and B; B timed in each cache state with a tokenizer built afresh per run: "
+            "**cold** (nothing before), **warm** (A encoded first: B unseen), **primed** (B encoded first: every word "
+            "cached, a lookup benchmark)")
+    lines.append(f"Inputs: first {args.mb:g} MB of whole documents per corpus; {view}. {args.rounds} round(s), each "
+                 f"figure from the round least disturbed by other processes; up to {args.runs} timed runs "
                  f"(≥3, stopping after {args.budget:g} s); **median MB/s** (MB = 1e6 bytes of UTF-8 text) and, "
                  f"in brackets, the ratio to `{BASELINE}` with the same vocabulary, corpus and threads. "
                  "`≠ids` = ids differ from the reference (tiktoken's; tokenizers' for neox) (see below). "
                  f"† = other processes used more than {BUSY} CPU on average during the timed runs (the machine is shared): "
                  "treat that figure, above all a 2-thread one, as a lower bound.")
     lines.append("")
-    by_key = {(r["vocab"], r["corpus"], r["threads"], r["tool"]): r for r in results}
+    by_key = {(r["vocab"], r["corpus"], r["threads"], r["tool"], r["state"]): r for r in results}
     tools = [t.name for t in TOOLS if any(r["tool"] == t.name for r in results)]
+    states = ["tokbench"] if args.tokbench else args.states
     for vocab in args.vocabs:
-        lines += [f"## {vocab}", ""]
-        cols = [(c, n) for c in args.corpora for n in args.threads]
-        lines.append("| tool | " + " | ".join(f"{c} {n}t" for c, n in cols) + " |")
-        lines.append("|---|" + "---:|" * len(cols))
-        for tool in tools:
+        for n in args.threads:
+            lines += [f"## {vocab}, {n} thread{'s' if n > 1 else ''}", ""]
+            cols = [(c, st) for c in args.corpora for st in states]
+            lines.append("| tool | " + " | ".join(f"{c} {st}" for c, st in cols) + " |")
+            lines.append("|---|" + "---:|" * len(cols))
+            for tool in tools:
+                row = []
+                for c, st in cols:
+                    base = by_key.get((vocab, c, n, BASELINE, st))
+                    row.append(cell(by_key.get((vocab, c, n, tool, st)), mbps(base) if base else None))
+                lines.append(f"| {tool} | " + " | ".join(row) + " |")
+            # The ratio that matters: hf_bpe against the faster of the fastest peers, per cell.
             row = []
-            for c, n in cols:
-                base = by_key.get((vocab, c, n, BASELINE))
-                row.append(cell(by_key.get((vocab, c, n, tool)), mbps(base) if base else None))
-            lines.append(f"| {tool} | " + " | ".join(row) + " |")
-        lines.append("")
+            for c, st in cols:
+                ours = by_key.get((vocab, c, n, BASELINE, st))
+                peers = [mbps(r) for t in FASTEST_PEERS if (r := by_key.get((vocab, c, n, t, st))) and mbps(r)]
+                row.append(f"**{mbps(ours) / max(peers):.2f}x**" if ours and mbps(ours) and peers else "–")
+            lines.append(f"| {BASELINE} / fastest of {', '.join(FASTEST_PEERS)} | " + " | ".join(row) + " |")
+            lines.append("")
     # Details: every measurement, with spread, CPU use and the id check.
     lines += ["## Details", "",
-              "| vocab | corpus | threads | tool | runs | median s | MB/s median (min–max) | cpu/wall | other CPUs | ids |",
-              "|---|---|---:|---|---:|---:|---|---:|---:|---|"]
+              "| vocab | corpus | state | threads | tool | runs | median s | MB/s median (min–max) | cpu/wall | other CPUs | ids |",
+              "|---|---|---|---:|---|---:|---:|---|---:|---:|---|"]
     for r in results:
-        head = f"| {r['vocab']} | {r['corpus']} | {r['threads']} | {r['tool']} |"
+        head = f"| {r['vocab']} | {r['corpus']} | {r['state']} | {r['threads']} | {r['tool']} |"
         if "error" in r:
             lines.append(f"{head} | | | | | **ERROR**: {r['error']} |")
             continue
@@ -691,6 +820,10 @@ def parse_args(argv=None):
                     help="repeat the whole sweep; each figure is taken from the round least disturbed by other processes")
     ap.add_argument("--quiet-wait", type=float, default=60,
                     help="before each tool, wait up to this many seconds for other processes to use < 0.3 CPUs (0: don't)")
+    ap.add_argument("--states", default="cold,warm,primed",
+                    help="cache states, comma separated (default cold,warm,primed; see the module doc)")
+    ap.add_argument("--tokbench", action="store_true",
+                    help="tokbench's view instead of the states: 10 KiB chunks, warm on one slice, time five unseen slices")
     ap.add_argument("--out-md", type=Path, help="also write the report here")
     ap.add_argument("--out-json", type=Path, help="also write the raw results here")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -698,6 +831,7 @@ def parse_args(argv=None):
     args.threads = [int(x) for x in args.threads.split(",")]
     args.vocabs = args.vocabs.split(",")
     args.corpora = args.corpora.split(",")
+    args.states = args.states.split(",")
     return args
 
 
@@ -720,9 +854,11 @@ def main(argv=None) -> None:
     print(f"preparing inputs in {paths.cache} ...", file=sys.stderr)
     for c in args.corpora:
         prepare_corpus(paths, c, args.mb)
+        prepare_halves(paths, c, args.mb)
         for v in args.vocabs:
-            prepare_reference(paths, v, c, args.mb)
+            prepare_reference(paths, v, c, args.mb, "tokbench" if args.tokbench else "B")
     prepare_vocab_files(paths, args.vocabs)
+    pythons = {"tokenizers1": str(ensure_tokenizers1(paths))} if any(t.venv for t in tools) else {}
 
     info, vers = machine_info(), versions(str(paths.peers))
     load_before = os.getloadavg()
@@ -731,7 +867,8 @@ def main(argv=None) -> None:
     for round_, vocab, threads, tool in sweep:
         spec = {"round": round_, "vocab": vocab, "threads": threads, "tool": tool.name, "corpora": args.corpora,
                 "mb": args.mb, "runs": args.runs, "budget": args.budget, "cache": str(paths.cache),
-                "peers": str(paths.peers), "pin": not args.no_pin}
+                "peers": str(paths.peers), "pin": not args.no_pin, "states": args.states, "tokbench": args.tokbench,
+                "python": pythons.get(tool.venv)}
         if args.quiet_wait > 0:
             wait_quiet(args.quiet_wait)
         for r in run_worker(spec):
@@ -743,7 +880,7 @@ def main(argv=None) -> None:
                        f"  others {busy_others(r):.2f} CPUs")
                 if r["mismatch"]:
                     msg += f"  !!! IDS DIFFER FROM THE REFERENCE: {r['mismatch']}"
-            print(f"r{round_} {vocab:6s} {r['corpus']:12s} {threads}t {tool.name:20s} {msg}", file=sys.stderr, flush=True)
+            print(f"r{round_} {vocab:6s} {r['corpus']:12s} {r['state']:8s} {threads}t {tool.name:20s} {msg}", file=sys.stderr, flush=True)
     load_after = os.getloadavg()
     results = least_disturbed(results)
 

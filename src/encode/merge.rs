@@ -432,10 +432,6 @@ impl Ranks {
     pub(super) fn merge_small(&self, toks: &mut Syms, mut n: usize, out: &mut Vec<u32>) {
         // Past the pairs, every rank is NO_RANK (what `argmin` and `shift_left` rely on).
         let mut ranks: Syms = [NO_RANK; SYMS];
-        // The first pairs' slots are independent: ask for all of them before reading any.
-        for i in 0..n.saturating_sub(1) {
-            self.pairs.prefetch(toks[i], toks[i + 1]);
-        }
         for i in 0..n.saturating_sub(1) {
             ranks[i] = self.pairs.get(toks[i], toks[i + 1]);
         }
