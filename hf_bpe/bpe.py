@@ -349,8 +349,9 @@ class BPE:
     # ---- memory ---------------------------------------------------------------------------
 
     def cache_info(self) -> dict[str, int]:
-        """Word cache ``hits``, ``misses``, ``bytes`` and ``budget``; ``kept_output_bytes`` of the
-        big output buffers kept (process-wide) for reuse by later batches."""
+        """Word cache ``hits``, ``misses``, ``bytes`` and ``budget`` (a disabled cache has no hits:
+        the whole tokens it reads from the vocabulary are not counted); ``kept_output_bytes`` of
+        the big output buffers kept (process-wide) for reuse by later batches."""
         return self._encoder().cache_info()
 
     def clear_cache(self) -> None:

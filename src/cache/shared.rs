@@ -174,7 +174,8 @@ impl Caches {
         let mut t = (0, 0, 0);
         for s in &self.slots {
             if let Ok(c) = s.0.try_lock() {
-                t.0 += c.hits;
+                // A disabled cache reads whole tokens from the vocabulary: not cache hits.
+                t.0 += if c.view { 0 } else { c.hits };
                 t.1 += c.misses;
                 t.2 += c.used();
             }

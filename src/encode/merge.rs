@@ -19,12 +19,9 @@
 //! * **Characters, not bytes** ([`Fold`]): a character of 2 or 3 bytes with a token starts as
 //!   that token where the module doc of `fold` proves it changes nothing.
 //! * **Short pieces** (at most [`LARGE_PIECE`] symbols) merge on two stack arrays with a linear
-//!   scan for the minimum (for a dozen parts this beats any heap), their first pairs' slots
-//!   prefetched together; long ones (base64 blobs, `"a" * 10**6`) use a heap of
-//!   `rank << 32 | position` over a linked list, O(n log n), built in one heapify.
+//!   scan for the minimum (for a dozen parts this beats any heap); long ones (base64 blobs,
+//!   `"a" * 10**6`) go to `super::long`, O(n log n).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
@@ -34,7 +31,7 @@ use super::pairs::{reachable, PairTable, NO_RANK};
 use crate::cache::Table;
 use crate::keys::pack;
 
-/// Pieces of more symbols than this use the O(n log n) heap merge.
+/// Pieces of more symbols than this use the O(n log n) merge of `super::long`.
 pub const LARGE_PIECE: usize = 128;
 /// The short merge's arrays: LARGE_PIECE symbols and room for blocks of 8 read past them.
 const SYMS: usize = LARGE_PIECE + 8;
@@ -101,7 +98,6 @@ fn argmin(r: &Syms, m: usize) -> (u32, usize) {
         (best, at)
     }
 }
-const DEAD: u32 = u32::MAX;
 
 /// Pieces that are one token by themselves: the short ones (2..=15 bytes) in a packed-key
 /// table of the word cache's kind, longer ones in a map.
@@ -453,68 +449,14 @@ impl Ranks {
         out.extend_from_slice(&toks[..n]);
     }
 
-    /// Heap + linked-list merge, O(n log n) in the `n` first symbols `toks` (< 4 Gi: positions
-    /// are u32); pairs of rank `limit` or more never merge.
-    ///
-    /// Memory is 20 bytes per symbol at most (token, next, prev: 12; heap entry: 8), so a
-    /// 100 MB single piece needs about 2 GB; heap entries pack `rank << 32 | position` into one
-    /// u64, so equal ranks pop leftmost first (positions increase left to right).
-    pub(super) fn merge_large(&self, mut toks: Vec<u32>, limit: u32, out: &mut Vec<u32>) {
-        let n = toks.len();
-        if n < 2 {
-            out.extend_from_slice(&toks);
-            return;
-        }
-        let mut next: Vec<u32> = (1..=n as u32).collect();
-        let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
-        let none = n as u32;
+    /// The merge of a long piece (see [`super::long::merge`]); pairs of rank `limit` or more
+    /// never merge.
+    pub(super) fn merge_large(&self, toks: Vec<u32>, limit: u32, out: &mut Vec<u32>) {
         let pair = |a: u32, b: u32| match self.pairs.get(a, b) {
             r if r < limit => r,
             _ => NO_RANK,
         };
-        let first: Vec<Reverse<u64>> =
-            (0..n - 1).filter_map(|i| Some(pair(toks[i], toks[i + 1])).filter(|&r| r != NO_RANK).map(|r| Reverse(((r as u64) << 32) | i as u64))).collect();
-        let mut heap = BinaryHeap::from(first);
-        while let Some(Reverse(key)) = heap.pop() {
-            let (want, pos) = ((key >> 32) as u32, key as u32);
-            let p = pos as usize;
-            if toks[p] == DEAD {
-                continue;
-            }
-            let q = next[p];
-            if q == none {
-                continue;
-            }
-            // Stale entry? If the pair at `pos` changed, its new rank was pushed separately. A
-            // stale entry whose rank equals the live pair's is interchangeable with it (equal
-            // ranks always merge into the same token).
-            if pair(toks[p], toks[q as usize]) != want {
-                continue;
-            }
-            toks[p] = self.result(want);
-            toks[q as usize] = DEAD;
-            let nq = next[q as usize];
-            next[p] = nq;
-            if nq != none {
-                prev[nq as usize] = pos;
-                let r2 = pair(toks[p], toks[nq as usize]);
-                if r2 != NO_RANK {
-                    heap.push(Reverse(((r2 as u64) << 32) | pos as u64));
-                }
-            }
-            let pp = prev[p];
-            if pp != u32::MAX {
-                let r2 = pair(toks[pp as usize], toks[p]);
-                if r2 != NO_RANK {
-                    heap.push(Reverse(((r2 as u64) << 32) | pp as u64));
-                }
-            }
-        }
-        let mut i = 0usize;
-        while i < n {
-            out.push(toks[i]);
-            i = next[i] as usize;
-        }
+        super::long::merge(toks, pair, |r| self.result(r), out)
     }
 }
 

@@ -15,6 +15,7 @@
 //! * **Bounded memory.** `cache_bytes` bounds all slots together; `0` disables caching.
 
 mod fold;
+mod long;
 mod merge;
 mod pairs;
 mod queue;

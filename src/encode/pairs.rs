@@ -179,28 +179,6 @@ impl PairTable {
         }
     }
 
-    /// Asks for the line of the pair's home slot (a hint).
-    #[inline(always)]
-    pub fn prefetch(&self, a: u32, b: u32) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch never faults; the addresses are inside the tables.
-        unsafe {
-            let p = if (a | b) < GRID {
-                self.grid.as_ptr().add(((a * GRID) | b) as usize) as *const u8
-            } else {
-                let key = self.key(a, b);
-                let (w, m) = self.filter_bits(key);
-                if *self.filter.get_unchecked(w) & m != m {
-                    return;
-                }
-                self.slots.as_ptr().add(self.home(key)) as *const u8
-            };
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (a, b);
-    }
-
     /// Every pair with its rank, in no order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
         let id_mask = (1u64 << self.id_bits) - 1;

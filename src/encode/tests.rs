@@ -303,3 +303,36 @@ fn specials_split_and_check() {
     assert!(enc.check_disallowed(t, &SpecialSet::All, &None).is_ok());
     assert!(enc.check_disallowed(t, &SpecialSet::None, &Some(SpecialSet::None)).is_ok());
 }
+
+#[test]
+fn first_pairs_sort_by_rank_then_position() {
+    // Both the small sort and the radix sort (ranks past 16 bits take a second pass).
+    let mut seed = 9;
+    for (n, top) in [(100usize, 1000u64), (5000, 60_000), (20_000, 200_000), (20_000, 1 << 31)] {
+        let ranks: Vec<u32> = (0..n).map(|_| if lcg(&mut seed) % 5 == 0 { u32::MAX } else { (lcg(&mut seed) % top) as u32 }).collect();
+        let mut want: Vec<u64> = ranks.iter().enumerate().filter(|(_, &r)| r != u32::MAX).map(|(i, &r)| ((r as u64) << 32) | i as u64).collect();
+        want.sort_unstable();
+        assert_eq!(super::long::sorted_keys(&ranks), want, "n={n} top={top}");
+    }
+}
+
+#[test]
+fn long_pieces_merge_as_the_reference() {
+    // Pieces past LARGE_PIECE symbols (the hot/cold queues of `merge_large`), repetitive and
+    // random, against the naive merge.
+    let ranks = toy_ranks();
+    let enc = Encoder::new(ranks.clone(), None, vec![], r"[a-d]+|[^a-d]+", 0).unwrap();
+    let mut seed = 21;
+    for round in 0..40 {
+        let n = 130 + (lcg(&mut seed) % 600) as usize;
+        let piece: Vec<u8> = match round % 4 {
+            0 => vec![b'a'; n],
+            1 => (0..n).map(|i| b"ab"[i % 2]).collect(),
+            2 => (0..n).map(|i| if i % 7 == 0 { b'd' } else { b'a' }).collect(),
+            _ => (0..n).map(|_| b"aabcd"[(lcg(&mut seed) % 5) as usize]).collect(),
+        };
+        let mut got = Vec::new();
+        enc.bpe_piece(&piece, &mut got);
+        assert_eq!(got, naive(&ranks, &piece), "round {round}");
+    }
+}
