@@ -1,0 +1,169 @@
+"""Long pieces: the merge alone, on text whose pieces no cache holds, hf_bpe against the peers.
+
+    scripts/dev_build.sh
+    PYTHONPATH=$PWD python scripts/bench_long_pieces.py [--runs 5] [--out-md bench_out/long.md]
+
+What is measured
+  * Inputs (made here, deterministic): ``a``, the letter a 10**6 times (one piece of 1 MB: the
+    worst case of a heap merge, every pair ties); ``base64``, 1 MB of base64 of seeded random
+    bytes (pieces of a few hundred bytes between the ``+`` and ``/``); ``cjk``, the Han
+    characters of Tatoeba's Mandarin sentences (``/work/shared/data/parallel``) run together and
+    repeated to 900 KB (a language without spaces: one piece per line for GPT-2's and o200k's
+    regexes).
+  * Vocabularies: GPT-2 and o200k_base (``--vocabs``), as in ``bench_encode.py``.
+  * Tools, one thread each, in a subprocess pinned to one CPU, a fresh tokenizer per run (cold:
+    building is not timed): hf_bpe with ``cache_bytes=0`` (no cache at all) and with its default
+    cache, HF ``tokenizers`` 1.0 (from the virtual environment ``bench_encode.py`` creates) and
+    gigatoken. tiktoken is left out: its merge is quadratic in a piece's length (hours on ``a``).
+  * MB/s = UTF-8 bytes / median wall time of ``--runs`` runs (MB = 1e6). The ids of every tool
+    must equal hf_bpe's (count and checksum); a difference is reported, never hidden.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gzip
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+import unicodedata
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_encode import DATA, ROOT, VOCABS, Paths, ensure_tokenizers1, load_ours, prepare_vocab_files  # noqa: E402
+
+INPUTS = ("a", "base64", "cjk")
+TOOLS = ("hf_bpe cache_bytes=0", "hf_bpe", "tokenizers 1.0", "gigatoken")
+PEERS = ("tokenizers 1.0", "gigatoken")
+
+
+def make_inputs(folder: Path) -> dict[str, Path]:
+    """The three texts, written once under ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {name: folder / f"{name}.txt" for name in INPUTS}
+    if not paths["a"].exists():
+        paths["a"].write_text("a" * 10**6)
+    if not paths["base64"].exists():
+        rng = random.Random(31)
+        paths["base64"].write_text(base64.b64encode(rng.randbytes(750_000)).decode())
+    if not paths["cjk"].exists():
+        han = []
+        with gzip.open(DATA / "parallel" / "tatoeba-eng.jsonl.gz", "rt", encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                if row["lang"] == "cmn":
+                    han.extend(c for c in row["text"] if unicodedata.name(c, "").startswith("CJK UNIFIED"))
+        line = "".join(han)
+        text = (line * (300_000 // max(1, len(line)) + 1))[:300_000]  # 900 KB of 3-byte characters
+        paths["cjk"].write_text(text)
+    return paths
+
+
+def build(tool: str, vocab: str, paths: Paths):
+    """A fresh encoder of one text: str -> list of ids."""
+    if tool.startswith("hf_bpe"):
+        bpe = load_ours(vocab)
+        if tool.endswith("=0"):
+            bpe.cache_bytes = 0
+        return lambda text: bpe.encode_batch_flat([text], num_threads=1)[0].tolist()
+    if tool == "tokenizers 1.0":
+        import tokenizers
+
+        tok = tokenizers.Tokenizer.from_file(str(paths.tokenizer_json(vocab)))
+        return lambda text: tok.encode_batch([text], add_special_tokens=False)[0].ids
+    import gigatoken
+
+    tok = gigatoken.Tokenizer(paths.tokenizer_json(vocab))
+    return lambda text: tok.encode_batch_list([text], parallel=False)[0]
+
+
+def worker(spec: dict) -> None:
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:1])
+    paths = Paths(Path(spec["cache"]))
+    for name, file in spec["inputs"].items():
+        text = Path(file).read_text()
+        text.encode()  # (CPython caches a str's UTF-8 form: no tool pays for it)
+        times, ids = [], []
+        while len(times) < spec["runs"]:
+            encode = build(spec["tool"], spec["vocab"], paths)
+            t = time.perf_counter()
+            ids = encode(text)
+            times.append(time.perf_counter() - t)
+        res = {"tool": spec["tool"], "vocab": spec["vocab"], "input": name, "bytes": len(text.encode()), "times": times,
+               "tokens": len(ids), "checksum": sum((i + 1) * (k % 1000 + 1) for k, i in enumerate(ids))}
+        print("RESULT " + json.dumps(res), flush=True)
+
+
+def run(spec: dict, python: str) -> list[dict]:
+    env = dict(os.environ, RAYON_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([python, __file__, "--worker", json.dumps(spec)], env=env, capture_output=True, text=True)
+    out = [json.loads(line[7:]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0:
+        err = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        out.append({"tool": spec["tool"], "vocab": spec["vocab"], "error": err})
+        print(f"  {spec['tool']} {spec['vocab']}: {err}", file=sys.stderr)
+    return out
+
+
+def report(results: list[dict], vocabs: list[str], runs: int) -> str:
+    by = {(r["tool"], r["vocab"], r.get("input")): r for r in results}
+    speed = {k: r["bytes"] / 1e6 / statistics.median(r["times"]) for k, r in by.items() if "times" in r}
+    lines = [f"Long pieces, one thread, a fresh tokenizer per run, MB/s (median of {runs}); ratio = "
+             "hf_bpe cache_bytes=0 / the faster peer.", "",
+             "| vocab | input | " + " | ".join(TOOLS) + " | ratio | ids |", "|---|---|" + "---:|" * (len(TOOLS) + 1) + "---|"]
+    for vocab in vocabs:
+        for name in INPUTS:
+            ref = by.get(("hf_bpe cache_bytes=0", vocab, name))
+            cells, same = [], True
+            for tool in TOOLS:
+                r, s = by.get((tool, vocab, name)), speed.get((tool, vocab, name))
+                cells.append("error" if s is None else f"{s:.1f}")
+                if r and ref and "times" in r and (r["tokens"], r["checksum"]) != (ref["tokens"], ref["checksum"]):
+                    same = False
+                    cells[-1] += " (ids differ)"
+            peer = max((speed.get((p, vocab, name), 0.0) for p in PEERS), default=0.0)
+            ours = speed.get(("hf_bpe cache_bytes=0", vocab, name))
+            ratio = f"{ours / peer:.2f}x" if ours and peer else "-"
+            lines.append(f"| {vocab} | {name} | " + " | ".join(cells) + f" | {ratio} | {'equal' if same else 'DIFFER'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vocabs", default="gpt2,o200k")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--cache", default=str(ROOT / "bench_out"), help="folder for inputs and the tokenizers 1.0 venv")
+    ap.add_argument("--out-md", default=None)
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        return worker(json.loads(args.worker))
+    paths = Paths(Path(args.cache))
+    vocabs = args.vocabs.split(",")
+    unknown = [v for v in vocabs if v not in VOCABS]
+    if unknown:
+        ap.error(f"unknown vocabularies {unknown}; known: {sorted(VOCABS)}")
+    inputs = {k: str(v) for k, v in make_inputs(paths.cache / "long").items()}
+    prepare_vocab_files(paths, vocabs)
+    tk1 = str(ensure_tokenizers1(paths))
+    results = []
+    for vocab in vocabs:
+        for tool in TOOLS:
+            print(f"{vocab}: {tool} ...", file=sys.stderr, flush=True)
+            spec = {"tool": tool, "vocab": vocab, "runs": args.runs, "cache": str(paths.cache), "inputs": inputs}
+            results += run(spec, tk1 if tool == "tokenizers 1.0" else sys.executable)
+    md = report(results, vocabs, args.runs)
+    print(md)
+    if args.out_md:
+        Path(args.out_md).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out_md).write_text(md)
+
+
+if __name__ == "__main__":
+    main()
