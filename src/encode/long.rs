@@ -5,12 +5,15 @@
 //! A linked list of symbols holds each one's pair rank (`rank_at`: a popped key is stale unless
 //! it still holds, no pair lookup), and two queues of `rank << 32 | position` keys: the first
 //! pairs sorted once (a stable radix sort on the rank for big pieces) and read in order, and the
-//! pairs merges make in [`Hot`], a radix heap. Most merges of a long piece are of its first
-//! pairs, so most pops cost no heap work ([log](../../docs/performance.md#the-miss-path)).
+//! pairs merges make in [`Hot`], runs of positions per rank. Merges sweep a rank's pairs left
+//! to right, so the pairs they make arrive in order and most pops and pushes cost no heap work
+//! ([log](../../docs/performance.md#the-miss-path)).
 //! Memory: 24 bytes per symbol and 8 per queued pair (a 100 MB single piece needs about 3 GB).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
+
+use rustc_hash::FxHashMap;
 
 use super::pairs::NO_RANK;
 
@@ -28,7 +31,7 @@ pub(super) fn merge(mut toks: Vec<u32>, pair: impl Fn(u32, u32) -> u32, result: 
         let mut rank_at: Vec<u32> = (0..n).map(|i| if i + 1 < n { pair(toks[i], toks[i + 1]) } else { NO_RANK }).collect();
         let cold = sorted_keys(&rank_at);
         let mut ci = 0;
-        let mut hot = Hot::default();
+        let mut hot = Hot::new();
         loop {
             let c = cold.get(ci).copied().unwrap_or(u64::MAX);
             let key = match hot.min() {
@@ -74,79 +77,77 @@ pub(super) fn merge(mut toks: Vec<u32>, pair: impl Fn(u32, u32) -> u32, result: 
         }
     }
 
-/// The queue of the pairs a long piece's merges make (see [`merge`]): a radix
-/// heap (keys in 65 buckets by the highest bit where they differ from `last`, the minimum when
-/// it last gave one up; a push is O(1), a key moves down a bucket at most 64 times), which needs
-/// every key pushed to be at least `last`, and a binary heap for the rare key below it (a merge
-/// can make a pair of a lower rank than its own). A long run ("a" * 10**6) first merges its
-/// first pairs, from the sorted queue, while the pairs they make wait here: a binary heap paid
-/// a sift for each of them.
+/// The queue of the pairs a long piece's merges make (see [`merge`]): per rank, a run of
+/// positions in the order they were pushed, kept while they rise (merges sweep a rank's pairs
+/// left to right, so the pairs they make mostly arrive in position order), the ranks with a
+/// run in a binary heap, and a binary heap of keys for a push that would break a run's order.
+/// A push is one map probe and an append; a pop reads a run's front.
+#[derive(Default)]
 struct Hot {
-    last: u64,
-    buckets: [Vec<u64>; 65],
-    len: usize,
-    /// The smallest key in the buckets (when `len > 0`).
-    min: u64,
+    /// rank -> index in `runs`.
+    index: FxHashMap<u32, u32>,
+    runs: Vec<VecDeque<u32>>,
+    /// Ranks whose run is not empty, each once.
+    ranks: BinaryHeap<Reverse<u32>>,
+    /// The smallest key of the runs (u64::MAX for none).
+    head: u64,
     low: BinaryHeap<Reverse<u64>>,
 }
 
-impl Default for Hot {
-    fn default() -> Self {
-        Hot { last: 0, buckets: std::array::from_fn(|_| Vec::new()), len: 0, min: u64::MAX, low: BinaryHeap::new() }
-    }
-}
-
 impl Hot {
-    #[inline]
-    fn bucket(&self, key: u64) -> usize {
-        (64 - (key ^ self.last).leading_zeros()) as usize
+    fn new() -> Self {
+        Hot { head: u64::MAX, ..Default::default() }
     }
 
     fn push(&mut self, key: u64) {
-        if key < self.last {
-            self.low.push(Reverse(key));
-        } else {
-            let b = self.bucket(key);
-            self.buckets[b].push(key);
-            self.len += 1;
-            self.min = self.min.min(key);
+        let (rank, pos) = ((key >> 32) as u32, key as u32);
+        let n = self.runs.len() as u32;
+        let i = *self.index.entry(rank).or_insert(n) as usize;
+        if i == self.runs.len() {
+            self.runs.push(VecDeque::new());
+        }
+        let run = &mut self.runs[i];
+        match run.back() {
+            Some(&b) if pos <= b => self.low.push(Reverse(key)),
+            back => {
+                if back.is_none() {
+                    self.ranks.push(Reverse(rank));
+                }
+                run.push_back(pos);
+                self.head = self.head.min(key);
+            }
         }
     }
 
     /// The smallest key, if any.
     #[inline]
     fn min(&self) -> Option<u64> {
-        let radix = (self.len > 0).then_some(self.min);
-        match (radix, self.low.peek()) {
-            (Some(r), Some(&Reverse(l))) => Some(r.min(l)),
-            (r, l) => r.or(l.map(|x| x.0)),
-        }
+        let low = self.low.peek().map_or(u64::MAX, |r| r.0);
+        let m = self.head.min(low);
+        (m != u64::MAX).then_some(m)
     }
 
     /// Removes and returns the smallest key; call after [`Self::min`] returned one.
     fn pop(&mut self) -> u64 {
         if let Some(&Reverse(l)) = self.low.peek() {
-            if self.len == 0 || l < self.min {
+            if l < self.head {
                 return self.low.pop().expect("a key").0;
             }
         }
-        if self.buckets[0].is_empty() {
-            // The minimum's bucket, redistributed around it: its keys all go lower.
-            let i = self.buckets.iter().position(|b| !b.is_empty()).expect("a key");
-            let mut moved = std::mem::take(&mut self.buckets[i]);
-            self.last = self.min;
-            for &k in &moved {
-                let b = self.bucket(k);
-                self.buckets[b].push(k);
+        let key = self.head;
+        let rank = (key >> 32) as u32;
+        let run = &mut self.runs[self.index[&rank] as usize];
+        run.pop_front();
+        self.head = match run.front() {
+            Some(&p) => ((rank as u64) << 32) | p as u64,
+            None => {
+                self.ranks.pop();
+                match self.ranks.peek() {
+                    Some(&Reverse(r)) => ((r as u64) << 32) | *self.runs[self.index[&r] as usize].front().expect("a run") as u64,
+                    None => u64::MAX,
+                }
             }
-            moved.clear();
-            self.buckets[i] = moved;
-        }
-        self.len -= 1;
-        let key = self.buckets[0].pop().expect("the minimum");
-        if self.buckets[0].is_empty() {
-            self.min = self.buckets.iter().find(|b| !b.is_empty()).map_or(u64::MAX, |b| *b.iter().min().expect("a key"));
-        }
+        };
         key
     }
 }
