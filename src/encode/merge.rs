@@ -35,12 +35,18 @@ use crate::keys::pack;
 pub const LARGE_PIECE: usize = 128;
 /// The short merge's arrays: LARGE_PIECE symbols and room for blocks of 8 read past them.
 const SYMS: usize = LARGE_PIECE + 8;
-pub(super) type Syms = [u32; SYMS];
+/// Pieces of at most this many bytes merge on arrays of `TINY + 8` (initializing the big
+/// arrays cost two memset calls per piece).
+const TINY: usize = 16;
+/// Up to this many pairs, [`argmin`] scans one by one.
+const SCALAR_ARGMIN: usize = 8;
+/// The short merge's arrays: `S - 8` symbols at most and room for blocks of 8 read past them.
+pub(super) type Syms<const S: usize> = [u32; S];
 
 /// `a[from..end - 1] = a[from + 1..end]`, in fixed blocks of 8 (no memmove call): the blocks
 /// may copy up to 7 values past `end - 1`, from the slack at the arrays' end.
 #[inline(always)]
-fn shift_left(a: &mut Syms, from: usize, end: usize) {
+fn shift_left<const S: usize>(a: &mut Syms<S>, from: usize, end: usize) {
     let mut j = from;
     while j + 1 < end {
         let block: [u32; 8] = a[j + 1..j + 9].try_into().unwrap();
@@ -51,11 +57,21 @@ fn shift_left(a: &mut Syms, from: usize, end: usize) {
 
 /// The lowest of `r[..m]` and its leftmost position (m >= 1; `r[m..]` is NO_RANK): four at a
 /// time with SSE2 (signed compares of the values with their top bit flipped), then the first
-/// block holding it.
+/// block holding it. A few pairs are scanned one by one: the ranks were just stored one by
+/// one, and a 16-byte load of them waits for the stores to retire (no store forwarding).
 #[inline(always)]
-fn argmin(r: &Syms, m: usize) -> (u32, usize) {
+fn argmin<const S: usize>(r: &Syms<S>, m: usize) -> (u32, usize) {
+    if m <= SCALAR_ARGMIN {
+        let (mut best, mut at) = (r[0], 0);
+        for (i, &x) in r[1..m].iter().enumerate() {
+            if x < best {
+                (best, at) = (x, i + 1);
+            }
+        }
+        return (best, at);
+    }
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of x86-64; loads of 4 from `c < m <= LARGE_PIECE` stay in the slack.
+    // SAFETY: SSE2 is part of x86-64; loads of 4 from `c < m <= S - 8` stay in the slack.
     unsafe {
         use std::arch::x86_64::*;
         let p = r.as_ptr() as *const __m128i;
@@ -357,15 +373,19 @@ impl Ranks {
 
     /// The merge of a piece from its first symbols (folded characters), short or long.
     fn merge(&self, piece: &[u8], out: &mut Vec<u32>) {
-        if piece.len() <= LARGE_PIECE {
-            let mut toks: Syms = [0; SYMS];
+        if piece.len() <= TINY {
+            let mut toks: Syms<{ TINY + 8 }> = [0; TINY + 8];
+            let n = self.initial(piece, |i, t| toks[i] = t);
+            self.merge_small(&mut toks, n, out)
+        } else if piece.len() <= LARGE_PIECE {
+            let mut toks: Syms<SYMS> = [0; SYMS];
             let n = self.initial(piece, |i, t| toks[i] = t);
             self.merge_small(&mut toks, n, out)
         } else {
             let mut toks = Vec::with_capacity(piece.len());
             self.initial(piece, |_, t| toks.push(t));
             if toks.len() <= LARGE_PIECE {
-                let mut small: Syms = [0; SYMS];
+                let mut small: Syms<SYMS> = [0; SYMS];
                 small[..toks.len()].copy_from_slice(&toks);
                 self.merge_small(&mut small, toks.len(), out)
             } else {
@@ -425,9 +445,9 @@ impl Ranks {
     /// rank found by [`argmin`], the arrays shifted in fixed blocks ([`shift_left`]; a call of
     /// memmove per merge and array was a third of the instructions), the two pairs around the
     /// merge looked up again.
-    pub(super) fn merge_small(&self, toks: &mut Syms, mut n: usize, out: &mut Vec<u32>) {
+    pub(super) fn merge_small<const S: usize>(&self, toks: &mut Syms<S>, mut n: usize, out: &mut Vec<u32>) {
         // Past the pairs, every rank is NO_RANK (what `argmin` and `shift_left` rely on).
-        let mut ranks: Syms = [NO_RANK; SYMS];
+        let mut ranks: Syms<S> = [NO_RANK; S];
         for i in 0..n.saturating_sub(1) {
             ranks[i] = self.pairs.get(toks[i], toks[i + 1]);
         }

@@ -210,6 +210,10 @@ impl PieceSink for &mut PieceQueue<'_> {
 
 /// The key of a queued piece that is not short: never a table key (its length byte is 255).
 const NOT_SHORT: u128 = u128::MAX;
+/// Why `drain`'s fast loop stopped at a piece: missing from the short table (or not short), or
+/// found with no room left for its arena ids.
+const MISSED: u8 = 1;
+const NO_ROOM: u8 = 2;
 
 /// The mid-table slot of the piece `b[s..e]` prefetched, if it has 16..=31 bytes (2-4% of
 /// multilingual pieces: Cyrillic, Greek, Arabic words; their lookup in `mid` was a cache miss
@@ -340,8 +344,9 @@ impl Encoder {
             let arena = &cache.arena;
             // (A slice iterator: the queue is walked by pointer, no index arithmetic.)
             let mut it = q[i..].iter();
-            let broke = 'fast: loop {
-                let Some(p) = it.next() else { break false };
+            // 0: the queue is done; MISSED: a miss or a piece that is not short; NO_ROOM.
+            let broke: u8 = 'fast: loop {
+                let Some(p) = it.next() else { break 0 };
                 // Linear probing from the prefetched slot, by byte offsets (a stale or
                 // non-slot `e` only makes a miss).
                 let mut j = p.e;
@@ -352,7 +357,7 @@ impl Encoder {
                         break en;
                     }
                     if en.key == 0 || p.key == NOT_SHORT {
-                        break 'fast true;
+                        break 'fast MISSED;
                     }
                     j += ENTRY_BYTES;
                 };
@@ -367,7 +372,7 @@ impl Encoder {
                     let (o, c) = (en.val[0] as usize, (n & !LONG_FLAG) as usize);
                     // Keep room for 4 ids per piece after this one.
                     if len + ARENA_SLACK + 4 * it.len() > cap {
-                        break true;
+                        break NO_ROOM;
                     }
                     // A short piece (< 16 bytes) has at most 15 ids: copied as one block of 16
                     // (a fixed-size copy, where a memcpy call of `c` ids cost ~20% of the time on
@@ -385,13 +390,13 @@ impl Encoder {
                 }
             };
             // The piece that left the loop, if any, is the one before what the iterator has left.
-            i = q.len() - it.len() - broke as usize;
+            i = q.len() - it.len() - (broke != 0) as usize;
             // SAFETY: the first `len` ids are initialized.
             unsafe { out.set_len(len) };
             if i == q.len() {
                 break;
             }
-            slow += self.drain_slow(cache, b, &q[i], out) as u64;
+            slow += self.drain_slow(cache, b, &q[i], broke == NO_ROOM, out) as u64;
             i += 1;
         }
         cache.hits += q.len() as u64 - slow;
@@ -399,16 +404,17 @@ impl Encoder {
 
     /// The one piece that left the drain's fast loop: a miss, a piece that is not short, or an
     /// arena result with no room left. Out of line, so the fast loop keeps its registers.
-    /// Returns whether it counts as a slow piece (not a hit of the short table).
+    /// `found`: the piece is in the short table (an arena result with no room left); else the
+    /// fast loop saw it missing. Returns whether it counts as a slow piece (not a hit).
     #[inline(never)]
-    fn drain_slow(&self, cache: &mut WordCache, b: &[u8], p: &Queued, out: &mut Vec<u32>) -> bool {
+    fn drain_slow(&self, cache: &mut WordCache, b: &[u8], p: &Queued, found: bool, out: &mut Vec<u32>) -> bool {
         if p.key == NOT_SHORT {
             // (Counts its own hits.)
             self.encode_piece(cache, &b[p.s..p.e], out);
             return true;
         }
-        if let Some(v) = cache.table().get_from(&p.key, p.e / ENTRY_BYTES) {
-            // (An arena result that did not fit the room.)
+        if found {
+            let v = cache.table().get_from(&p.key, p.e / ENTRY_BYTES).expect("a piece the fast loop found");
             cache.emit(v, out);
             return false;
         }
