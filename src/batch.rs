@@ -146,7 +146,6 @@ pub fn encode_docs(
     // number of ids of each item.
     let run_unit = |range: std::ops::Range<usize>, hint: usize, ids: &mut Vec<u32>| -> Result<Vec<u32>, String> {
         let mut cache = enc.cache(hint);
-        cache.share = pool.is_some();
         let mut lens = Vec::with_capacity(range.len());
         for (di, it) in &items[range] {
             let k = ids.len();

@@ -15,8 +15,8 @@
 //!   must happen and does not fit wipes the cache (allocations kept), and a piece that still
 //!   does not fit is not cached. Why 1/4 and the history: [log](../../docs/performance.md#word-cache).
 //! * **No shared mutable state on the hot path.** A worker borrows one slot per unit of work
-//!   (`try_lock`, never blocking: a busy slot set means a private throw-away cache), and words
-//!   any slot had to encode go to a second-level [`Shared`] cache for the others.
+//!   (`try_lock`, never blocking: a busy slot set means a private throw-away cache). Slots do
+//!   not share words: a miss costs less than a shared lookup ([log](../../docs/performance.md#the-miss-path)).
 
 mod pages;
 mod shared;
@@ -29,7 +29,7 @@ use rustc_hash::FxHashMap;
 
 use crate::encode::Seed;
 use crate::keys::pack;
-pub use shared::{CacheGuard, Caches, Shared};
+pub use shared::{CacheGuard, Caches};
 pub use table::{pack32, Entry, Key32, Table, TableKey};
 
 /// Pieces longer than this (in bytes) are never cached.
@@ -77,10 +77,6 @@ pub struct WordCache {
     pub seeded: bool,
     /// A disabled cache (budget below 4 KiB) looks short pieces up in all whole tokens.
     pub view: bool,
-    /// Whether misses go through the encoder's shared second level ([`Shared`]): only while
-    /// other threads encode the same batch (on one thread it only costs, a lock and a map
-    /// probe per miss and two allocations per new word). Reset at every borrow.
-    pub share: bool,
 }
 
 pub const LONG_FLAG: u32 = 0x8000_0000;
@@ -110,7 +106,6 @@ impl WordCache {
             budget,
             hits: 0,
             misses: 0,
-            share: false,
         }
     }
 

@@ -4,7 +4,7 @@
 //! the merge ([`merge`]), the decoder table (`crate::decode`), the special tokens
 //! (`crate::specials`), the pre-tokenizer (`crate::pretok`) and the word caches
 //! (`crate::cache`). A piece of text goes: scanner -> queue -> cache lookup -> on a miss, the
-//! shared second-level cache -> on a miss there, the merge; the hot loop is [`queue`].
+//! merge; the hot loop is [`queue`].
 //!
 //! Design drivers, each measured ([log](../../docs/performance.md#encoder)):
 //! * **Cache first.** After warm-up nearly every piece is one lookup in a table entry that holds
@@ -297,10 +297,6 @@ impl Encoder {
     fn encode_miss(&self, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
         cache.misses += 1;
         let start = out.len();
-        if cache.share && self.caches.shared.get(piece, out) {
-            cache.put(piece, &out[start..]);
-            return;
-        }
         // A short piece that missed a seeded table is a whole token only if it is one of those
         // left out of the seed (`Ranks::seed`).
         if piece.len() < 16 && (cache.view || cache.seeded && !self.ranks.maybe_unseeded(piece)) {
@@ -309,9 +305,6 @@ impl Encoder {
             self.ranks.bpe_piece(piece, out);
         }
         cache.put(piece, &out[start..]);
-        if cache.share {
-            self.caches.shared.put(piece, &out[start..]);
-        }
     }
 
     /// Ordinary text (between raw-matched added tokens) cut into the pre-tokenizer's pieces,
