@@ -367,9 +367,11 @@ class Tool:
     venv: str | None = None  # runs in this virtual environment (see `ensure_tokenizers1`)
 
 
-def _ours(form: str):
+def _ours(form: str, cache_bytes: int | None = None):
     def build(vocab, ctx):
         bpe = load_ours(vocab)
+        if cache_bytes is not None:
+            bpe.cache_bytes = cache_bytes
         n = ctx.threads
         eot = VOCABS[vocab]["eot"]
         if form == "flat":
@@ -470,6 +472,8 @@ def _bpe_openai(vocab, ctx):
 TOOLS = [
     Tool("hf_bpe flat", "hf_bpe", "docs", _ours("flat")),
     Tool("hf_bpe lists", "hf_bpe", "docs", _ours("lists")),
+    # No word cache at all: the miss path alone (every piece merged or found a whole token).
+    Tool("hf_bpe flat cache_bytes=0", "hf_bpe", "docs", _ours("flat", cache_bytes=0)),
     Tool("hf_bpe file→npy", "hf_bpe", "file", _ours("file")),
     Tool("tiktoken lists", "tiktoken", "docs", _tiktoken),
     Tool("tokenizers fast", "tokenizers", "docs", _tokenizers),

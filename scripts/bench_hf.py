@@ -5,7 +5,8 @@
 
 Each thread count runs in its own subprocess pinned to that many CPUs (``sched_setaffinity``,
 ``RAYON_NUM_THREADS``). Per (corpus, row length), timed in the same process on the same rows
-(medians of ``--runs`` after one warm-up), MB/s of UTF-8 text:
+(medians of ``--runs`` after one warm-up over the same rows: the **primed** cache state, every
+word cached; see ``bench_encode.py`` for cold and warm), MB/s of UTF-8 text:
 * ``flat``: ``bpe.encode_batch_flat(rows)`` (the engine); ``lists``: ``bpe.encode_batch(rows)``;
 * ``tok``: ``tok(rows)``; ``tok np``: ``tok(rows, padding=True, return_tensors="np")``;
 * ``map``: ``ds.map(tok, batched=True)`` (in-memory dataset, caching off, batch_size 1000);
