@@ -583,7 +583,7 @@ def tokbench_run(spec: dict, tool: Tool, ctx: Ctx, corpus: str) -> dict:
         offsets = np.concatenate([[0]] + [o[1][1:] + sum(len(p[0]) for p in outs[:k]) for k, o in enumerate(outs)])
         mismatch = compare((ids, offsets.astype(np.int64)), ref, [c for s in slices[1:] for c in s])
         # The five slices as one figure: total bytes over total time (each run is one slice).
-        res.update(times=[sum(times) / 5] * 5, slice_times=times, cpu=cpu, others=others, mismatch=mismatch,
+        res.update(tokens=int(len(ref[0])), times=[sum(times) / 5] * 5, slice_times=times, cpu=cpu, others=others, mismatch=mismatch,
                    load=os.getloadavg()[0], bytes=res["bytes"] // 5)
     except Exception as e:
         res["error"] = f"{type(e).__name__}: {e}"
@@ -787,7 +787,7 @@ def report(results: list[dict], args, info: dict, vers: dict, load_before, load_
     lines.append("hf_bpe's splitter per vocabulary (`builtin` = a hand-written scanner, `dfa` / `fancy-regex` = the generic "
                  "regex engines): " + ", ".join(f"{v} `{e}`" for v, e in engines.items()) + ".")
     lines.append("")
-    sizes = {(r["corpus"], r["vocab"]): r for r in results if "bytes" in r}
+    sizes = {(r["corpus"], r["vocab"]): r for r in results if "bytes" in r and "tokens" in r}
     lines.append("Inputs: " + "; ".join(
         f"{c} {r['bytes'] / 1e6:.1f} MB in {r['docs']} documents, {r['tokens']:,} {v} tokens"
         for (c, v), r in sorted(sizes.items())) + ".")

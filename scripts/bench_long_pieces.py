@@ -10,9 +10,12 @@ What is measured
     characters of Tatoeba's Mandarin sentences (``/work/shared/data/parallel``) run together and
     repeated to 900 KB (a language without spaces: one piece per line for GPT-2's and o200k's
     regexes).
+  * ``--document``: instead, one long document: the first 8 MB of the English books as one
+    string, encoded with ``--threads`` threads (hf_bpe cuts it at safe places for its threads;
+    gigatoken gets ``parallel=True``; tokenizers 1.0 ``TOKENIZERS_PARALLELISM=true``).
   * Vocabularies: GPT-2 and o200k_base (``--vocabs``), as in ``bench_encode.py``.
-  * Tools, one thread each, in a subprocess pinned to one CPU, a fresh tokenizer per run (cold:
-    building is not timed): hf_bpe with ``cache_bytes=0`` (no cache at all) and with its default
+  * Tools, in a subprocess pinned to ``--threads`` CPUs (default 1), a fresh tokenizer per run
+    (cold: building is not timed): hf_bpe with ``cache_bytes=0`` (no cache at all) and with its default
     cache, HF ``tokenizers`` 1.0 (from the virtual environment ``bench_encode.py`` creates) and
     gigatoken. tiktoken is left out: its merge is quadratic in a piece's length (hours on ``a``).
   * MB/s = UTF-8 bytes / median wall time of ``--runs`` runs (MB = 1e6) of the call alone (its
@@ -39,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_encode import DATA, ROOT, VOCABS, Paths, ensure_tokenizers1, load_ours, prepare_vocab_files  # noqa: E402
 
 INPUTS = ("a", "base64", "cjk")
+DOCUMENT_MB = 8
 TOOLS = ("hf_bpe cache_bytes=0", "hf_bpe", "tokenizers 1.0", "gigatoken")
 PEERS = ("tokenizers 1.0", "gigatoken")
 
@@ -65,13 +69,24 @@ def make_inputs(folder: Path) -> dict[str, Path]:
     return paths
 
 
-def build(tool: str, vocab: str, paths: Paths):
+def make_document(folder: Path) -> dict[str, Path]:
+    """The first DOCUMENT_MB MB of the English books as one text (no separators)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"document-{DOCUMENT_MB}MB.txt"
+    if not path.exists():
+        with gzip.open(DATA / "corpus" / "english.txt.gz", "rb") as f:
+            text = f.read(DOCUMENT_MB * 10**6).decode("utf-8", errors="ignore").replace("<|endoftext|>", "")
+        path.write_text(text)
+    return {"document": path}
+
+
+def build(tool: str, vocab: str, paths: Paths, threads: int = 1):
     """A fresh encoder of one text, and its output to a list of ids (not timed)."""
     if tool.startswith("hf_bpe"):
         bpe = load_ours(vocab)
         if tool.endswith("=0"):
             bpe.cache_bytes = 0
-        return (lambda text: bpe.encode_batch_flat([text], num_threads=1)[0]), lambda out: out.tolist()
+        return (lambda text: bpe.encode_batch_flat([text], num_threads=threads)[0]), lambda out: out.tolist()
     if tool == "tokenizers 1.0":
         import tokenizers
 
@@ -80,18 +95,18 @@ def build(tool: str, vocab: str, paths: Paths):
     import gigatoken
 
     tok = gigatoken.Tokenizer(paths.tokenizer_json(vocab))
-    return (lambda text: tok.encode_batch_list([text], parallel=False)[0]), list
+    return (lambda text: tok.encode_batch_list([text], parallel=threads > 1)[0]), list
 
 
 def worker(spec: dict) -> None:
-    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:1])
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:spec["threads"]])
     paths = Paths(Path(spec["cache"]))
     for name, file in spec["inputs"].items():
         text = Path(file).read_text()
         text.encode()  # (CPython caches a str's UTF-8 form: no tool pays for it)
         times, ids = [], []
         while len(times) < spec["runs"]:
-            encode, to_ids = build(spec["tool"], spec["vocab"], paths)
+            encode, to_ids = build(spec["tool"], spec["vocab"], paths, spec["threads"])
             t = time.perf_counter()
             out = encode(text)
             times.append(time.perf_counter() - t)
@@ -102,7 +117,8 @@ def worker(spec: dict) -> None:
 
 
 def run(spec: dict, python: str) -> list[dict]:
-    env = dict(os.environ, RAYON_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", OPENBLAS_NUM_THREADS="1",
+    n = spec["threads"]
+    env = dict(os.environ, RAYON_NUM_THREADS=str(n), TOKENIZERS_PARALLELISM="true" if n > 1 else "false", OPENBLAS_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([python, __file__, "--worker", json.dumps(spec)], env=env, capture_output=True, text=True)
     out = [json.loads(line[7:]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
@@ -113,14 +129,16 @@ def run(spec: dict, python: str) -> list[dict]:
     return out
 
 
-def report(results: list[dict], vocabs: list[str], runs: int) -> str:
+def report(results: list[dict], vocabs: list[str], runs: int, inputs: list[str], threads: int) -> str:
     by = {(r["tool"], r["vocab"], r.get("input")): r for r in results}
     speed = {k: r["bytes"] / 1e6 / statistics.median(r["times"]) for k, r in by.items() if "times" in r}
-    lines = [f"Long pieces, one thread, a fresh tokenizer per run, MB/s (median of {runs}); ratio = "
-             "hf_bpe cache_bytes=0 / the faster peer.", "",
+    # Long pieces are never cached, so their ratio is the miss path's; a document's is the default's.
+    ours_tool = "hf_bpe" if inputs == ["document"] else "hf_bpe cache_bytes=0"
+    lines = [f"{', '.join(inputs)}; {threads} thread(s), a fresh tokenizer per run, MB/s (median of {runs}); ratio = "
+             f"{ours_tool} / the faster peer.", "",
              "| vocab | input | " + " | ".join(TOOLS) + " | ratio | ids |", "|---|---|" + "---:|" * (len(TOOLS) + 1) + "---|"]
     for vocab in vocabs:
-        for name in INPUTS:
+        for name in inputs:
             ref = by.get(("hf_bpe cache_bytes=0", vocab, name))
             cells, same = [], True
             for tool in TOOLS:
@@ -130,7 +148,7 @@ def report(results: list[dict], vocabs: list[str], runs: int) -> str:
                     same = False
                     cells[-1] += " (ids differ)"
             peer = max((speed.get((p, vocab, name), 0.0) for p in PEERS), default=0.0)
-            ours = speed.get(("hf_bpe cache_bytes=0", vocab, name))
+            ours = speed.get((ours_tool, vocab, name))
             ratio = f"{ours / peer:.2f}x" if ours and peer else "-"
             lines.append(f"| {vocab} | {name} | " + " | ".join(cells) + f" | {ratio} | {'equal' if same else 'DIFFER'} |")
     return "\n".join(lines) + "\n"
@@ -141,6 +159,8 @@ def main(argv=None) -> None:
     ap.add_argument("--vocabs", default="gpt2,o200k")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--cache", default=str(ROOT / "bench_out"), help="folder for inputs and the tokenizers 1.0 venv")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--document", action="store_true", help="one long document instead of the long pieces")
     ap.add_argument("--out-md", default=None)
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -151,16 +171,18 @@ def main(argv=None) -> None:
     unknown = [v for v in vocabs if v not in VOCABS]
     if unknown:
         ap.error(f"unknown vocabularies {unknown}; known: {sorted(VOCABS)}")
-    inputs = {k: str(v) for k, v in make_inputs(paths.cache / "long").items()}
+    made = make_document(paths.cache / "long") if args.document else make_inputs(paths.cache / "long")
+    inputs = {k: str(v) for k, v in made.items()}
     prepare_vocab_files(paths, vocabs)
     tk1 = str(ensure_tokenizers1(paths))
     results = []
     for vocab in vocabs:
         for tool in TOOLS:
             print(f"{vocab}: {tool} ...", file=sys.stderr, flush=True)
-            spec = {"tool": tool, "vocab": vocab, "runs": args.runs, "cache": str(paths.cache), "inputs": inputs}
+            spec = {"tool": tool, "vocab": vocab, "runs": args.runs, "cache": str(paths.cache), "inputs": inputs,
+                    "threads": args.threads}
             results += run(spec, tk1 if tool == "tokenizers 1.0" else sys.executable)
-    md = report(results, vocabs, args.runs)
+    md = report(results, vocabs, args.runs, list(inputs), args.threads)
     print(md)
     if args.out_md:
         Path(args.out_md).parent.mkdir(parents=True, exist_ok=True)
