@@ -210,8 +210,8 @@ pub fn encode_docs(
 /// Why not `par_iter` over the units: rayon then decides which thread (so which slot) meets
 /// which texts, differently on every call, so a second call over the same texts still missed
 /// in the slot that had not seen them (2 threads, GPT-2 English, whole documents: the 2nd
-/// and 3rd calls ran at ~600 MB/s with 12-17k misses, the 4th at ~1,200 with none). Each
-/// miss costs ~2 µs of BPE, so residual misses are what slow a warm run down.
+/// and 3rd calls ran at ~600 MB/s with 12-17k misses, the 4th at ~1,200 with none, when a
+/// miss cost ~2 µs of BPE; it now costs ~0.1-0.2 µs, [log](../docs/performance.md#the-miss-path)).
 fn run_units_static(
     pool: &rayon::ThreadPool,
     units: &[std::ops::Range<usize>],
