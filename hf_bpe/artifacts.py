@@ -248,6 +248,7 @@ def write_file(path: str | os.PathLike, data: bytes | Sequence[bytes | memoryvie
     if out.is_dir():
         raise IsADirectoryError(f"{out} is a folder, not a file path")
     out.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(out)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the usual mode, after the umask
     try:
@@ -353,18 +354,22 @@ def _remove(p: Path) -> None:
 
 
 def _remove_stale(out: Path) -> None:
-    """Removes the hidden folders that saves of ``out`` left when their process was killed."""
+    """Removes the hidden temporary files and folders that writes of ``out`` left when their
+    process was killed (named ``.{name}.tmp-{pid}-{random}``; a live process's are kept)."""
     prefix = f".{out.name}.tmp-"
     try:
         entries = list(os.scandir(out.parent))
     except OSError:
         return
     for e in entries:
-        if not e.name.startswith(prefix) or not e.is_dir(follow_symlinks=False):
+        if not e.name.startswith(prefix) or e.is_symlink():
             continue
         pid = e.name[len(prefix):].split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            shutil.rmtree(e.path, ignore_errors=True)
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path, ignore_errors=True)
+            else:
+                Path(e.path).unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:

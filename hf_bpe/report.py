@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+from .artifacts import write_file
 from .bpe import BPE
 from .viz import show
 
@@ -202,8 +203,5 @@ def write_report(bpe: BPE, corpora: Sequence[str], out: str | os.PathLike, *, co
     reports = [(names[0], compute(bpe, corpora, progress=progress, errors=errors))]
     if compare is not None:
         reports.append((names[1], compute(compare, corpora, progress=progress, errors=errors)))
-    out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    tmp.write_text(render(reports), encoding="utf-8")
-    os.replace(tmp, out)
+    write_file(out, render(reports).encode("utf-8"))
     return dict(reports)

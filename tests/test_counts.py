@@ -5,6 +5,7 @@ load and pickle compactly, refuse to mix patterns or special tokens, and train t
 from __future__ import annotations
 
 import gzip
+import os
 import json
 import pickle
 from collections import Counter
@@ -205,3 +206,26 @@ def test_the_core_checks_arrays_it_trains_on():
     unsorted = (np.frombuffer(b"bca", np.uint8), np.array([0, 2, 3]), np.array([1, 1], np.uint64))
     with pytest.raises(ValueError, match="words must be distinct and sorted by bytes"):
         _core.train_merges(unsorted, 10)
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_a_killed_save_leaves_nothing_a_later_save_keeps(tmp_path):
+    # A save killed mid-write leaves its hidden temporary file; the next save of the same path
+    # removes it (its process is gone) and keeps a live process's.
+    counts = hf_bpe.count(["the cat sat on the mat"] * 3)
+    path = tmp_path / "x.counts"
+    dead = tmp_path / f".x.counts.tmp-{_dead_pid()}-0badc0de"
+    live = tmp_path / f".x.counts.tmp-{os.getppid()}-0badc0de"
+    dead.write_bytes(b"half a file")
+    live.write_bytes(b"being written")
+    counts.save(path)
+    assert not dead.exists() and live.exists()
+    assert hf_bpe.WordCounts.load(path) == counts

@@ -85,6 +85,18 @@ def test_json_lines_are_sampled_by_their_text(setup, tmp_path):
     assert figures["scripts"]["Cyrillic"]["bytes"] == len("Кошка сидит\nкот".encode())
 
 
+def test_a_report_that_cannot_be_written_leaves_no_temporary_file(setup, tmp_path):
+    bpe, paths = setup[2], setup[1]
+    target = tmp_path / "report.html"
+    target.mkdir()  # a folder where the page should go: the write fails
+    with pytest.raises(IsADirectoryError):
+        report.write_report(bpe, paths[:1], target, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+    page = tmp_path / "ok.html"
+    report.write_report(bpe, paths[:1], page, progress=False)
+    assert page.read_text(encoding="utf-8").startswith("<!") and sorted(p.name for p in tmp_path.iterdir()) == ["ok.html", "report.html"]
+
+
 def test_the_page_opens_without_console_errors(setup):
     out = setup[4]
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the test extra")
