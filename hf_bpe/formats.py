@@ -206,6 +206,8 @@ def _read_tokenizer_json(p: Path, declared: list[str]) -> Tables:
     raw = _load_json(p)
     if not isinstance(raw, dict) or not isinstance(raw.get("model"), dict):
         raise FormatError(f"{p}: no 'model' object")
+    if raw.get("version", "1.0") != "1.0":  # as tokenizers: "Unknown tokenizer version"
+        raise FormatError(f"{p}: version {raw['version']!r}: tokenizers reads version '1.0' only")
     model = raw["model"]
     if model.get("type", "BPE") != "BPE":
         raise FormatError(f"{p}: model type {model.get('type')!r} is not BPE")

@@ -80,6 +80,9 @@ FILES = [
     ("tj-bad-merge", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r["model"].update(merges=[["Ġ"]]))), FormatError, r"tokenizer\.json: merge #1 is \['Ġ'\], not a pair of tokens"),
     ("tj-added-no-content", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(added_tokens=[{"id": 300}]))), FormatError, r"tokenizer\.json: added token #1 is .*not an object with a non-empty 'content'"),
     ("tj-added-bad-id", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(added_tokens=[{"id": "x", "content": "<s>", "special": True}]))), FormatError, r"tokenizer\.json: added token '<s>' has id 'x'"),
+    # tokenizers reads version "1.0" (or none) only, a string (issue 32, defect 11)
+    ("tj-version-2", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(version="2.0"))), FormatError, r"tokenizer\.json: version '2\.0': tokenizers reads version '1\.0' only"),
+    ("tj-version-number", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(version=1))), FormatError, r"tokenizer\.json: version 1: tokenizers reads version '1\.0' only"),
     ("tj-unsupported-pre", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(pre_tokenizer={"type": "Metaspace"}))), FormatError, r"tokenizer\.json: pre_tokenizer Metaspace is not supported"),
     # .tiktoken
     ("tik-one-field", lambda t: lambda: BPE.from_tiktoken(_tik(t, _full_tik() + b"QUJD\n")), FormatError, r"x\.tiktoken: line 257: expected 'base64-token rank'"),
