@@ -105,7 +105,9 @@ class WordCounts:
         if _core.pattern_source(self.pattern) != _core.pattern_source(other.pattern):
             raise ValueError(f"counts made with pattern {self.pattern!r} cannot merge with counts made with "
                              f"pattern {other.pattern!r}: the words would not be the same pre-tokens")
-        if self.special_tokens != other.special_tokens:
+        # The same special tokens in another order split the text alike: they merge (the
+        # first part's order is kept, as the ids a trainer gives them follow it).
+        if sorted(self.special_tokens) != sorted(other.special_tokens):
             raise ValueError(f"counts made with special tokens {list(self.special_tokens)} cannot merge with "
                              f"counts made with {list(other.special_tokens)}")
 

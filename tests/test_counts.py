@@ -229,3 +229,12 @@ def test_a_killed_save_leaves_nothing_a_later_save_keeps(tmp_path):
     counts.save(path)
     assert not dead.exists() and live.exists()
     assert hf_bpe.WordCounts.load(path) == counts
+
+
+def test_the_same_specials_in_another_order_merge():
+    texts = ["a<|a|>b the cat<|b|> sat", "the<|b|> mat<|a|>"]
+    one = hf_bpe.count(texts[:1], special_tokens=["<|a|>", "<|b|>"])
+    two = hf_bpe.count(texts[1:], special_tokens=["<|b|>", "<|a|>"])
+    both = one + two
+    assert both.special_tokens == one.special_tokens
+    assert both == hf_bpe.count(texts, special_tokens=["<|a|>", "<|b|>"])
