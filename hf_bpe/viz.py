@@ -281,8 +281,8 @@ def _handler(viz: Viz) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             try:
-                length = self.headers.get("Content-Length") or "0"
-                if not length.isdigit():
+                length = (self.headers.get("Content-Length") or "0").strip(" \t")
+                if not (length.isascii() and length.isdigit()):
                     raise ApiError(HTTPStatus.BAD_REQUEST, f"Content-Length must be a number of bytes, not {length[:40]!r}")
                 n = int(length)
                 if n > 4 * MAX_CORPUS:

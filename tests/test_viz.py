@@ -173,12 +173,22 @@ def test_bad_requests_get_clear_4xx_json(server, path, body, raw, status, words)
     assert got == status and words in res["error"]
 
 
-@pytest.mark.parametrize("length,status", [("abc", 400), ("-5", 400), (str(10**9), 413)])
-def test_a_bad_content_length_is_refused(server, length, status):
+def _post_with_length(server, length: str) -> str:
     with socket.create_connection(server.server_address, timeout=10) as c:
         c.sendall(f"POST /api/encode HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n{{}}".encode())
-        head = c.recv(65536).decode("latin-1")
+        return c.recv(65536).decode("latin-1")
+
+
+@pytest.mark.parametrize("length,status", [("abc", 400), ("-5", 400), ("+2", 400), ("\u0662", 400), (str(10**9), 413)])
+def test_a_bad_content_length_is_refused(server, length, status):
+    head = _post_with_length(server, length)
     assert head.startswith(f"HTTP/1.0 {status}") and "Traceback" not in head
+
+
+def test_a_content_length_with_surrounding_spaces_is_read(server):
+    # Spaces around a field value are not part of it (RFC 9110, 5.5).
+    want = _post_with_length(server, "2").split("\r\n", 1)[0]
+    assert _post_with_length(server, " 2 ").split("\r\n", 1)[0] == want
 
 
 def test_trained_names_are_never_reused(server):
