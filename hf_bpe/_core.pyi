@@ -1,10 +1,14 @@
 """Type stubs for the native core (Rust, PyO3). Every long call releases the GIL; a ``num_threads``
 above the limit (1024) raises ``ValueError`` at once."""
 
+import os
 from typing import Callable, Literal, Sequence
 
 import numpy as np
 import numpy.typing as npt
+
+# A file path: taken by its bytes (os.fsencode), so a name that is not UTF-8 opens that very file.
+_Path = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 
 def pretokenize(pattern: str, text: str) -> list[str]:
     """Splits ``text`` into pre-tokens with a built-in pattern (``"gpt2"``, ``"cl100k"``, ``"o200k"``,
@@ -31,11 +35,12 @@ class WordCounter:
     def __init__(self, pattern: str = "gpt2", special_tokens: Sequence[str] = (), num_threads: int | None = None) -> None: ...
     def add_texts(self, texts: Sequence[str]) -> None:
         """Counts documents: each is split on the special tokens, then pre-tokenized."""
-    def add_file(self, path: str, errors: Literal["strict", "replace", "ignore"] = "strict", text_field: str = "text",
+    def add_file(self, path: _Path, errors: Literal["strict", "replace", "ignore"] = "strict", text_field: str = "text",
                  progress: Callable[[int], object] | None = None, range: tuple[int, int] | None = None) -> None:
-        """Streams a text, ``.gz`` or ``.jsonl`` file; ``progress(bytes_read)`` now and then.
+        """Streams a text, ``.gz`` or ``.jsonl`` file (``path`` by its bytes, ``os.fsencode``);
+        ``progress(bytes_read)`` now and then.
         ``range=(start, end)``: only those bytes of a plain file (a shard from ``shard_cuts``)."""
-    def shard_cuts(self, path: str, targets: Sequence[int]) -> list[int]:
+    def shard_cuts(self, path: _Path, targets: Sequence[int]) -> list[int]:
         """Where shards of ``path`` start for byte offsets ``targets``: the first place at or after
         each where the reader may cut (the file's end when there is none)."""
     def words(self) -> list[tuple[bytes, int]]:
@@ -143,7 +148,7 @@ class Encoder:
                      ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
         """Flat ``(ids, offsets (n, 2), words, row_offsets)``: char ranges as ``tokenizers`` gives them
         (every char a token touches) and each token's word (pre-tokenizer piece) index per text."""
-    def encode_file(self, path_in: str, path_out: str, allowed_special: _Specials = None,
+    def encode_file(self, path_in: _Path, path_out: _Path, allowed_special: _Specials = None,
                     disallowed_special: _Specials = None, separator: str | None = None, text_field: str = "text",
                     errors: Literal["strict", "replace", "ignore"] = "strict", num_threads: int | None = None,
                     progress: Callable[[int], object] | None = None) -> tuple[int, int]:

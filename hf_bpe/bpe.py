@@ -330,10 +330,10 @@ class BPE:
         to the next special token (a file without any is read whole)."""
         from hf_bpe.progress import file_progress
 
-        if not Path(path_in).is_file():
-            raise FileNotFoundError(f"{os.fspath(path_in)}: no such file")
+        if not os.path.isfile(path_in):  # (a path may be bytes: a file name that is not UTF-8)
+            raise FileNotFoundError(f"{os.fsdecode(path_in)}: no such file")
         with file_progress([path_in], "encoding", enabled=progress) as cb:
-            return self._encoder().encode_file(os.fspath(path_in), os.fspath(path_out),
+            return self._encoder().encode_file(path_in, path_out,
                                                allowed_special=_specials_arg(allowed_special), errors=errors,
                                                separator=separator, text_field=text_field,
                                                num_threads=num_threads, progress=cb)

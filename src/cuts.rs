@@ -66,8 +66,9 @@ fn class_after(b: &[u8], p: usize) -> Option<u8> {
 /// it where the reader itself may cut (JSON lines: a line start; text: a [`safe_cut`]), or the
 /// end of the file. Shards `cuts[i]..cuts[i + 1]` then tile the file, and counting them apart
 /// gives the counts of the whole. Only the bytes around each target are read.
-pub fn shard_cuts(path: &str, targets: &[u64], jsonl: bool, specials: &Specials) -> Result<Vec<u64>, String> {
-    let mut f = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
+pub fn shard_cuts(file_path: &std::path::Path, targets: &[u64], jsonl: bool, specials: &Specials) -> Result<Vec<u64>, String> {
+    let path = file_path.display();
+    let mut f = File::open(file_path).map_err(|e| format!("{path}: cannot open: {e}"))?;
     let size = f.metadata().map_err(|e| format!("{path}: {e}"))?.len();
     let longest = specials.list().iter().map(|(t, _)| t.len()).max().unwrap_or(0);
     let back = (CUT_CONTEXT + longest) as u64;

@@ -3,8 +3,10 @@
 //! change) and go through `crate::batch`; the output is written to a temporary file and renamed
 //! into place at the end, so an interrupted run leaves no output file.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 
 use crate::batch::encode_docs;
 use crate::encode::Encoder;
@@ -45,7 +47,7 @@ fn npy_header(dtype: &str, n: u64) -> Vec<u8> {
 struct Output {
     file: Option<File>,
     /// The temporary name, when the file has one while it is written.
-    named: Option<String>,
+    named: Option<PathBuf>,
     done: bool,
 }
 
@@ -58,15 +60,15 @@ impl Drop for Output {
 }
 
 /// `dir/.name.tmp-PID` for the output `dir/name`.
-fn temp_name(path_out: &str, pid: u32) -> String {
-    let p = std::path::Path::new(path_out);
-    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    p.with_file_name(format!(".{name}.tmp-{pid}")).to_string_lossy().into_owned()
+fn temp_name(path_out: &Path, pid: u32) -> PathBuf {
+    let mut name = OsString::from(".");
+    name.push(path_out.file_name().unwrap_or_default());
+    name.push(format!(".tmp-{pid}"));
+    path_out.with_file_name(name)
 }
 
 /// Removes the temporary files of `path_out` left by processes that no longer exist.
-fn remove_stale_temps(path_out: &str) {
-    let p = std::path::Path::new(path_out);
+fn remove_stale_temps(p: &Path) {
     let (Some(name), Some(dir)) = (p.file_name(), p.parent()) else { return };
     let prefix = format!(".{}.tmp-", name.to_string_lossy());
     let dir = if dir.as_os_str().is_empty() { std::path::Path::new(".") } else { dir };
@@ -95,13 +97,12 @@ fn process_alive(pid: i32) -> bool {
 }
 
 impl Output {
-    fn create(path_out: &str) -> Result<Output, String> {
+    fn create(path_out: &Path) -> Result<Output, String> {
         remove_stale_temps(path_out);
         #[cfg(target_os = "linux")]
         {
             use std::os::unix::fs::OpenOptionsExt;
-            let p = std::path::Path::new(path_out);
-            let dir = match p.parent() {
+            let dir = match path_out.parent() {
                 Some(d) if !d.as_os_str().is_empty() => d,
                 _ => std::path::Path::new("."),
             };
@@ -111,13 +112,14 @@ impl Output {
             }
         }
         let tmp = temp_name(path_out, std::process::id());
-        let file = File::create(&tmp).map_err(|e| format!("{path_out}: cannot create {tmp}: {e}"))?;
+        let file = File::create(&tmp).map_err(|e| format!("{}: cannot create {}: {e}", path_out.display(), tmp.display()))?;
         Ok(Output { file: Some(file), named: Some(tmp), done: false })
     }
 
     /// Syncs the file and gives it its name (replacing any older file there).
-    fn finish(mut self, file: File, path_out: &str) -> Result<(), String> {
-        file.sync_all().map_err(|e| format!("{path_out}: {e}"))?;
+    fn finish(mut self, file: File, path_out: &Path) -> Result<(), String> {
+        let shown = path_out.display();
+        file.sync_all().map_err(|e| format!("{shown}: {e}"))?;
         let tmp = match &self.named {
             Some(t) => t.clone(),
             None => {
@@ -125,30 +127,31 @@ impl Output {
                 // replace an existing file).
                 let t = temp_name(path_out, std::process::id());
                 let _ = std::fs::remove_file(&t);
-                link_unnamed(&file, &t).map_err(|e| format!("{path_out}: cannot link the written file in: {e}"))?;
+                link_unnamed(&file, &t).map_err(|e| format!("{shown}: cannot link the written file in: {e}"))?;
                 self.named = Some(t.clone());
                 t
             }
         };
         drop(file);
-        std::fs::rename(&tmp, path_out).map_err(|e| format!("cannot rename {tmp} to {path_out}: {e}"))?;
+        std::fs::rename(&tmp, path_out).map_err(|e| format!("cannot rename {} to {shown}: {e}", tmp.display()))?;
         self.done = true;
         Ok(())
     }
 }
 
 #[cfg(target_os = "linux")]
-fn link_unnamed(file: &File, to: &str) -> std::io::Result<()> {
+fn link_unnamed(file: &File, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::io::AsRawFd;
     let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
-    let to = std::ffi::CString::new(to).map_err(|_| std::io::Error::other("a NUL byte in the path"))?;
+    let to = std::ffi::CString::new(to.as_os_str().as_bytes()).map_err(|_| std::io::Error::other("a NUL byte in the path"))?;
     // SAFETY: two valid C strings; linkat only reads them.
     let r = unsafe { libc::linkat(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::AT_SYMLINK_FOLLOW) };
     if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn link_unnamed(_file: &File, _to: &str) -> std::io::Result<()> {
+fn link_unnamed(_file: &File, _to: &Path) -> std::io::Result<()> {
     unreachable!("unnamed files are only made on Linux")
 }
 
@@ -157,17 +160,17 @@ fn link_unnamed(_file: &File, _to: &str) -> std::io::Result<()> {
 /// `(tokens, text_bytes)`. `progress` receives the number of file bytes read.
 pub fn encode_file(
     enc: &Encoder,
-    path_in: &str,
-    path_out: &str,
+    path_in: &Path,
+    path_out: &Path,
     opt: &FileOptions,
     progress: Progress,
 ) -> Result<(u64, u64), String> {
     // Fail on a missing input before creating anything.
-    File::open(path_in).map_err(|e| format!("{path_in}: cannot open: {e}"))?;
+    File::open(path_in).map_err(|e| format!("{}: cannot open: {e}", path_in.display()))?;
     let wide = enc.n_vocab() > 1 << 16;
 
     let mut output = Output::create(path_out)?;
-    let tmp_path = path_out.to_string();
+    let tmp_path = path_out.display().to_string();
     let mut w = BufWriter::with_capacity(1 << 20, output.file.take().expect("a new output has its file"));
     w.write_all(&[0u8; NPY_HEADER]).map_err(|e| format!("{tmp_path}: {e}"))?;
 

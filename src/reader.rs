@@ -94,22 +94,24 @@ pub enum Block<'a> {
 }
 
 /// True for a JSON-lines file name.
-pub fn is_jsonl(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
+pub fn is_jsonl(path: &std::path::Path) -> bool {
+    let lower = path.to_string_lossy().to_ascii_lowercase();
     lower.ends_with(".jsonl") || lower.ends_with(".jsonl.gz")
 }
 
 /// Streams `path` into `sink` block by block (see the module notes).
 pub fn read_corpus(
-    path: &str,
+    file_path: &std::path::Path,
     opt: &ReadOptions,
     progress: Progress,
     mut sink: impl FnMut(Block) -> Result<(), String>,
 ) -> Result<ReadStats, String> {
-    let mut file = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
+    // (The name in messages; the file itself is opened by its bytes.)
+    let path = &*file_path.display().to_string();
+    let mut file = File::open(file_path).map_err(|e| format!("{path}: cannot open: {e}"))?;
     let gz = {
         let mut head = [0u8; 2];
-        let mut f = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
+        let mut f = File::open(file_path).map_err(|e| format!("{path}: cannot open: {e}"))?;
         f.read(&mut head).unwrap_or(0) == 2 && head == [0x1f, 0x8b]
     };
     let (start, len) = match opt.range {
@@ -120,7 +122,7 @@ pub fn read_corpus(
     if start > 0 {
         file.seek(SeekFrom::Start(start)).map_err(|e| format!("{path}: cannot seek to byte {start}: {e}"))?;
     }
-    let jsonl = is_jsonl(path);
+    let jsonl = is_jsonl(file_path);
     // Custom patterns: cut only after an allowed special (none allowed: never cut).
     let after_special = matches!(opt.cut, CutRule::AfterSpecial) && !jsonl;
     let cuts = if after_special { opt.specials.automaton(opt.allowed) } else { None };

@@ -2,6 +2,8 @@
 peers where there is one."""
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import warnings
 
@@ -327,3 +329,32 @@ def test_a_save_killed_after_any_step_leaves_the_old_or_the_new_folder(tmp_path,
         assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".tok.tmp-")], hidden
     assert not killed, "never finished"
     assert outcomes == {"old", "new"}
+
+
+def test_a_file_name_that_is_not_utf8_opens_that_very_file(tmp_path, gpt2_dir):
+    # Paths go to the core by their bytes: a lossy conversion opened the twin named with U+FFFD.
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    d = os.fsencode(tmp_path)
+    real, twin = d + b"/caf\xe9.txt", d + "/caf\ufffd.txt".encode()
+    with open(real, "wb") as f:
+        f.write(b"the real file, the real words\n")
+    with open(twin, "wb") as f:
+        f.write(b"twin\n")
+    bpe = hf_bpe.BPE.load(gpt2_dir)
+    for path in (real, os.fsdecode(real)):
+        out = tmp_path / "ids.npy"
+        bpe.encode_file(path, out, progress=False)
+        assert bpe.decode(np.load(out).tolist()) == "the real file, the real words\n"
+    counts = hf_bpe.count_files([os.fsdecode(real)], progress=False)
+    assert dict(counts.items())[b" real"] == 2 and b"twin" not in dict(counts.items())
+    trained = hf_bpe.train_files([os.fsdecode(real)], vocab_size=258, progress=False)
+    assert len(trained) == 258
+    # The CLI gets the name as the shell gives it.
+    run = subprocess.run([sys.executable, "-m", "hf_bpe.cli", "stats", "--tokenizer", str(gpt2_dir), os.fsdecode(real)],
+                         capture_output=True)
+    out = run.stdout.decode(errors="surrogateescape") + run.stderr.decode(errors="surrogateescape")
+    assert run.returncode == 0 and re.search(r"caf.\.txt\s+30\s+8\s", out), out  # (the twin has 5 bytes)

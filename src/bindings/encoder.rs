@@ -383,8 +383,8 @@ impl Encoder {
     fn encode_file(
         &self,
         py: Python<'_>,
-        path_in: std::path::PathBuf,
-        path_out: std::path::PathBuf,
+        path_in: &Bound<'_, PyAny>,
+        path_out: &Bound<'_, PyAny>,
         allowed_special: Option<&Bound<'_, PyAny>>,
         disallowed_special: Option<&Bound<'_, PyAny>>,
         separator: Option<&str>,
@@ -411,7 +411,7 @@ impl Encoder {
             errors,
             num_threads: threads(num_threads)?,
         };
-        let (pin, pout) = (path_in.to_string_lossy().into_owned(), path_out.to_string_lossy().into_owned());
+        let (pin, pout) = (super::os_path(path_in)?, super::os_path(path_out)?);
         let enc = &self.inner;
         with_progress(py, progress, |cb| no_panic(|| files::encode_file(enc, &pin, &pout, &opt, cb)))
     }

@@ -20,6 +20,21 @@ pub(crate) fn value_error(e: String) -> PyErr {
 
 /// A `num_threads` argument: None or 0 for the default (RAYON_NUM_THREADS or all cores); an
 /// absurd count is refused at once.
+/// A file path from Python (str, bytes or path-like) by its bytes, as `os.fsencode` gives them:
+/// on Unix any name, UTF-8 or not, opens that very file (a lossy conversion could open another).
+pub(crate) fn os_path(path: &Bound<'_, PyAny>) -> PyResult<std::path::PathBuf> {
+    let b: Vec<u8> = path.py().import("os")?.call_method1("fsencode", (path,))?.extract()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        Ok(std::path::PathBuf::from(std::ffi::OsString::from_vec(b)))
+    }
+    #[cfg(not(unix))]
+    {
+        String::from_utf8(b).map(Into::into).map_err(|e| value_error(format!("the path {:?} is not UTF-8", e.as_bytes())))
+    }
+}
+
 pub(crate) fn threads(n: Option<isize>) -> PyResult<usize> {
     match n {
         Some(k) if k < 0 => Err(value_error(format!("num_threads={k} must be 0 or more (0 or None: all cores)"))),

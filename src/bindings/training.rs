@@ -45,22 +45,24 @@ impl WordCounter {
     fn add_file(
         &mut self,
         py: Python<'_>,
-        path: &str,
+        path: &Bound<'_, PyAny>,
         errors: &str,
         text_field: &str,
         progress: Option<PyObject>,
         range: Option<(u64, u64)>,
     ) -> PyResult<()> {
+        let path = super::os_path(path)?;
         let errors = Utf8Errors::parse(errors).map_err(value_error)?;
         let inner = &mut self.inner;
-        with_progress(py, progress, |cb| inner.add_file(path, errors, text_field, range, cb))
+        with_progress(py, progress, |cb| inner.add_file(&path, errors, text_field, range, cb))
     }
 
     /// Where shards of `path` start for the byte offsets `targets`: the first place at or after
     /// each where the reader may cut (the file's end when there is none).
-    fn shard_cuts(&self, py: Python<'_>, path: &str, targets: Vec<u64>) -> PyResult<Vec<u64>> {
+    fn shard_cuts(&self, py: Python<'_>, path: &Bound<'_, PyAny>, targets: Vec<u64>) -> PyResult<Vec<u64>> {
+        let path = super::os_path(path)?;
         let inner = &self.inner;
-        py.allow_threads(|| inner.shard_cuts(path, &targets)).map_err(value_error)
+        py.allow_threads(|| inner.shard_cuts(&path, &targets)).map_err(value_error)
     }
 
     /// The distinct pre-tokens and their counts, sorted by bytes.

@@ -196,12 +196,13 @@ impl Counter {
     /// counts. `progress` receives the number of file bytes read so far.
     /// `range`: only the bytes `start..end` of a plain file, a shard cut by `cuts::shard_cuts`
     /// (the file counts as one document in the shard that starts at 0).
-    pub fn add_file(&mut self, path: &str, errors: Utf8Errors, text_field: &str, range: Option<(u64, u64)>, progress: Progress) -> Result<(), String> {
+    pub fn add_file(&mut self, file_path: &std::path::Path, errors: Utf8Errors, text_field: &str, range: Option<(u64, u64)>, progress: Progress) -> Result<(), String> {
+        let path = file_path.display();
         if let Some((s, e)) = range {
             if e < s {
                 return Err(format!("{path}: byte range {s}..{e} ends before it starts"));
             }
-            if !self.pattern.is_builtin() && !crate::reader::is_jsonl(path) {
+            if !self.pattern.is_builtin() && !crate::reader::is_jsonl(file_path) {
                 return Err(format!("{path}: text counted with a custom regex is read whole, not in byte ranges"));
             }
         }
@@ -214,7 +215,7 @@ impl Counter {
             allowed: &SpecialSet::All,
             range,
         };
-        let r = read_corpus(path, &opt, progress, |block| match block {
+        let r = read_corpus(file_path, &opt, progress, |block| match block {
             Block::Text(t) => self.count_docs(&[t]),
             Block::Docs(docs) => {
                 let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
@@ -222,7 +223,7 @@ impl Counter {
             }
         });
         self.last_read = r?;
-        if !crate::reader::is_jsonl(path) && range.is_none_or(|(s, _)| s == 0) {
+        if !crate::reader::is_jsonl(file_path) && range.is_none_or(|(s, _)| s == 0) {
             self.documents += 1; // the whole file is one document
         }
         Ok(())
@@ -231,10 +232,10 @@ impl Counter {
     /// Where shards of `path` start, for byte offsets `targets` (`cuts::shard_cuts` with this
     /// counter's special tokens). A custom regex may match across any cut but a special token,
     /// so its text files are counted whole (an error here).
-    pub fn shard_cuts(&self, path: &str, targets: &[u64]) -> Result<Vec<u64>, String> {
+    pub fn shard_cuts(&self, path: &std::path::Path, targets: &[u64]) -> Result<Vec<u64>, String> {
         let jsonl = crate::reader::is_jsonl(path);
         if !jsonl && !self.pattern.is_builtin() {
-            return Err(format!("{path}: text counted with a custom regex is read whole, not in byte ranges"));
+            return Err(format!("{}: text counted with a custom regex is read whole, not in byte ranges", path.display()));
         }
         crate::cuts::shard_cuts(path, targets, jsonl, &self.specials)
     }
