@@ -362,9 +362,7 @@ def _remove_stale(out: Path) -> None:
     except OSError:
         return
     for e in entries:
-        if not e.name.startswith(prefix) or e.is_symlink():
-            continue
-        pid = e.name[len(prefix):].split("-", 1)[0]
+        pid = e.name[len(prefix):].split("-", 1)[0] if e.name.startswith(prefix) and not e.is_symlink() else ""
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
             if e.is_dir(follow_symlinks=False):
                 shutil.rmtree(e.path, ignore_errors=True)
