@@ -18,8 +18,6 @@ pub(crate) fn value_error(e: String) -> PyErr {
     PyValueError::new_err(e)
 }
 
-/// A `num_threads` argument: None or 0 for the default (RAYON_NUM_THREADS or all cores); an
-/// absurd count is refused at once.
 /// A file path from Python (str, bytes or path-like) by its bytes, as `os.fsencode` gives them:
 /// on Unix any name, UTF-8 or not, opens that very file (a lossy conversion could open another).
 pub(crate) fn os_path(path: &Bound<'_, PyAny>) -> PyResult<std::path::PathBuf> {
@@ -35,6 +33,8 @@ pub(crate) fn os_path(path: &Bound<'_, PyAny>) -> PyResult<std::path::PathBuf> {
     }
 }
 
+/// A `num_threads` argument: None or 0 for the default (RAYON_NUM_THREADS or all cores); an
+/// absurd count is refused at once.
 pub(crate) fn threads(n: Option<isize>) -> PyResult<usize> {
     match n {
         Some(k) if k < 0 => Err(value_error(format!("num_threads={k} must be 0 or more (0 or None: all cores)"))),

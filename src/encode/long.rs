@@ -20,62 +20,62 @@ use super::pairs::NO_RANK;
 /// Merges `toks` (< 4 Gi symbols: positions are u32) by `pair` (the rank of two adjacent ids,
 /// `NO_RANK` for none) into `out`; `result` is the token a pair of a rank makes.
 pub(super) fn merge(mut toks: Vec<u32>, pair: impl Fn(u32, u32) -> u32, result: impl Fn(u32) -> u32, out: &mut Vec<u32>) {
-        let n = toks.len();
-        if n < 2 {
-            out.extend_from_slice(&toks);
-            return;
+    let n = toks.len();
+    if n < 2 {
+        out.extend_from_slice(&toks);
+        return;
+    }
+    let mut next: Vec<u32> = (1..=n as u32).collect();
+    let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
+    let none = n as u32;
+    let mut rank_at: Vec<u32> = (0..n).map(|i| if i + 1 < n { pair(toks[i], toks[i + 1]) } else { NO_RANK }).collect();
+    let cold = sorted_keys(&rank_at);
+    let mut ci = 0;
+    let mut hot = Hot::new();
+    loop {
+        let c = cold.get(ci).copied().unwrap_or(u64::MAX);
+        let key = match hot.min() {
+            Some(h) if h < c => hot.pop(),
+            _ if c != u64::MAX => {
+                ci += 1;
+                c
+            }
+            _ => break,
+        };
+        let (want, p) = ((key >> 32) as u32, key as u32 as usize);
+        // Stale? A pair whose rank changed was queued again; one of the same rank is
+        // interchangeable with the live pair (equal ranks always merge into the same token).
+        if rank_at[p] != want {
+            continue;
         }
-        let mut next: Vec<u32> = (1..=n as u32).collect();
-        let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
-        let none = n as u32;
-        let mut rank_at: Vec<u32> = (0..n).map(|i| if i + 1 < n { pair(toks[i], toks[i + 1]) } else { NO_RANK }).collect();
-        let cold = sorted_keys(&rank_at);
-        let mut ci = 0;
-        let mut hot = Hot::new();
-        loop {
-            let c = cold.get(ci).copied().unwrap_or(u64::MAX);
-            let key = match hot.min() {
-                Some(h) if h < c => hot.pop(),
-                _ if c != u64::MAX => {
-                    ci += 1;
-                    c
-                }
-                _ => break,
-            };
-            let (want, p) = ((key >> 32) as u32, key as u32 as usize);
-            // Stale? A pair whose rank changed was queued again; one of the same rank is
-            // interchangeable with the live pair (equal ranks always merge into the same token).
-            if rank_at[p] != want {
-                continue;
-            }
-            let q = next[p] as usize;
-            toks[p] = result(want);
-            rank_at[q] = NO_RANK;
-            let nq = next[q];
-            next[p] = nq;
-            rank_at[p] = NO_RANK;
-            if nq != none {
-                prev[nq as usize] = p as u32;
-                rank_at[p] = pair(toks[p], toks[nq as usize]);
-                if rank_at[p] != NO_RANK {
-                    hot.push(((rank_at[p] as u64) << 32) | p as u64);
-                }
-            }
-            let pp = prev[p];
-            if pp != u32::MAX {
-                let r = pair(toks[pp as usize], toks[p]);
-                rank_at[pp as usize] = r;
-                if r != NO_RANK {
-                    hot.push(((r as u64) << 32) | pp as u64);
-                }
+        let q = next[p] as usize;
+        toks[p] = result(want);
+        rank_at[q] = NO_RANK;
+        let nq = next[q];
+        next[p] = nq;
+        rank_at[p] = NO_RANK;
+        if nq != none {
+            prev[nq as usize] = p as u32;
+            rank_at[p] = pair(toks[p], toks[nq as usize]);
+            if rank_at[p] != NO_RANK {
+                hot.push(((rank_at[p] as u64) << 32) | p as u64);
             }
         }
-        let mut i = 0usize;
-        while i < n {
-            out.push(toks[i]);
-            i = next[i] as usize;
+        let pp = prev[p];
+        if pp != u32::MAX {
+            let r = pair(toks[pp as usize], toks[p]);
+            rank_at[pp as usize] = r;
+            if r != NO_RANK {
+                hot.push(((r as u64) << 32) | pp as u64);
+            }
         }
     }
+    let mut i = 0usize;
+    while i < n {
+        out.push(toks[i]);
+        i = next[i] as usize;
+    }
+}
 
 /// The queue of the pairs a long piece's merges make (see [`merge`]): per rank, a run of
 /// positions in the order they were pushed, kept while they rise (merges sweep a rank's pairs
