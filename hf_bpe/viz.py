@@ -5,6 +5,10 @@ library on 127.0.0.1 only. The API takes no file paths: it serves the tokenizers
 started with and those trained in the page, by name. Encoding with only the first *k* merges
 runs in the core (``_core.segment_words(..., max_rank=)``); with all merges it is ``encode``
 itself, so the page shows exactly the ids ``BPE.encode`` gives.
+
+It answers its own page only: a request whose ``Host`` or ``Origin`` names another site is
+refused (DNS rebinding, cross-site posts), a POST must be ``application/json``, one training
+runs at a time, and every answer is bounded by the size limits below.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ MAX_TEXT = 100_000  # characters of text per request
 MAX_CORPUS = 1_000_000  # characters of corpus to train on in the page
 MAX_VOCAB = 50_000
 MAX_TRAINED = 8  # tokenizers trained in the page that are kept (the oldest goes)
+MAX_WORD_BYTES = 128  # bytes of the word whose merge steps are listed (the answer grows as its square)
 WORKED_EXAMPLE = [" the"] * 5 + [" then"] * 2 + [" cat"] * 3 + [" hat"]
 
 
@@ -171,6 +176,7 @@ class Viz:
         self.trained: list[str] = []
         self.n_trained = 0  # names are never reused: an open page never switches tokenizer
         self.lock = threading.Lock()
+        self.training = threading.Lock()  # one training at a time: each takes both cores
 
     def _get(self, body: dict[str, Any], key: str = "name") -> _Tables:
         name = body.get(key)
@@ -195,7 +201,10 @@ class Viz:
             return self._get(body).token(i)
         if path == "/api/steps":
             t = self._get(body)
-            return t.steps(_text(body, "word", 1000), _merges(body, len(t.merges)))
+            word = _text(body, "word", MAX_WORD_BYTES)
+            if len(word.encode("utf-8")) > MAX_WORD_BYTES:
+                raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"word has {len(word.encode('utf-8')):,} bytes; at most {MAX_WORD_BYTES}")
+            return t.steps(word, _merges(body, len(t.merges)))
         if path == "/api/train":
             return self.train(body)
         raise ApiError(HTTPStatus.NOT_FOUND, f"no API {path!r}")
@@ -213,7 +222,12 @@ class Viz:
         docs = [line for line in corpus.split("\n") if line]
         if not docs:
             raise ApiError(HTTPStatus.BAD_REQUEST, "the corpus is empty")
-        bpe = train(docs, vocab_size=size, special_tokens=("<|endoftext|>",), tie_break=tie, progress=False)
+        if not self.training.acquire(blocking=False):
+            raise ApiError(HTTPStatus.TOO_MANY_REQUESTS, "a training is already running; try again when it has finished")
+        try:
+            bpe = train(docs, vocab_size=size, special_tokens=("<|endoftext|>",), tie_break=tie, progress=False)
+        finally:
+            self.training.release()
         t = _Tables(bpe)
         with self.lock:
             self.n_trained += 1
@@ -271,8 +285,25 @@ def _handler(viz: Viz) -> type[BaseHTTPRequestHandler]:
         def _json(self, status: int, obj: Any) -> None:
             self._send(status, json.dumps(obj, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8")
 
+        def _foreign(self) -> str | None:
+            """Why a request is refused because it does not come from this server's own page, or
+            None. A page elsewhere may rebind its name to 127.0.0.1 (DNS rebinding: its requests
+            then carry its own Host) or post across sites (its Origin): both are refused."""
+            port = self.server.server_address[1]
+            hosts = {f"127.0.0.1:{port}", f"localhost:{port}"} | ({"127.0.0.1", "localhost"} if port == 80 else set())
+            host = (self.headers.get("Host") or "").strip().lower()
+            if host not in hosts:
+                return f"Host {host[:100]!r} is not this server (127.0.0.1:{port})"
+            origin = self.headers.get("Origin")
+            if origin is not None and origin.strip().lower() not in {f"http://{h}" for h in hosts}:
+                return f"Origin {origin[:100]!r} is not this server's page"
+            return None
+
         def do_GET(self) -> None:
-            if self.path in ("/", "/index.html"):
+            why = self._foreign()
+            if why is not None:
+                self._json(403, {"error": why})
+            elif self.path in ("/", "/index.html"):
                 self._send(200, page, "text/html; charset=utf-8")
             elif self.path == "/api/tokenizers":
                 self._json(200, viz.handle(self.path, {}))
@@ -281,6 +312,13 @@ def _handler(viz: Viz) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             try:
+                why = self._foreign()
+                if why is not None:
+                    raise ApiError(HTTPStatus.FORBIDDEN, why)
+                kind = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+                if kind != "application/json":
+                    # (a form or text/plain post is one a foreign page may send without asking)
+                    raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, f"Content-Type must be application/json, not {kind[:60]!r}")
                 length = (self.headers.get("Content-Length") or "0").strip(" \t")
                 if not (length.isascii() and length.isdigit()):
                     raise ApiError(HTTPStatus.BAD_REQUEST, f"Content-Length must be a number of bytes, not {length[:40]!r}")

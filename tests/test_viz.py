@@ -173,10 +173,19 @@ def test_bad_requests_get_clear_4xx_json(server, path, body, raw, status, words)
     assert got == status and words in res["error"]
 
 
-def _post_with_length(server, length: str) -> str:
+def _raw(server, head: str, body: str = "") -> str:
     with socket.create_connection(server.server_address, timeout=10) as c:
-        c.sendall(f"POST /api/encode HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n{{}}".encode())
-        return c.recv(65536).decode("latin-1")
+        c.sendall((head + "\r\n\r\n" + body).encode())
+        got = b""
+        while chunk := c.recv(1 << 16):  # the server closes the connection after its answer
+            got += chunk
+        return got.decode("latin-1")
+
+
+def _post_with_length(server, length: str) -> str:
+    host = f"127.0.0.1:{server.server_address[1]}"
+    return _raw(server, f"POST /api/encode HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: {length}", "{}")
 
 
 @pytest.mark.parametrize("length,status", [("abc", 400), ("-5", 400), ("+2", 400), ("\u0662", 400), (str(10**9), 413)])
@@ -221,3 +230,72 @@ def test_cli_serves_the_page_on_a_free_port(tmp_path):
     finally:
         p.terminate()
         p.wait(10)
+
+
+@pytest.mark.parametrize("method,extra,why", [
+    ("GET", "Host: evil.example:{port}", "Host 'evil.example:"),  # DNS rebinding: the page and its API
+    ("GET", "Host: 127.0.0.1:1", "Host '127.0.0.1:1'"),
+    ("GET", "X: no host", "Host ''"),
+    ("POST", "Host: 127.0.0.1:{port}\r\nOrigin: http://evil.example", "Origin 'http://evil.example'"),
+    ("POST", "Host: 127.0.0.1:{port}\r\nOrigin: null", "Origin 'null'"),
+])
+def test_requests_from_other_sites_are_refused(server, method, extra, why):
+    port = server.server_address[1]
+    for path in ("/", "/api/tokenizers") if method == "GET" else ("/api/train",):
+        body = json.dumps({"corpus": "ab ab", "vocab_size": 258})
+        head = f"{method} {path} HTTP/1.1\r\n{extra.format(port=port)}\r\nContent-Type: application/json"
+        got = _raw(server, head + (f"\r\nContent-Length: {len(body)}" if method == "POST" else ""), body if method == "POST" else "")
+        assert got.startswith("HTTP/1.0 403") and why in got, got[:300]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST:{port}"])
+def test_the_pages_own_host_and_origin_are_served(server, host):
+    h = host.format(port=server.server_address[1])
+    body = json.dumps({"name": "worked example", "text": " the"})
+    got = _raw(server, f"POST /api/encode HTTP/1.1\r\nHost: {h}\r\nOrigin: http://{h}\r\n"
+                       f"Content-Type: application/json; charset=utf-8\r\nContent-Length: {len(body)}", body)
+    assert got.startswith("HTTP/1.0 200") and '"id"' in got
+
+
+@pytest.mark.parametrize("kind", ["text/plain", "application/x-www-form-urlencoded", ""])
+def test_a_post_must_be_json(server, kind):
+    # A foreign page may send text/plain or a form across sites without asking first: refused.
+    port = server.server_address[1]
+    body = json.dumps({"corpus": "ab ab", "vocab_size": 258})
+    ctype = f"\r\nContent-Type: {kind}" if kind else ""
+    got = _raw(server, f"POST /api/train HTTP/1.1\r\nHost: 127.0.0.1:{port}{ctype}\r\nContent-Length: {len(body)}", body)
+    assert got.startswith("HTTP/1.0 415") and "application/json" in got
+
+
+def test_one_training_at_a_time(server):
+    import threading
+    from unittest import mock
+
+    started, release = threading.Event(), threading.Event()
+    real = hf_bpe.training.train
+
+    def slow(*a, **k):
+        started.set()
+        release.wait(30)
+        return real(*a, **k)
+
+    with mock.patch.object(hf_bpe.training, "train", slow):
+        first: list = []
+        t = threading.Thread(target=lambda: first.append(call(server, "/api/train", {"corpus": "ab ab", "vocab_size": 258})))
+        t.start()
+        assert started.wait(30)
+        status, res = call(server, "/api/train", {"corpus": "ab ab", "vocab_size": 258})
+        release.set()
+        t.join(30)
+    assert status == 429 and "already running" in res["error"]
+    assert first[0][0] == 200
+    assert call(server, "/api/train", {"corpus": "ab ab", "vocab_size": 258})[0] == 200  # free again
+
+
+def test_steps_are_bounded(server):
+    status, res = call(server, "/api/steps", {"name": "worked example", "word": "a" * (viz.MAX_WORD_BYTES + 1)})
+    assert status == 413 and "at most 128" in res["error"]
+    status, res = call(server, "/api/steps", {"name": "worked example", "word": "é" * (viz.MAX_WORD_BYTES // 2 + 1)})
+    assert status == 413  # counted in bytes: the list grows with the bytes
+    status, res = call(server, "/api/steps", {"name": "worked example", "word": "a" * viz.MAX_WORD_BYTES})
+    assert status == 200 and len(json.dumps(res)) < 1 << 20
