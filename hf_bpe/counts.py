@@ -7,8 +7,11 @@ bytes plus 16 bytes per distinct word, pickling and saving copy no Python object
 is a linear merge of sorted runs in the core. Counts remember the pattern and special tokens
 they were made with and refuse to merge with counts made otherwise.
 
-File format (``save``/``load``): a magic line, a little-endian u32 header length, a JSON header
-(version, pattern, special tokens, sizes, CRC-32 of the arrays), then the three arrays raw.
+File format (``save``/``load``), version 2: a magic line, a little-endian u32 header length, a
+JSON header (version, pattern, special tokens, sizes, CRC-32 of the arrays), the header's own
+CRC-32 (u32), then the three arrays raw. Every field is checked before anything is allocated:
+a damaged or foreign file is a :class:`~hf_bpe.FormatError` naming the file and the field.
+Version 1 files (no header checksum) still load, their fields checked alike.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from hf_bpe.formats import FormatError
 __all__ = ["WordCounts"]
 
 MAGIC = b"hf_bpe word counts\n"
-VERSION = 1
+VERSION = 2
+_HEADER = {"version": int, "pattern": str, "special_tokens": list, "words": int, "word_bytes": int,
+           "documents": int, "text_bytes": int, "crc32": int}
 _DTYPES = (("bytes", "<u1"), ("offsets", "<i8"), ("counts", "<u8"))
 
 
@@ -169,7 +174,7 @@ class WordCounts:
         header = json.dumps({"version": VERSION, "pattern": self.pattern, "special_tokens": list(self.special_tokens),
                              "words": len(self), "word_bytes": len(self.bytes), "documents": self.documents,
                              "text_bytes": self.text_bytes, "crc32": crc}).encode()
-        return write_file(path, [MAGIC, struct.pack("<I", len(header)), header]
+        return write_file(path, [MAGIC, struct.pack("<I", len(header)), header, struct.pack("<I", zlib.crc32(header))]
                           + [memoryview(a).cast("B") for a in arrays])
 
     @classmethod
@@ -180,27 +185,60 @@ class WordCounts:
         with open(path, "rb") as f:
             if f.read(len(MAGIC)) != MAGIC:
                 raise FormatError(f"{path}: not an hf_bpe word counts file (made by WordCounts.save)")
-            try:
-                (n,) = struct.unpack("<I", f.read(4))
-                head = json.loads(f.read(n))
-                version, words, nbytes = head["version"], int(head["words"]), int(head["word_bytes"])
-            except (struct.error, ValueError, KeyError, TypeError) as e:
-                raise FormatError(f"{path}: the header of the word counts is damaged ({e})") from None
-            if version != VERSION:
-                raise FormatError(f"{path}: word counts format version {version}; this hf_bpe reads version {VERSION}")
+            size = os.fstat(f.fileno()).st_size
+            raw = f.read(4)
+            n = struct.unpack("<I", raw)[0] if len(raw) == 4 else size
+            if len(MAGIC) + 4 + n > size:
+                raise FormatError(f"{path}: truncated: the header of the word counts is cut short")
+            text = f.read(n)
+            head = _header(path, text)
+            if head["version"] == 2 and struct.unpack("<I", f.read(4).ljust(4, b"\0"))[0] != zlib.crc32(text):
+                raise FormatError(f"{path}: corrupt: the checksum of the word counts' header does not match")
+            words, nbytes = head["words"], head["word_bytes"]
+            left = size - f.tell()
             arrays, crc = [], 0
             for (name, dtype), count in zip(_DTYPES, (nbytes, words + 1, words)):
+                width = np.dtype(dtype).itemsize
+                if count * width > left:
+                    raise FormatError(f"{path}: truncated: the {name} array has {left // width} of its {count} entries")
                 a = np.fromfile(f, dtype=dtype, count=count)
-                if len(a) != count:
-                    raise FormatError(f"{path}: truncated: the {name} array has {len(a)} of its {count} entries")
+                left -= count * width
                 crc = zlib.crc32(memoryview(a).cast("B"), crc)
                 arrays.append(a)
             if f.read(1):
                 raise FormatError(f"{path}: there are bytes after the word counts")
-        if crc != head.get("crc32"):
+        if crc != head["crc32"]:
             raise FormatError(f"{path}: corrupt: the checksum of the word counts does not match")
         try:
-            return cls(tuple(arrays), head["pattern"], head["special_tokens"], head.get("documents", 0),
-                       head.get("text_bytes", 0))
+            return cls(tuple(arrays), head["pattern"], head["special_tokens"], head["documents"], head["text_bytes"])
         except ValueError as e:
             raise FormatError(f"{path}: {e}") from None
+
+
+def _header(path: Path, text: bytes) -> dict:
+    """The header's fields, each checked (type, range); a FormatError naming the field if not."""
+    try:
+        head = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise FormatError(f"{path}: the header of the word counts is damaged ({e})") from None
+    if not isinstance(head, dict):
+        raise FormatError(f"{path}: the header of the word counts is not a JSON object")
+    version = head.get("version")
+    if version not in (1, 2) or isinstance(version, bool):
+        raise FormatError(f"{path}: word counts format version {version!r}; this hf_bpe reads versions 1 and 2")
+    fields = dict(_HEADER) if version == 2 else {k: t for k, t in _HEADER.items() if k not in ("documents", "text_bytes")}
+    missing, unknown = sorted(set(fields) - set(head)), sorted(set(head) - set(_HEADER))
+    if missing or unknown:
+        raise FormatError(f"{path}: the header of the word counts has " + "; ".join(
+            ([f"no field {', '.join(missing)}"] if missing else []) + ([f"unknown field {', '.join(unknown)}"] if unknown else [])))
+    for key, kind in _HEADER.items():
+        v = head.setdefault(key, 0)
+        if not isinstance(v, kind) or isinstance(v, bool) or (kind is int and not 0 <= v < (1 << 32 if key == "crc32" else 1 << 63)):
+            raise FormatError(f"{path}: the word counts' header field {key!r} is {str(v)[:60]!r}, not "
+                              + ("a non-negative integer" if kind is int else f"a {kind.__name__}"))
+    specials = head["special_tokens"]
+    if not all(isinstance(t, str) and t for t in specials) or len(set(specials)) != len(specials):
+        raise FormatError(f"{path}: the word counts' header field 'special_tokens' must list distinct non-empty strings")
+    if not head["pattern"]:
+        raise FormatError(f"{path}: the word counts' header field 'pattern' is empty")
+    return head

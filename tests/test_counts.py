@@ -8,6 +8,9 @@ import gzip
 import os
 import json
 import pickle
+import re
+import struct
+import zlib
 from collections import Counter
 
 import numpy as np
@@ -17,6 +20,7 @@ from hypothesis import strategies as st
 
 import hf_bpe
 from hf_bpe import _core
+from hf_bpe.counts import MAGIC
 from conftest import corpus_docs
 
 SPECIALS = ("<|endoftext|>", "<|pad|>")
@@ -238,3 +242,65 @@ def test_the_same_specials_in_another_order_merge():
     both = one + two
     assert both.special_tokens == one.special_tokens
     assert both == hf_bpe.count(texts, special_tokens=["<|a|>", "<|b|>"])
+
+
+def test_every_single_bit_flip_is_a_format_error(tmp_path):
+    # The header is under a checksum too: a flipped special token ("<" -> "=") or pattern
+    # ("gpt2" -> "gpt3") would otherwise load and train into the vocabulary.
+    counts = hf_bpe.count(["the cat sat on the mat, 12"] * 3, progress=False)
+    data = counts.save(tmp_path / "c.counts").read_bytes()
+    bad = tmp_path / "bad.counts"
+    for i in range(len(data)):
+        for bit in range(8):
+            flipped = bytearray(data)
+            flipped[i] ^= 1 << bit
+            bad.write_bytes(bytes(flipped))
+            with pytest.raises(hf_bpe.FormatError, match="bad.counts: "):
+                hf_bpe.WordCounts.load(bad)
+
+
+def _with_header(data: bytes, head: dict, version: int) -> bytes:
+    n = struct.unpack("<I", data[len(MAGIC):len(MAGIC) + 4])[0]
+    arrays = data[len(MAGIC) + 4 + n + 4:]
+    text = json.dumps(head).encode()
+    crc = struct.pack("<I", zlib.crc32(text)) if version == 2 else b""
+    return MAGIC + struct.pack("<I", len(text)) + text + crc + arrays
+
+
+@pytest.mark.parametrize("change,words", [
+    ({"words": 1e14}, "'words' is '100000000000000.0', not a non-negative integer"),
+    ({"words": 10**14}, "truncated: the offsets array"),  # checked against the file's size, not allocated
+    ({"word_bytes": -1}, "'word_bytes' is '-1'"),
+    ({"words": True}, "'words' is 'True'"),
+    ({"special_tokens": "<|endoftext|>"}, "'special_tokens' is '<|endoftext|>', not a list"),
+    ({"special_tokens": ["a", "a"]}, "distinct non-empty strings"),
+    ({"special_tokens": [5]}, "distinct non-empty strings"),
+    ({"pattern": None}, "'pattern' is 'None', not a str"),
+    ({"pattern": ""}, "'pattern' is empty"),
+    ({"crc32": 2**40}, "'crc32'"),
+    ({"version": 9}, "version 9; this hf_bpe reads versions 1 and 2"),
+    ({"extra": 1}, "unknown field extra"),
+    ({"words": None, "text_bytes": None}, "'words' is 'None'"),
+])
+def test_every_header_field_is_checked(tmp_path, change, words):
+    counts = hf_bpe.count(["the cat sat on the mat"] * 3, progress=False)
+    data = counts.save(tmp_path / "c.counts").read_bytes()
+    n = struct.unpack("<I", data[len(MAGIC):len(MAGIC) + 4])[0]
+    head = json.loads(data[len(MAGIC) + 4:len(MAGIC) + 4 + n])
+    head.update(change)
+    (tmp_path / "h.counts").write_bytes(_with_header(data, head, 2))
+    with pytest.raises(hf_bpe.FormatError, match="h.counts: .*" + re.escape(words)):
+        hf_bpe.WordCounts.load(tmp_path / "h.counts")
+    del head["documents"]
+    (tmp_path / "m.counts").write_bytes(_with_header(data, {**head, **change}, 2))
+    with pytest.raises(hf_bpe.FormatError, match="m.counts: "):
+        hf_bpe.WordCounts.load(tmp_path / "m.counts")
+
+
+def test_version_1_files_still_load(tmp_path):
+    counts = hf_bpe.count(["the cat sat on the mat"] * 3, progress=False)
+    data = counts.save(tmp_path / "c.counts").read_bytes()
+    n = struct.unpack("<I", data[len(MAGIC):len(MAGIC) + 4])[0]
+    head = json.loads(data[len(MAGIC) + 4:len(MAGIC) + 4 + n])
+    (tmp_path / "v1.counts").write_bytes(_with_header(data, dict(head, version=1), 1))
+    assert hf_bpe.WordCounts.load(tmp_path / "v1.counts") == counts
