@@ -160,7 +160,7 @@ class BPE:
             return [t if b.pipeline else t._replace(normalized=False) for t in b.added_tokens]
 
         return (self._vocab == other._vocab and added(self) == added(other)
-                and self.pattern_source == other.pattern_source and self.merges == other.merges
+                and formats.pattern_key(self.pattern) == formats.pattern_key(other.pattern) and self.merges == other.merges
                 and self.pipeline == other.pipeline)
 
     __hash__ = None  # type: ignore[assignment]
@@ -230,7 +230,9 @@ class BPE:
 
     def to_tiktoken(self, name: str | None = None) -> "tiktoken.Encoding":
         """A ``tiktoken.Encoding`` (same pattern, ranks = ids, same special tokens) that gives the
-        ids of :meth:`encode` for every input. A merges-mode vocabulary is accepted only when
+        ids of :meth:`encode` for every input. A custom pattern is given as one that also keeps
+        the text between its matches (``tiktoken_io.pat_str``: tiktoken drops it, we keep it as
+        pieces); a sequence of splits (DeepSeek-V3) is refused. A merges-mode vocabulary is accepted only when
         tiktoken's rule (join the pair whose token has the lowest id) reproduces its merges, as
         for GPT-2's files and every trained vocabulary; otherwise ``ValueError`` names the token
         or merge at fault. Needs the ``tiktoken`` package (the ``tiktoken`` extra)."""

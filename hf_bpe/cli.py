@@ -196,6 +196,9 @@ def _cmd_convert(args: argparse.Namespace) -> int:
             print(f"special tokens are plain vocab.json entries there; declare them when loading: "
                   f"BPE.load({str(out)!r}, special_tokens={sorted(bpe.special_tokens)!r})")
     else:
+        from hf_bpe.tiktoken_io import pat_str
+
+        pat = pat_str(bpe)  # (refuses a pattern tiktoken cannot run as we do, before writing)
         bpe.save_tiktoken(out)
         pattern = formats.pattern_name(bpe.pattern)
         print(f"wrote {len(bpe.vocab) - len(bpe.special_tokens)} ranks -> {out}")
@@ -204,6 +207,8 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         opts = " ".join([f"--pattern {_quote(pattern)}"] + [f"--special-token {_quote(f'{t}={i}')}"
                                                            for t, i in bpe.special_tokens.items()])
         print(f"  hf-bpe convert {_quote(str(out))} OUT --to hf {opts}")
+        print(f"  tiktoken.Encoding(NAME, pat_str={pat!r}, special_tokens={bpe.special_tokens!r},\n"
+              f"                    mergeable_ranks=tiktoken.load.load_tiktoken_bpe({str(out)!r}))")
     return 0
 
 

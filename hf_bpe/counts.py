@@ -28,7 +28,7 @@ import numpy as np
 
 from hf_bpe import _core
 from hf_bpe.artifacts import write_file
-from hf_bpe.formats import FormatError
+from hf_bpe.formats import FormatError, pattern_key
 
 __all__ = ["WordCounts"]
 
@@ -107,7 +107,7 @@ class WordCounts:
     def _check_compatible(self, other: WordCounts) -> None:
         if not isinstance(other, WordCounts):
             raise TypeError(f"can only merge WordCounts with WordCounts, not {type(other).__name__}")
-        if _core.pattern_source(self.pattern) != _core.pattern_source(other.pattern):
+        if pattern_key(self.pattern) != pattern_key(other.pattern):
             raise ValueError(f"counts made with pattern {self.pattern!r} cannot merge with counts made with "
                              f"pattern {other.pattern!r}: the words would not be the same pre-tokens")
         # The same special tokens in another order split the text alike: they merge (the
@@ -138,7 +138,7 @@ class WordCounts:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, WordCounts):
             return NotImplemented
-        return (_core.pattern_source(self.pattern) == _core.pattern_source(other.pattern)
+        return (pattern_key(self.pattern) == pattern_key(other.pattern)
                 and self.special_tokens == other.special_tokens
                 and all(np.array_equal(getattr(self, k), getattr(other, k)) for k, _ in _DTYPES))
 

@@ -45,7 +45,7 @@ def base_settings(base: BPE, pattern: str, special_tokens: Sequence[str]) -> tup
     defaults of ``pattern`` and ``special_tokens`` mean "the base's"; other values must be them."""
     check_base(base)
     own = [t.content for t in base.added_tokens]
-    if pattern != "gpt2" and _core.pattern_source(pattern) != base.pattern_source:
+    if pattern != "gpt2" and formats.pattern_key(pattern) != formats.pattern_key(base.pattern):
         raise ValueError(f"pattern={pattern!r} differs from the base's {base.pattern!r}: an extension keeps the base's")
     if tuple(special_tokens) not in (("<|endoftext|>",), tuple(own)):
         raise ValueError(f"special_tokens={list(special_tokens)} differ from the base's {own}: an extension keeps "
@@ -79,7 +79,7 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
 
     check_base(base)
     first = max([base.vocab_size] + [t.id + 1 for t in extra_added])
-    if _core.pattern_source(counts.pattern) != base.pattern_source:
+    if formats.pattern_key(counts.pattern) != formats.pattern_key(base.pattern):
         raise ValueError(f"the counts were made with pattern {counts.pattern!r}, the base uses {base.pattern!r}: "
                          "count the new corpus with the base's pattern (hf_bpe.extend does)")
     own = tuple(dict.fromkeys(t.content for t in list(base.added_tokens) + list(extra_added)))

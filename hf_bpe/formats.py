@@ -108,6 +108,12 @@ def pattern_name(pattern: str) -> str:
     return _core.pattern_from_splits([pattern]) or pattern
 
 
+def pattern_key(pattern: str) -> tuple[str, ...]:
+    """What a pattern splits by, for comparing two: the regexes of its sequence of splits
+    (DeepSeek-V3 has three; ``pattern_source`` is only the first), or an imported pipeline."""
+    return (pattern,) if pattern.startswith("{") else tuple(_core.pattern_splits(pattern))
+
+
 def read(
     path: str | os.PathLike,
     special_tokens: Iterable[str] = (),

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from hf_bpe.bpe import BPE
 
-__all__ = ["rank_split", "merges_from_ranks", "check_reproducible", "mergeable_ranks", "to_encoding",
+__all__ = ["rank_split", "merges_from_ranks", "check_reproducible", "mergeable_ranks", "pat_str", "to_encoding",
            "rank_file", "save"]
 
 
@@ -138,6 +138,32 @@ def mergeable_ranks(bpe: "BPE") -> dict[bytes, int]:
     return ranks
 
 
+def pat_str(bpe: "BPE") -> str:
+    r"""The pattern tiktoken must be given to cut text into the pieces ``bpe`` cuts.
+
+    tiktoken encodes only what its pattern matches and drops the text between matches; hf_bpe,
+    like ``tokenizers``' ``Split(behavior="Isolated")``, keeps each such gap as a piece. A built-in
+    pattern matches every character (tested), so it goes as it is. Any other pattern P becomes
+    ``(?:P)|(?:(?!(?:P))[\s\S])+``: where P matches it is P; elsewhere a run of characters at none
+    of which P matches, which is exactly the gap up to P's next match."""
+    from hf_bpe.formats import pattern_key, pattern_name
+
+    splits = pattern_key(bpe.pattern)
+    if len(splits) > 1:
+        raise ValueError(f"tiktoken cannot reproduce the pattern {bpe.pattern!r}: it is a sequence of {len(splits)} "
+                         "splits, each cutting the pieces of the one before, and tiktoken runs one regex")
+    source = bpe.pattern_source
+    if pattern_name(bpe.pattern) != bpe.pattern or pattern_name(source) != source:
+        return source
+    import re
+
+    ref = re.search(r"\\(?:[1-9]|k<|g[<{0-9])|\(\?P?<(?![=!])", source)
+    if ref:
+        raise ValueError(f"tiktoken cannot reproduce this pattern: {ref.group()!r} (a named group or back-reference) "
+                         "cannot be repeated in the alternative that keeps the text between its matches")
+    return f"(?:{source})|(?:(?!(?:{source}))[\\s\\S])+"
+
+
 def to_encoding(bpe: "BPE", name: str | None = None) -> "tiktoken.Encoding":
     """A ``tiktoken.Encoding`` giving ``bpe``'s ids (see ``BPE.to_tiktoken``)."""
     try:
@@ -145,7 +171,7 @@ def to_encoding(bpe: "BPE", name: str | None = None) -> "tiktoken.Encoding":
     except ImportError:
         raise ImportError("BPE.to_tiktoken needs the tiktoken package: pip install 'hf_bpe[tiktoken]' "
                           "(or pip install tiktoken)") from None
-    return tiktoken.Encoding(name or "hf_bpe", pat_str=bpe.pattern_source, mergeable_ranks=mergeable_ranks(bpe),
+    return tiktoken.Encoding(name or "hf_bpe", pat_str=pat_str(bpe), mergeable_ranks=mergeable_ranks(bpe),
                              special_tokens=dict(bpe.special_tokens))
 
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hf_bpe
-from hf_bpe import BPE, artifacts, formats
+from hf_bpe import BPE, artifacts, formats, tiktoken_io
 from hf_bpe.cli import main
 from conftest import CL100K_PAT, O200K_PAT, R50K_PAT, corpus_docs, corpus_slice, peer_stable_chars, shared_data
 
@@ -274,11 +274,19 @@ def test_convert_to_each_format_reads_back_equal(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "pattern='gpt2'" in printed and "{'<|endoftext|>': 50256}" in printed
     # the printed command rebuilds it
-    cmd = printed.strip().splitlines()[-1].split("hf-bpe ", 1)[1].replace("OUT", str(tmp_path / "back"))
+    line = next(s for s in printed.splitlines() if "hf-bpe convert" in s)
+    cmd = line.split("hf-bpe ", 1)[1].replace("OUT", str(tmp_path / "back"))
     import shlex
 
     assert main(shlex.split(cmd)) == 0
     assert BPE.load(tmp_path / "back").encode(text, allowed_special="all") == expected
+    # and so does the printed tiktoken call
+    import tiktoken
+    import tiktoken.load
+
+    call = printed[printed.index("tiktoken.Encoding("):].replace("NAME", "'back'")
+    enc = eval(call, {"tiktoken": tiktoken})
+    assert enc.encode(text, allowed_special="all") == expected
 
 
 def test_convert_carries_a_custom_pattern_through_tiktoken(tmp_path, capsys):
@@ -309,3 +317,70 @@ def test_convert_errors_are_clear(argv, message, tmp_path, capsys):
     assert main(["convert"] + [a.format(**paths) for a in argv]) == 1
     err = capsys.readouterr().err
     assert err.startswith("hf-bpe convert: error: ") and message in err
+
+
+GAP_PATTERNS = [r"[a-z]+", r"\p{L}+| ?\p{N}", r"(?i)the|[aeiou]+", r"\w+(?=\s)", r"(?<=a)b+|c"]
+
+
+@pytest.mark.parametrize("pattern", GAP_PATTERNS)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(st.sampled_from("abcTHE théº1 2\n\t.,日🙂"), max_size=40))
+def test_the_text_between_a_patterns_matches_is_kept_by_tiktoken_too(pattern, text):
+    # tiktoken drops what its pattern does not match; hf_bpe keeps those gaps as pieces, as
+    # tokenizers' Split(Isolated) does: the exported pattern must keep them too.
+    bpe = _gap_vocab(pattern)
+    enc = bpe.to_tiktoken()
+    assert enc.encode(text) == bpe.encode(text)
+    assert enc.decode(enc.encode(text)) == text
+
+
+_GAP_VOCABS: dict[str, BPE] = {}
+
+
+def _gap_vocab(pattern: str) -> BPE:
+    if pattern not in _GAP_VOCABS:
+        _GAP_VOCABS[pattern] = hf_bpe.train(["ab1cd the cat. Théº 12 日日 abab"] * 20, vocab_size=290,
+                                            pattern=pattern, progress=False)
+    return _GAP_VOCABS[pattern]
+
+
+def test_the_exported_pattern_of_a_realistic_letter_number_pattern_keeps_every_character():
+    # The issue's case: "º" (not a letter or number to this pattern) was lost in tiktoken's ids.
+    bpe = hf_bpe.train(["the 1st and 2º, x = y + 1;"] * 20, vocab_size=300,
+                       pattern=r" ?\p{L}+| ?\p{N}+", progress=False)
+    enc = bpe.to_tiktoken()
+    for text in ["the 2º place", "a\u00a0b", "x = y + 1;"]:
+        assert enc.encode(text) == bpe.encode(text) and enc.decode(enc.encode(text)) == text
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "nemotron", "tekken", "kimi"])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(max_size=60))
+def test_built_in_patterns_go_as_they_are_because_they_match_every_character(name, text):
+    import tiktoken
+
+    source = hf_bpe._core.pattern_source(name)
+    bpe = BPE({i: bytes([i]) for i in range(256)}, [], pattern=name)
+    assert tiktoken_io.pat_str(bpe) == source
+    enc = tiktoken.Encoding("t", pat_str=source, mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    assert enc.decode(enc.encode(text, disallowed_special=())) == text
+
+
+def test_a_pattern_with_a_back_reference_is_refused_by_name():
+    bpe = hf_bpe.train(["aa bb cc"] * 20, vocab_size=258, pattern=r"(a)\1|\w+", progress=False)
+    with pytest.raises(ValueError, match=r"'\\\\1' \(a named group or back-reference\)"):
+        bpe.to_tiktoken()
+
+
+def test_deepseek_v3s_three_splits_are_refused_not_cut_to_the_first():
+    # pattern_source is only the first of the three regexes (its digits): exporting it made
+    # tiktoken drop every other character.
+    bpe = BPE({i: bytes([i]) for i in range(256)}, [], pattern="deepseek-v3")
+    with pytest.raises(ValueError, match="sequence of 3 splits"):
+        bpe.to_tiktoken()
+    counts = hf_bpe.count(["12 ab"], pattern="deepseek-v3", progress=False)
+    other = hf_bpe.count(["12 ab"], pattern=hf_bpe._core.pattern_source("deepseek-v3"), progress=False)
+    with pytest.raises(ValueError, match="cannot merge"):
+        counts + other
+    assert BPE({i: bytes([i]) for i in range(256)}, [], pattern=hf_bpe._core.pattern_source("deepseek-v3")) != bpe
