@@ -269,8 +269,6 @@ def _cached(request, which):
     ("normalizer", {"type": "BertNormalizer"}, "normalizer BertNormalizer is not supported"),
     ("normalizer", {"type": "Precompiled", "precompiled_charsmap": ""}, "normalizer Precompiled is not supported"),
     ("pre_tokenizer", {"type": "Metaspace", "replacement": "\u2581"}, "pre_tokenizer Metaspace is not supported"),
-    ("pre_tokenizer", {"type": "Sequence", "pretokenizers": [{"type": "Digits"}]}, "does not end with ByteLevel"),
-    ("pre_tokenizer", None, "pre_tokenizer is null"),
     ("decoder", {"type": "Metaspace"}, "decoder Metaspace is not supported"),
     ("decoder", None, "decoder is null"),
     ("post_processor", {"type": "Whatever"}, "post_processor Whatever is not supported"),
@@ -350,3 +348,71 @@ def test_transformers_class_adds_the_same_special_tokens(request, which):
     ids = ref(texts[0])["input_ids"]
     assert ours.decode(ids) == ref.decode(ids) and ours.decode(ids, skip_special_tokens=True) == ref.decode(ids, skip_special_tokens=True)
     assert len(ours) == len(ref)
+
+
+_BL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+_VALID_SHAPES = {
+    # ByteLevel followed by other steps: they see its alphabet ("Ġ" for a space) and may cut a
+    # char's bytes apart ("²" is 0xC2 0xB2; 0xB2 maps to "²", a digit)
+    "bytelevel-then-steps": {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "Punctuation", "behavior": "Isolated"}, _BL, {"type": "Digits", "individual_digits": False},
+        {"type": "Split", "pattern": {"Regex": "[0-9][0-9][0-9]"}, "behavior": "Isolated", "invert": False}]}},
+    "bytelevel-prefix-then-punctuation": {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        dict(_BL, add_prefix_space=True), {"type": "Punctuation", "behavior": "Isolated"}]}},
+    "bytelevel-twice": {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [_BL, dict(_BL, use_regex=False)]}},
+    # no ByteLevel: the model gets raw text, and a char outside the byte alphabet (" ", "é") is
+    # a token it lacks: dropped, unk (fused or not), or its <0xNN> tokens
+    "empty-sequence": {"pre_tokenizer": {"type": "Sequence", "pretokenizers": []}},
+    "null": {"pre_tokenizer": None},
+    "whitespace-only": {"pre_tokenizer": {"type": "Whitespace"}},
+    "empty-unk": {"pre_tokenizer": {"type": "Sequence", "pretokenizers": []}, "model.unk_token": "<|endoftext|>"},
+    "empty-unk-fused": {"pre_tokenizer": None, "model.unk_token": "<|endoftext|>", "model.fuse_unk": True},
+    "digits-fallback": {"pre_tokenizer": {"type": "Digits", "individual_digits": True}, "model.byte_fallback": True,
+                        "bytes": 256},
+    # fallback for some bytes only, unk for the others: a pending unk comes after the fallback
+    # tokens met before the next token of the vocabulary, as tokenizers builds its word
+    "partial-fallback-unk": {"pre_tokenizer": None, "model.byte_fallback": True, "bytes": 128,
+                             "model.unk_token": "<|endoftext|>"},
+    "partial-fallback-unk-fused": {"pre_tokenizer": None, "model.byte_fallback": True, "bytes": 128,
+                                   "model.unk_token": "<|endoftext|>", "model.fuse_unk": True},
+}
+
+
+@pytest.mark.parametrize("shape", _VALID_SHAPES)
+def test_valid_files_that_tokenizers_loads_load_with_its_ids(tmp_path, shape):
+    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
+    raw["added_tokens"] = raw["added_tokens"][:1]  # <|endoftext|> only: the ids below stay put
+    vocab = raw["model"]["vocab"]
+    for k, v in _VALID_SHAPES[shape].items():
+        if k == "bytes":
+            vocab.update({f"<0x{x:02X}>": 50257 + x for x in range(v)})
+        elif k.startswith("model."):
+            raw["model"][k[6:]] = v
+        else:
+            raw[k] = v
+    p = tmp_path / "tokenizer.json"
+    p.write_text(json.dumps(raw), encoding="utf-8")
+    texts = corpus_docs("multilingual", 30_000) + corpus_docs("code", 10_000) + [
+        "x² ¼ §1 1234567 ça 日本語 🙂  \t end", " the  cat\n\n", "<|endoftext|>a", "éé  é"]
+    bpe, ref = BPE.load(p), tokenizers.Tokenizer.from_file(str(p))
+    for t in texts:
+        assert bpe.encode(t, allowed_special="all") == ref.encode(t, add_special_tokens=False).ids, t[:80]
+    bpe.save(tmp_path / "again")
+    assert BPE.load(tmp_path / "again") == bpe
+
+
+def test_an_added_token_listed_by_its_content_beside_its_byte_level_spelling(tmp_path):
+    # "\n\n" and "ĊĊ" are the same bytes under two ids: tokenizers loads it, the added token
+    # (matched first) wins, and the model keeps making the spelled entry.
+    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
+    raw["added_tokens"] = raw["added_tokens"][:1]
+    for content, i, special in [("\n\n", 50257, False), (" the", 50258, True)]:
+        raw["added_tokens"].append({"id": i, "content": content, "single_word": False, "lstrip": False,
+                                    "rstrip": False, "normalized": False, "special": special})
+        raw["model"]["vocab"][content] = i
+    p = tmp_path / "tokenizer.json"
+    p.write_text(json.dumps(raw), encoding="utf-8")
+    bpe, ref = BPE.load(p), tokenizers.Tokenizer.from_file(str(p))
+    for t in ["hello the world\n\n  x <|endoftext|> theory", "a\n\n\nb", "the"] + corpus_docs("english", 5_000):
+        assert bpe.encode(t, allowed_special="all") == ref.encode(t, add_special_tokens=False).ids
+    assert bpe.decode([50257, 628]) == "\n\n\n\n"

@@ -94,7 +94,17 @@ impl Tables {
                 continue;
             }
             if let Some(old) = by_bytes.insert(b, *id) {
-                return Err(format!("vocab gives the same bytes {} to ids {old} and {id}", py_bytes(b)));
+                // An added token listed by its literal content beside the byte-level spelling of
+                // the same bytes (`"\n\n"` and `"ĊĊ"`): the model only ever makes the spelled
+                // entry; the added token is matched by its content before the model, as in
+                // `tokenizers`. (Two spelled entries never share bytes: the alphabet is 1:1.)
+                match (special_ids.contains(&old), special_ids.contains(id)) {
+                    (false, true) if self.merges_mode => {
+                        by_bytes.insert(b, old);
+                    }
+                    (true, false) if self.merges_mode => {}
+                    _ => return Err(format!("vocab gives the same bytes {} to ids {old} and {id}", py_bytes(b))),
+                }
             }
         }
         // Merges mode takes a vocabulary without some byte tokens, as `tokenizers` does

@@ -26,6 +26,7 @@ use crate::cache::WordCache;
 use crate::encode::Encoder;
 use crate::pretok::{Pattern, Regex};
 use crate::specials::{Automaton, Item};
+use split::Piece;
 
 pub use normalize::Normalizer;
 pub use split::PreTokenizer;
@@ -77,6 +78,19 @@ pub struct Pipeline {
     fuse_unk: bool,
     /// Whether some byte that UTF-8 text can hold lacks a token.
     missing_any: bool,
+    /// For a char outside the byte alphabet ([`Piece::Text`]): the model's unk token, whether it
+    /// falls back to bytes, and the `<0xNN>` token of each byte.
+    unk: Option<u32>,
+    byte_fallback: bool,
+    byte_ids: Box<[Option<u32>; 256]>,
+}
+
+/// A symbol of a piece with missing tokens: a byte (and what its token is), or a char outside
+/// the byte alphabet.
+#[derive(Clone, Copy)]
+enum Sym {
+    Byte(u8, Missing),
+    Char(char),
 }
 
 /// What [`Pipeline::parse`] needs to know of the vocabulary.
@@ -95,7 +109,7 @@ impl Pipeline {
     pub fn parse(json: Option<&str>, look: &Lookup) -> Result<(Pipeline, Option<Pattern>), String> {
         let Some(json) = json else {
             let missing = Box::new(std::array::from_fn(|b| if (look.has_byte)(b as u8) { Missing::Present } else { Missing::Drop }));
-            return Ok((Pipeline { json: None, normalizer: None, pre: None, ignore_merges: false, missing_any: in_utf8(&missing), missing, fallback: Vec::new(), fuse_unk: false }, None));
+            return Ok((Pipeline { json: None, normalizer: None, pre: None, ignore_merges: false, missing_any: in_utf8(&missing), missing, fallback: Vec::new(), fuse_unk: false, unk: None, byte_fallback: false, byte_ids: Box::new([None; 256]) }, None));
         };
         let v: Value = serde_json::from_str(json).map_err(|e| format!("pipeline is not valid JSON: {e}"))?;
         let get = |k: &str| v.get(k).unwrap_or(&Value::Null);
@@ -173,7 +187,8 @@ impl Pipeline {
         let pre = if pattern.is_some() { None } else { Some(pre) };
         let json = if plain { None } else { Some(canonical.to_string()) };
         let missing_any = in_utf8(&missing);
-        Ok((Pipeline { json, normalizer, pre, ignore_merges, missing, fallback: fallbacks, fuse_unk, missing_any }, pattern))
+        let byte_ids = Box::new(std::array::from_fn(|x| if byte_fallback { (look.id_of)(&format!("<0x{x:02X}>")) } else { None }));
+        Ok((Pipeline { json, normalizer, pre, ignore_merges, missing, fallback: fallbacks, fuse_unk, missing_any, unk, byte_fallback, byte_ids }, pattern))
     }
 
     /// Whether text must take this path rather than the encoder's hot path: a normalizer, a
@@ -255,13 +270,17 @@ impl Pipeline {
                 Some(pre) => {
                     let mut pos = 0;
                     for p in pre.pieces(t)? {
-                        let a = pos + t[pos..].find(p.as_str()).ok_or_else(|| {
-                            format!("offsets and words are not available for this text: the tokenizer.json pre_tokenizer adds to it (piece {p:?})")
+                        let b = match &p {
+                            Piece::Bytes(b) => &b[..],
+                            Piece::Text(s) => s.as_bytes(),
+                        };
+                        let a = pos + memchr::memmem::find(&t.as_bytes()[pos..], b).ok_or_else(|| {
+                            format!("offsets and words are not available for this text: the tokenizer.json pre_tokenizer adds to it (piece {:?})", String::from_utf8_lossy(b))
                         })?;
                         ids.clear();
-                        self.encode_piece(enc, cache, p.as_bytes(), &mut ids);
-                        f(s + a, s + a + p.len(), &ids, false);
-                        pos = a + p.len();
+                        self.encode_model_piece(enc, cache, &p, &mut ids);
+                        f(s + a, s + a + b.len(), &ids, false);
+                        pos = a + b.len();
                     }
                 }
             }
@@ -276,9 +295,25 @@ impl Pipeline {
             None => enc.pattern.for_each_piece_dyn(text, &mut |s: usize, e: usize| self.encode_piece(enc, cache, &text.as_bytes()[s..e], out)),
             Some(pre) => {
                 for p in pre.pieces(text)? {
-                    self.encode_piece(enc, cache, p.as_bytes(), out);
+                    self.encode_model_piece(enc, cache, &p, out);
                 }
                 Ok(())
+            }
+        }
+    }
+
+    /// One piece of the pre-tokenizer's: its bytes, or text with chars the model lacks.
+    fn encode_model_piece(&self, enc: &Encoder, cache: &mut WordCache, piece: &Piece, out: &mut Vec<u32>) {
+        match piece {
+            Piece::Bytes(b) => self.encode_piece(enc, cache, b, out),
+            // A char outside the byte alphabet is not in the vocabulary: as a missing byte token,
+            // it becomes the `<0xNN>` tokens of its UTF-8 bytes, or unk, or nothing.
+            Piece::Text(s) => {
+                let syms = s.chars().map(|c| match split::alphabet_byte(c) {
+                    Some(b) => Sym::Byte(b, self.missing[b as usize]),
+                    None => Sym::Char(c),
+                });
+                self.encode_symbols(enc, cache, syms, out);
             }
         }
     }
@@ -295,32 +330,72 @@ impl Pipeline {
                 return;
             }
         }
-        // Dropped bytes leave their neighbours adjacent; a fallback or unk token stands between.
-        let mut run: Vec<u8> = Vec::with_capacity(piece.len());
-        let mut last_unk = false;
-        for &b in piece {
-            match self.missing[b as usize] {
-                Missing::Present => run.push(b),
-                Missing::Drop => {}
-                m => {
-                    if !run.is_empty() {
-                        enc.encode_piece(cache, &run, out);
-                        run.clear();
-                        last_unk = false;
+        self.encode_symbols(enc, cache, piece.iter().map(|&b| Sym::Byte(b, self.missing[b as usize])), out);
+    }
+
+    /// A piece with missing tokens, symbol by symbol, in the order `tokenizers` builds its word:
+    /// dropped symbols leave their neighbours adjacent; fallback tokens stand between their
+    /// neighbours at once, while an unk token waits until the next token of the vocabulary or
+    /// the piece's end (so fallback tokens met meanwhile come before it, and `fuse_unk` joins
+    /// unks across them).
+    fn encode_symbols(&self, enc: &Encoder, cache: &mut WordCache, syms: impl Iterator<Item = Sym>, out: &mut Vec<u32>) {
+        let mut run: Vec<u8> = Vec::new();
+        let mut pending: Option<u32> = None;
+        let mut char_ids: Vec<u32> = Vec::new();
+        let flush = |run: &mut Vec<u8>, cache: &mut WordCache, out: &mut Vec<u32>| {
+            if !run.is_empty() {
+                enc.encode_piece(cache, run, out);
+                run.clear();
+            }
+        };
+        for sym in syms {
+            let m = match sym {
+                Sym::Byte(_, Missing::Present) | Sym::Byte(_, Missing::Drop) => None,
+                Sym::Byte(_, m) => Some(m),
+                Sym::Char(c) => {
+                    let mut utf8 = [0u8; 4];
+                    char_ids.clear();
+                    let fallback = self.byte_fallback
+                        && c.encode_utf8(&mut utf8).bytes().all(|x| self.byte_ids[x as usize].map(|id| char_ids.push(id)).is_some());
+                    match (fallback, self.unk) {
+                        (true, _) => Some(Missing::Fallback(u16::MAX)),
+                        (false, Some(u)) => Some(Missing::Unk(u)),
+                        (false, None) => None,
                     }
-                    match m {
-                        Missing::Unk(u) if !(self.fuse_unk && last_unk) => out.push(u),
-                        Missing::Unk(_) => {}
-                        Missing::Fallback(k) => out.extend_from_slice(&self.fallback[k as usize]),
-                        _ => unreachable!(),
-                    }
-                    last_unk = matches!(m, Missing::Unk(_));
                 }
+            };
+            match (sym, m) {
+                (Sym::Byte(b, Missing::Present), _) => {
+                    if let Some(u) = pending.take() {
+                        out.push(u);
+                    }
+                    run.push(b);
+                }
+                (_, None) => {}
+                (_, Some(Missing::Unk(u))) => {
+                    flush(&mut run, cache, out);
+                    match pending {
+                        Some(_) if self.fuse_unk => {}
+                        Some(p) => {
+                            out.push(p);
+                            pending = Some(u);
+                        }
+                        None => pending = Some(u),
+                    }
+                }
+                (_, Some(Missing::Fallback(k))) => {
+                    flush(&mut run, cache, out);
+                    if k == u16::MAX {
+                        out.extend_from_slice(&char_ids);
+                    } else {
+                        out.extend_from_slice(&self.fallback[k as usize]);
+                    }
+                }
+                (_, Some(_)) => unreachable!(),
             }
         }
-        if !run.is_empty() {
-            enc.encode_piece(cache, &run, out);
-        }
+        flush(&mut run, cache, out);
+        out.extend(pending);
     }
 }
 

@@ -2,6 +2,13 @@
 //! compositions no scanner covers (those that reduce to one scanner or regex never come here,
 //! see [`PreTokenizer::as_pattern`]). Each step splits every piece of the step before; empty
 //! pieces are dropped, as `tokenizers` drops them.
+//!
+//! The model reads byte-level chars. When the one `ByteLevel` is the last step (every released
+//! file seen so far) the pieces stay text and their bytes go to the model. Otherwise (`mapped`)
+//! each `ByteLevel` maps its pieces' bytes to the byte alphabet as `tokenizers` does, so the steps
+//! after it see `Ġ` for a space and may cut a char's bytes apart; at the end each char of a piece
+//! is its alphabet byte, and a char outside the alphabet (text no `ByteLevel` mapped) is one the
+//! model lacks: [`Piece::Text`].
 
 use std::sync::OnceLock;
 
@@ -33,6 +40,30 @@ pub struct PreTokenizer {
     pub steps: Vec<Step>,
     /// The `pre_tokenizer` object as given (JSON).
     pub json: String,
+    /// Whether `ByteLevel` maps bytes to the byte alphabet (all but one `ByteLevel`, last).
+    mapped: bool,
+}
+
+/// A piece as the model gets it.
+pub enum Piece {
+    /// Bytes (each char of the byte alphabet read as its byte).
+    Bytes(Vec<u8>),
+    /// Text with a char outside the byte alphabet (no `ByteLevel` mapped it): such a char is
+    /// a token the model lacks.
+    Text(String),
+}
+
+/// The byte an alphabet char stands for (the inverse of `train::byte_alphabet`).
+pub fn alphabet_byte(c: char) -> Option<u8> {
+    static INV: OnceLock<Vec<Option<u8>>> = OnceLock::new();
+    let inv = INV.get_or_init(|| {
+        let mut v = vec![None; 0x200];
+        for (b, ch) in crate::train::byte_alphabet().iter().enumerate() {
+            v[*ch as usize] = Some(b as u8);
+        }
+        v
+    });
+    inv.get(c as usize).copied().flatten()
 }
 
 fn behavior(v: &Value, what: &str, default: Behavior) -> Result<Behavior, String> {
@@ -48,17 +79,17 @@ fn behavior(v: &Value, what: &str, default: Behavior) -> Result<Behavior, String
 }
 
 impl PreTokenizer {
-    /// Parses a `pre_tokenizer` object of a byte-level model: its last step must be ByteLevel.
+    /// Parses a `pre_tokenizer` object (null: no step), as `tokenizers` reads it.
     pub fn parse(v: &Value) -> Result<PreTokenizer, String> {
-        if v.is_null() {
-            return Err("pre_tokenizer is null: not a byte-level BPE tokenizer (a ByteLevel pre-tokenizer is needed)".into());
-        }
         let mut steps = Vec::new();
-        Self::flatten(v, &mut steps)?;
-        if !matches!(steps.last(), Some(Step::ByteLevel { .. })) {
-            return Err("pre_tokenizer does not end with ByteLevel: not a byte-level BPE tokenizer".into());
+        if !v.is_null() {
+            Self::flatten(v, &mut steps)?;
         }
-        Ok(PreTokenizer { steps, json: v.to_string() })
+        let byte_levels = steps.iter().filter(|s| matches!(s, Step::ByteLevel { .. })).count();
+        let mapped = !(byte_levels == 1 && matches!(steps.last(), Some(Step::ByteLevel { .. })));
+        // (null is no step, as an empty Sequence; `json` names the pre-tokenizer as a pattern)
+        let json = if v.is_null() { r#"{"type":"Sequence","pretokenizers":[]}"#.to_string() } else { v.to_string() };
+        Ok(PreTokenizer { steps, json, mapped })
     }
 
     fn flatten(v: &Value, out: &mut Vec<Step>) -> Result<(), String> {
@@ -119,18 +150,27 @@ impl PreTokenizer {
         }
     }
 
-    /// The pieces of `text`, in order.
-    pub fn pieces(&self, text: &str) -> Result<Vec<String>, String> {
+    /// The pieces of `text`, in order, as the model gets them.
+    pub fn pieces(&self, text: &str) -> Result<Vec<Piece>, String> {
         let mut cur = vec![text.to_string()];
         for step in &self.steps {
             let mut next = Vec::with_capacity(cur.len() * 2);
             for p in &cur {
-                step.split(p, &mut next)?;
+                step.split(p, self.mapped, &mut next)?;
             }
             next.retain(|p: &String| !p.is_empty());
             cur = next;
         }
-        Ok(cur)
+        if !self.mapped {
+            return Ok(cur.into_iter().map(|p| Piece::Bytes(p.into_bytes())).collect());
+        }
+        Ok(cur
+            .into_iter()
+            .map(|p| match p.chars().map(alphabet_byte).collect::<Option<Vec<u8>>>() {
+                Some(b) => Piece::Bytes(b),
+                None => Piece::Text(p),
+            })
+            .collect())
     }
 }
 
@@ -156,7 +196,8 @@ fn is_punctuation(c: char) -> bool {
 }
 
 impl Step {
-    fn split(&self, s: &str, out: &mut Vec<String>) -> Result<(), String> {
+    /// Splits `s` onto `out`; with `map`, `ByteLevel` also maps each piece to the byte alphabet.
+    fn split(&self, s: &str, map: bool, out: &mut Vec<String>) -> Result<(), String> {
         let mut marks: Vec<((usize, usize), bool)> = Vec::new();
         let behavior = match self {
             Step::ByteLevel { add_prefix_space, use_regex } => {
@@ -167,10 +208,17 @@ impl Step {
                 } else {
                     s
                 };
+                let alphabet = map.then(crate::train::byte_alphabet);
+                let mut push = |p: &str| {
+                    out.push(match &alphabet {
+                        Some(a) => p.bytes().map(|b| a[b as usize]).collect(),
+                        None => p.to_string(),
+                    })
+                };
                 if *use_regex {
-                    Pattern::Gpt2.for_each_piece_dyn(s, &mut |a, b| out.push(s[a..b].to_string()))?;
+                    Pattern::Gpt2.for_each_piece_dyn(s, &mut |a, b| push(&s[a..b]))?;
                 } else {
-                    out.push(s.to_string());
+                    push(s);
                 }
                 return Ok(());
             }
