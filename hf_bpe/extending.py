@@ -32,11 +32,41 @@ def check_base(base: BPE) -> BPE:
     if not isinstance(base, BPE):
         raise TypeError(f"base must be an hf_bpe.BPE (BPE.load reads GPT-2 files, tokenizer.json, .tiktoken), "
                         f"not {type(base).__name__}")
-    if base._core.is_generic or base.pattern_source.startswith("{"):
+    if base.pipeline is not None or base.pattern_source.startswith("{"):
         raise ValueError("this base cannot be extended: its tokenizer.json pipeline (a normalizer, several "
                          "pre-tokenizer steps or missing byte tokens, see base.pipeline) is not one pattern over "
                          "bytes, so its words cannot be counted as the encoder cuts them")
+    _check_added_split(base)
     return base
+
+
+def _check_added_split(base: BPE) -> None:
+    """Words are counted split on every added token's content in one pass. That is how the
+    encoder splits too unless a token has flags (``lstrip``, ``rstrip``, ``single_word``) or a
+    token matched in the raw text (``normalized=False``) can overlap one matched after
+    normalization (``normalized=True``, a second pass: without a normalizer the same text, but
+    matched only between the first pass's tokens)."""
+    for t in base.added_tokens:
+        flags = [f for f in ("lstrip", "rstrip", "single_word") if getattr(t, f)]
+        if flags:
+            raise ValueError(f"this base cannot be extended exactly: its added token {t.content!r} sets {flags[0]}, "
+                             "which changes where it splits text; words are counted split on added tokens as they are")
+    if not base._core.is_generic:
+        return
+    raw = [t.content for t in base.added_tokens if not t.normalized]
+    later = [t.content for t in base.added_tokens if t.normalized]
+    for a in raw:
+        for b in later:
+            if _overlap(a, b) or _overlap(b, a):
+                raise ValueError(f"this base cannot be extended exactly: its added tokens {a!r} (matched first, in "
+                                 f"the raw text) and {b!r} (matched after normalization) can overlap in text, and "
+                                 "words are counted split on added tokens in one pass")
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether an occurrence of ``a`` and one of ``b`` can share characters without being equal
+    spans: one inside the other, or an end of ``a`` that begins ``b``."""
+    return a in b or b in a or any(a.endswith(b[:k]) for k in range(1, min(len(a), len(b))))
 
 
 def base_settings(base: BPE, pattern: str, special_tokens: Sequence[str]) -> tuple[str, list[str]]:

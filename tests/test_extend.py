@@ -4,6 +4,8 @@ tiktoken and transformers."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import hf_bpe
@@ -138,3 +140,61 @@ def test_a_base_merge_that_re_forms_is_not_learned_again(tmp_path):
         hf_bpe.train_from_counts(hf_bpe.count(texts, progress=False), vocab_size=base.vocab_size + 3, base=base)
     with pytest.raises(ValueError, match="max_token_length must be >= 1"):
         hf_bpe.extend(base, texts, vocab_size=base.vocab_size + 3, max_token_length=0)
+
+
+def test_phi2_with_two_groups_of_added_tokens_extends_exactly(tmp_path):
+    # phi-2's whitespace added tokens are matched after normalization (a second group), its
+    # <|endoftext|> in the raw text: no overlap, so words counted split on all of them in one
+    # pass are the encoder's pieces (checked below), and the extension is exact.
+    import warnings
+    from collections import Counter
+
+    import tokenizers
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = hf_bpe.BPE.load(shared_data() / "hf-tokenizers" / "phi-2")
+    docs = [d + "<|endoftext|>" for d in corpus_docs("code", 200_000)]
+    own = [t.content for t in base.added_tokens]
+    counts = hf_bpe.count(docs, special_tokens=own, progress=False)
+    ids, _, words, rows = base.encode_spans(docs, allowed_special="all")
+    added = {t.id for t in base.added_tokens}
+    pieces: Counter = Counter()
+    for r in range(len(docs)):
+        cur: dict = {}
+        for i, w in zip(ids[rows[r]:rows[r + 1]], words[rows[r]:rows[r + 1]]):
+            if int(i) not in added:
+                cur[int(w)] = cur.get(int(w), b"") + base.vocab[int(i)]
+        pieces.update(cur.values())
+    assert dict(counts.items()) == dict(pieces)
+
+    ext = hf_bpe.extend(base, docs, vocab_size=base.vocab_size + 200, progress=False)
+    assert ext.merges[len(base.merges):] == reference.train_reference(dict(counts.items()), 200, "lexicographic",
+                                                                       base_merges=base.merges)
+    assert_extends(ext, base, docs[:20])
+    ext.save(tmp_path / "phi")
+    file = tokenizers.Tokenizer.from_file(str(tmp_path / "phi" / "tokenizer.json"))
+    assert [e.ids for e in file.encode_batch(docs[:50], add_special_tokens=False)] == ext.encode_batch(docs[:50], allowed_special="all")
+
+
+@pytest.mark.parametrize("change,words", [
+    ({"rstrip": True}, "sets rstrip"),
+    ({"normalized": True, "content": "<|endoftext|>x"}, "can overlap in text"),
+])
+def test_added_tokens_that_split_otherwise_name_the_cause(new_docs, change, words):
+    base = hf_bpe.train(corpus_docs("english", 50_000), vocab_size=300, progress=False)
+    from hf_bpe.formats import AddedToken
+
+    b = base.derive([AddedToken(**dict(dict(content="<|x|>", id=300, special=False, lstrip=False, rstrip=False,
+                                            single_word=False, normalized=True), **change))])
+    with pytest.raises(ValueError, match="cannot be extended exactly: .*" + words):
+        hf_bpe.extend(b, new_docs[:20], vocab_size=400, progress=False)
+
+
+def test_a_flagged_added_token_is_refused_in_one_group_too(new_docs):
+    from hf_bpe.formats import AddedToken
+
+    base = hf_bpe.train(corpus_docs("english", 50_000), vocab_size=300, progress=False)
+    b = base.derive([AddedToken("<|x|>", 300, True, True, False, False, False)])  # lstrip, matched in the raw text
+    with pytest.raises(ValueError, match=re.escape("'<|x|>' sets lstrip")):
+        hf_bpe.extend(b, new_docs[:20], vocab_size=400, progress=False)
