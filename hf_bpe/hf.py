@@ -23,7 +23,7 @@ from hf_bpe.artifacts import portable_config, save_staged, write_vocabulary
 from hf_bpe.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
 from hf_bpe.bpe import BPE
 from hf_bpe.post import bos_eos_flag, bos_eos_template, prefix_space, template_of
-from hf_bpe.hf_encoding import (backend_of, encode_split_words, encode_texts, bpe_of, new_added,
+from hf_bpe.hf_encoding import (backend_of, cleans_up, encode_split_words, encode_texts, bpe_of, new_added,
                                 numpy_batch, token_tables, train_new)
 from hf_bpe.hf_rows import all_rows, ones_rows, pad_rows, rows_of
 from hf_bpe.hf_spans import LazyEncodings, spans_rows
@@ -208,8 +208,7 @@ class BPETokenizer(PreTrainedTokenizer):
             skip = set(self.all_special_ids) | {i for i, t in self._added_tokens_decoder.items() if t.special}
             ids = [i for i in ids if i not in skip]
         text = self.engine().decode_bytes(ids).decode("utf-8", errors=self.errors)  # (added tokens included)
-        cleanup = self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None else clean_up_tokenization_spaces
-        return self.clean_up_tokenization(text) if cleanup else text
+        return self.clean_up_tokenization(text) if cleans_up(self, clean_up_tokenization_spaces) else text
 
     # ---- files -----------------------------------------------------------------------------
 

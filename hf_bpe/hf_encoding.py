@@ -10,9 +10,11 @@ import json
 import os
 import weakref
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from transformers.tokenization_utils_base import TruncationStrategy
+from transformers.utils import logging
 from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import formats
@@ -20,7 +22,7 @@ from hf_bpe.bpe import BPE, gc_paused, pad_flat
 from hf_bpe.post import offset_trim
 
 __all__ = ["TokenTables", "token_tables", "new_added", "encode_flat", "encode_texts", "encode_split_words",
-           "numpy_batch", "train_new", "backend_of", "from_hf_files"]
+           "numpy_batch", "train_new", "backend_of", "from_hf_files", "cleans_up"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,3 +287,19 @@ def from_hf_files(vocab_file: str | None, merges_file: str | None, tokenizer_fil
     if tokenizer_file:
         return BPE.load(tokenizer_file)
     raise ValueError("BPETokenizer needs vocab_file + merges_file, tokenizer_file, or bpe=hf_bpe.BPE(...)")
+
+
+_FORCE_BPE_CLEANUP = "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"
+
+
+def cleans_up(tok: Any, flag: bool | None) -> bool:
+    """Whether ``decode`` cleans up tokenization spaces, as the installed ``transformers`` decides
+    for a BPE tokenizer: from 5.25 it skips the cleanup, which corrupts BPE text (``"tela . Mutu"``
+    -> ``"tela. Mutu"``), unless the tokenizer forces it, and warns once; before, it applies it."""
+    cleanup = tok.clean_up_tokenization_spaces if flag is None else flag
+    if cleanup and hasattr(tok, _FORCE_BPE_CLEANUP) and not getattr(tok, _FORCE_BPE_CLEANUP):
+        logging.get_logger(__name__).warning_once(
+            f"Ignoring clean_up_tokenization_spaces=True for BPE tokenizer {type(tok).__name__}, as transformers does: "
+            f"it strips spaces before punctuation. Set it False to silence this, or {_FORCE_BPE_CLEANUP}=True to force it.")
+        return False
+    return bool(cleanup)

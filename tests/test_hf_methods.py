@@ -146,3 +146,30 @@ def test_backend_is_the_fast_one_whatever_class_saved_the_folder(tmp_path):
     cfg = json.loads((tmp_path / "ours" / "tokenizer_config.json").read_text())
     assert "backend" not in cfg and "cache_bytes" not in cfg
     assert hf_bpe.BPETokenizer.from_pretrained(tmp_path / "ours").backend == "tokenizers"
+
+
+FORCE = "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"
+
+
+@pytest.mark.parametrize("model", ["phi-2", "whisper-large-v3"])
+def test_decode_cleans_up_spaces_only_as_the_installed_transformers_does(model):
+    # Both configs set clean_up_tokenization_spaces=True; transformers 5.25 ignores it for BPE
+    # tokenizers (the cleanup turns "tela . Mutu" into "tela. Mutu") unless forced.
+    from transformers import AutoTokenizer
+
+    folder = shared_data() / "hf-tokenizers" / model
+    texts = ["tela . Mutu", "a , b ! c ? don 't", "x n't y 's z 've"] + corpus_docs("english", 20_000)[:20]
+    for kw in ({}, {FORCE: True}):
+        ours, ref = hf_bpe.BPETokenizer.from_pretrained(folder, **kw), AutoTokenizer.from_pretrained(folder, **kw)
+        assert ours.clean_up_tokenization_spaces is True
+        ids = [ref(t)["input_ids"] for t in texts]
+        for flag in (None, True, False):
+            assert ours.batch_decode(ids, clean_up_tokenization_spaces=flag) == ref.batch_decode(ids, clean_up_tokenization_spaces=flag)
+    if not hasattr(ref, FORCE):
+        pytest.skip("this transformers applies the cleanup to BPE tokenizers (checked above)")
+    assert ours.decode(ref("tela . Mutu", add_special_tokens=False)["input_ids"]) == "tela. Mutu"  # forced
+    plain = hf_bpe.BPETokenizer.from_pretrained(folder)
+    assert plain.decode(ref("tela . Mutu", add_special_tokens=False)["input_ids"]) == "tela . Mutu"
+    # a transformers without the rule (before 5.25) cleans up: so do we
+    delattr(plain, FORCE)
+    assert plain.decode(ref("tela . Mutu", add_special_tokens=False)["input_ids"]) == "tela. Mutu"
