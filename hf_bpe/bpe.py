@@ -100,6 +100,8 @@ class BPE:
         """Every added token with its flags, by id (special tokens among them)."""
         self.pipeline: str | None = core.pipeline
         """An imported ``tokenizer.json``'s components (JSON), or ``None``."""
+        self.truncation_padding: dict | None = None
+        """The ``truncation``/``padding`` sections of a file loaded with them ignored (never applied)."""
         self.pattern: str = core.pattern
         self.pattern_source: str = self.pattern if self.pattern.startswith("{") else _core.pattern_source(self.pattern)
         self._vocab = vocab
@@ -191,28 +193,44 @@ class BPE:
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, special_tokens: Iterable[str] = (),
-             cache_bytes: int = DEFAULT_CACHE_BYTES) -> "BPE":
+             cache_bytes: int = DEFAULT_CACHE_BYTES, truncation_and_padding: str = "refuse") -> "BPE":
         """Loads a folder saved by :meth:`save`, GPT-2's ``vocab.json`` + ``merges.txt`` (a folder,
         or the path of either file), a byte-level BPE ``tokenizer.json``, or a tiktoken encoding's
         ``.tiktoken`` file (``cl100k_base.tiktoken``, ...; see :func:`hf_bpe.formats.read`).
 
         Malformed files raise :class:`hf_bpe.formats.FormatError` naming the file and line.
         ``special_tokens`` declares extra vocabulary entries as special; ``cache_bytes`` bounds the
-        word cache (see :attr:`cache_bytes`).
+        word cache (see :attr:`cache_bytes`). A ``tokenizer.json`` that sets ``truncation`` or
+        ``padding`` (which ``tokenizers`` applies in every encode, and ``encode`` here never does)
+        is refused unless ``truncation_and_padding="ignore"``; ``BPETokenizer`` reads such files
+        as ``transformers`` does (per call, with the sections as its defaults).
         """
-        return cls.from_tables(formats.read(path, special_tokens), path, cache_bytes=cache_bytes)
+        return cls.from_tables(formats.read(path, special_tokens), path, cache_bytes=cache_bytes,
+                               truncation_and_padding=truncation_and_padding)
 
     @classmethod
     def from_tables(cls, tables: formats.Tables, source: str | os.PathLike | None = None, *,
-                    cache_bytes: int = DEFAULT_CACHE_BYTES) -> "BPE":
-        """A BPE from a reader's tables; tables the core rejects raise ``FormatError`` naming ``source``."""
+                    cache_bytes: int = DEFAULT_CACHE_BYTES, truncation_and_padding: str = "refuse") -> "BPE":
+        """A BPE from a reader's tables; tables the core rejects raise ``FormatError`` naming
+        ``source`` (``truncation_and_padding``: see :meth:`load`)."""
+        name = "<tables>" if source is None else os.fspath(source)
+        if truncation_and_padding not in ("refuse", "ignore"):
+            raise ValueError(f"truncation_and_padding must be 'refuse' or 'ignore', not {truncation_and_padding!r}")
+        if tables.truncation_padding and truncation_and_padding == "refuse":
+            what = "; ".join(f"{k} {json.dumps(v)}" for k, v in tables.truncation_padding.items())
+            raise formats.FormatError(
+                f"{name}: the tokenizer.json sets {what}: tokenizers truncates and pads every encode with it, "
+                "BPE.encode never does. Load it with BPETokenizer.from_pretrained (transformers' per-call "
+                "truncation and padding, with these as defaults), or BPE.load(..., truncation_and_padding='ignore')")
         try:
-            return cls(tables.vocab, tables.merges, tables.special_tokens, tables.pattern, cache_bytes=cache_bytes,
-                       added_tokens=tables.added_tokens, pipeline=tables.pipeline)
+            out = cls(tables.vocab, tables.merges, tables.special_tokens, tables.pattern, cache_bytes=cache_bytes,
+                      added_tokens=tables.added_tokens, pipeline=tables.pipeline)
         except ValueError as e:
             if source is None:
                 raise
-            raise formats.FormatError(f"{os.fspath(source)}: {e}") from None
+            raise formats.FormatError(f"{name}: {e}") from None
+        out.truncation_padding = tables.truncation_padding
+        return out
 
     @classmethod
     def from_tiktoken(

@@ -93,6 +93,9 @@ class Tables(NamedTuple):
     pipeline: str | None = None
     """An imported ``tokenizer.json``'s normalizer, pre-tokenizer, model options, post-processor
     and decoder (JSON), checked and run by the core."""
+    truncation_padding: dict | None = None
+    """A ``tokenizer.json``'s ``truncation`` and ``padding`` sections that are set (``tokenizers``
+    applies them in every encode; ``BPE.load`` refuses them unless told to ignore them)."""
 
 
 # Ids are 32-bit in the core (u32::MAX itself is reserved).
@@ -243,7 +246,9 @@ def _read_tokenizer_json(p: Path, declared: list[str]) -> Tables:
     parts = {k: raw.get(k) for k in ("normalizer", "pre_tokenizer", "post_processor", "decoder")}
     parts["model"] = {k: v for k, v in model.items() if k not in ("vocab", "merges")}
     specials = {t.content: t.id for t in added if t.special}
-    return Tables(out, byte_merges, specials, "gpt2", tuple(added), json.dumps(parts))  # type: ignore[arg-type]
+    sections = {k: raw[k] for k in ("truncation", "padding") if raw.get(k) is not None}
+    return Tables(out, byte_merges, specials, "gpt2", tuple(added), json.dumps(parts),  # type: ignore[arg-type]
+                  sections or None)
 
 
 def _added_tokens(raw: dict, p: Path, declared: set[str]) -> list[AddedToken]:

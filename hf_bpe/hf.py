@@ -23,8 +23,8 @@ from hf_bpe.artifacts import portable_config, save_staged, write_vocabulary
 from hf_bpe.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
 from hf_bpe.bpe import BPE
 from hf_bpe.post import bos_eos_flag, bos_eos_template, prefix_space, template_of
-from hf_bpe.hf_encoding import (backend_of, cleans_up, encode_split_words, encode_texts, bpe_of, new_added,
-                                numpy_batch, token_tables, train_new)
+from hf_bpe.hf_encoding import (backend_of, bpe_of, cleans_up, encode_split_words, encode_texts, new_added, numpy_batch,
+                                token_tables, train_new, with_file_defaults)
 from hf_bpe.hf_rows import all_rows, ones_rows, pad_rows, rows_of
 from hf_bpe.hf_spans import LazyEncodings, spans_rows
 
@@ -93,6 +93,7 @@ class BPETokenizer(PreTrainedTokenizer):
                              "tokenizer.json's ByteLevel pre-tokenizer adds the space itself")
         if cache_bytes is not None:  # (from_pretrained passes it through): the encoder's memory bound
             bpe.cache_bytes = cache_bytes
+        kwargs, pad_token = with_file_defaults(bpe.truncation_padding, kwargs, pad_token)
         self.bpe = bpe  # before super().__init__: it calls get_vocab()
         # add_bos_token / add_eos_token given: a template of them replaces the post-processor
         # (as transformers' tokenizers backend does); None: the post-processor of the files.

@@ -22,7 +22,8 @@ from hf_bpe.bpe import BPE, gc_paused, pad_flat
 from hf_bpe.post import offset_trim
 
 __all__ = ["TokenTables", "token_tables", "new_added", "encode_flat", "encode_texts", "encode_split_words",
-           "numpy_batch", "train_new", "backend_of", "from_hf_files", "cleans_up"]
+           "numpy_batch", "train_new", "backend_of", "from_hf_files", "cleans_up",
+           "with_file_defaults"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -283,10 +284,29 @@ def from_hf_files(vocab_file: str | None, merges_file: str | None, tokenizer_fil
     ``tokenizer.json`` for the pattern and which added tokens are special), or ``tokenizer.json``."""
     if vocab_file and merges_file:
         tables = formats.read(vocab_file, merges_file=merges_file, tokenizer_file=tokenizer_file or None)
-        return BPE.from_tables(tables, vocab_file)
+        return BPE.from_tables(tables, vocab_file, truncation_and_padding="ignore")
     if tokenizer_file:
-        return BPE.load(tokenizer_file)
+        return BPE.load(tokenizer_file, truncation_and_padding="ignore")
     raise ValueError("BPETokenizer needs vocab_file + merges_file, tokenizer_file, or bpe=hf_bpe.BPE(...)")
+
+
+def with_file_defaults(sections: dict | None, kwargs: dict, pad_token: Any) -> tuple[dict, Any]:
+    """``kwargs`` (and ``pad_token``) with the defaults that ``transformers`` takes from a
+    ``tokenizer.json``'s ``truncation`` and ``padding`` sections (it then truncates and pads per
+    call only, as asked); what the caller gives wins."""
+    d: dict[str, Any] = {}
+    t, p = (sections or {}).get("truncation"), (sections or {}).get("padding")
+    if t:
+        strategy = "".join("_" + c.lower() if c.isupper() else c for c in t.get("strategy", "LongestFirst")).lstrip("_")
+        d.update(max_length=t.get("max_length"), truncation_side=t.get("direction", "Right").lower(),
+                 stride=t.get("stride", 0), truncation_strategy=strategy)
+    if p:
+        fixed = p.get("strategy") if isinstance(p.get("strategy"), dict) else {}
+        d.update(pad_token_type_id=p.get("pad_type_id", 0), padding_side=p.get("direction", "Right").lower(),
+                 pad_to_multiple_of=p.get("pad_to_multiple_of"))
+        d.setdefault("max_length", fixed.get("Fixed"))
+        pad_token = p.get("pad_token", "[PAD]") if pad_token is None else pad_token
+    return d | kwargs, pad_token
 
 
 _FORCE_BPE_CLEANUP = "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"

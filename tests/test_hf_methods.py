@@ -173,3 +173,40 @@ def test_decode_cleans_up_spaces_only_as_the_installed_transformers_does(model):
     # a transformers without the rule (before 5.25) cleans up: so do we
     delattr(plain, FORCE)
     assert plain.decode(ref("tela . Mutu", add_special_tokens=False)["input_ids"]) == "tela. Mutu"
+
+
+@pytest.mark.parametrize("truncation,padding", [
+    ({"direction": "Left", "max_length": 16, "strategy": "LongestFirst", "stride": 0},
+     {"strategy": "BatchLongest", "direction": "Left", "pad_to_multiple_of": 8, "pad_id": 50256, "pad_type_id": 0,
+      "pad_token": "<|endoftext|>"}),
+    (None, {"strategy": {"Fixed": 24}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 50256,
+            "pad_type_id": 1, "pad_token": "<|endoftext|>"}),
+    ({"direction": "Right", "max_length": 7, "strategy": "OnlyFirst", "stride": 2}, None),
+])
+def test_truncation_and_padding_sections_of_a_tokenizer_json(tmp_path, truncation, padding):
+    # tokenizers applies them in every encode: BPE.load refuses them by name (or ignores them when
+    # told); BPETokenizer takes them as transformers does: its defaults for per-call rules.
+    import json
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    folder = tmp_path / "g"
+    shutil.copytree(shared_data() / "gpt2", folder)
+    raw = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    raw.update(truncation=truncation, padding=padding)
+    (folder / "tokenizer.json").write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(hf_bpe.FormatError, match="tokenizer.json sets (truncation|padding) .*truncation_and_padding='ignore'"):
+        hf_bpe.BPE.load(folder)
+    bpe = hf_bpe.BPE.load(folder, truncation_and_padding="ignore")
+    assert bpe.encode("hello world " * 10) == hf_bpe.BPE.load(shared_data() / "gpt2").encode("hello world " * 10)
+    ours, ref = hf_bpe.BPETokenizer.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    for name in ("pad_token", "padding_side", "truncation_side", "pad_token_type_id"):
+        assert getattr(ours, name) == getattr(ref, name), name
+    texts = ["hello world " * 10, "hi", "a b c d e f g h i j k"]
+    for kw in ({}, {"padding": True}, {"truncation": True, "max_length": 5}, {"padding": "max_length", "max_length": 30},
+               {"truncation": True, "padding": True, "max_length": 8, "pad_to_multiple_of": 4}):
+        if "padding" in kw and ref.pad_token is None:
+            continue
+        a, b = ours(texts, **kw), ref(texts, **kw)
+        assert a["input_ids"] == b["input_ids"] and a["attention_mask"] == b["attention_mask"], kw
