@@ -38,18 +38,18 @@ def _vocab_strings(vocab: dict[int, bytes], special_tokens: dict[str, int]) -> d
 
 
 def _pre_tokenizer_json(pattern: str) -> dict:
-    """GPT-2's regex is ByteLevel's own; any other pattern is a Split on each of its regexes
-    (DeepSeek-V3 has three, applied in sequence), then ByteLevel."""
+    """GPT-2's regex is ByteLevel's own; any other pattern is a Split on each of its regexes (DeepSeek-V3
+    has three, the third with CR, LF as its file has them: tokenizers 1.0 knows that spelling), then ByteLevel."""
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
-    source = _core.pattern_source(pattern)
-    if source == _core.pattern_source("gpt2"):
+    if _core.pattern_source(pattern) == _core.pattern_source("gpt2"):
         return byte_level
+    splits = [s.replace("\\r", "\r").replace("\\n", "\n") if k == 2 else s for k, s in enumerate(_core.pattern_splits(pattern))]
     return {
         "type": "Sequence",
         "pretokenizers": [
             # Written so that Oniguruma (tokenizers' engine) splits exactly as we do.
             *({"type": "Split", "pattern": {"Regex": for_oniguruma(s)}, "behavior": "Isolated", "invert": False}
-              for s in _core.pattern_splits(pattern)),
+              for s in splits),
             dict(byte_level, use_regex=False),
         ],
     }

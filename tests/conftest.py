@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import gzip
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +119,25 @@ def peer_stable_chars():
 
     return st.characters(blacklist_categories=("Cs", "Cn")).filter(
         lambda c: unicodedata.category(c) != "Cn" and c != "\u0295")
+
+
+def peer_python(name: str, requirement: str) -> Path:
+    """The interpreter of a virtual environment of its own with ``requirement`` installed and without
+    hf_bpe (a peer version that cannot live beside ours), made once in the test cache
+    (``HF_BPE_TEST_CACHE``, default ``~/.cache/hf_bpe-tests``). Without network the test skips; in CI
+    it fails."""
+    cache = Path(os.environ.get("HF_BPE_TEST_CACHE", Path.home() / ".cache" / "hf_bpe-tests"))
+    venv = cache / f"venv-{name}"
+    python = venv / "bin" / "python"
+    if (venv / "ready").exists():
+        return python
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=300)
+    run = subprocess.run([str(python), "-m", "pip", "install", "-q", requirement], capture_output=True, text=True,
+                         timeout=900)
+    if run.returncode != 0:
+        why = (run.stderr.strip().splitlines() or [f"pip exited with {run.returncode}"])[-1]
+        if os.environ.get("CI"):
+            pytest.fail(f"could not install {requirement}: {why}")
+        pytest.skip(f"{requirement} could not be installed ({why}): no network?")
+    (venv / "ready").write_text(requirement)
+    return python

@@ -15,14 +15,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import hf_bpe
 from hf_bpe.cli import main
-from conftest import corpus_docs, shared_data
+from conftest import corpus_docs, peer_python, shared_data
 
 pytest.importorskip("transformers")
 TRANSFORMERS_4 = "4.57.6"  # the last 4.x release
@@ -46,21 +45,7 @@ print(json.dumps(out))
 
 def _python4() -> Path:
     """The interpreter of a virtual environment with transformers 4 and without hf_bpe (made once)."""
-    cache = Path(os.environ.get("HF_BPE_TEST_CACHE", Path.home() / ".cache" / "hf_bpe-tests"))
-    venv = cache / f"venv-transformers-{TRANSFORMERS_4}"
-    python = venv / "bin" / "python"
-    if (venv / "ready").exists():
-        return python
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=300)
-    run = subprocess.run([str(python), "-m", "pip", "install", "-q", f"transformers=={TRANSFORMERS_4}"],
-                         capture_output=True, text=True, timeout=900)
-    if run.returncode != 0:
-        why = (run.stderr.strip().splitlines() or [f"pip exited with {run.returncode}"])[-1]
-        if os.environ.get("CI"):
-            pytest.fail(f"could not install transformers {TRANSFORMERS_4}: {why}")
-        pytest.skip(f"transformers {TRANSFORMERS_4} could not be installed ({why}): no network?")
-    (venv / "ready").write_text(TRANSFORMERS_4)
-    return python
+    return peer_python(f"transformers-{TRANSFORMERS_4}", f"transformers=={TRANSFORMERS_4}")
 
 
 def _read4(folders: dict[str, Path], texts: list[str]) -> dict:
