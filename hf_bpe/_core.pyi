@@ -23,6 +23,10 @@ def pattern_engine(pattern: str) -> Literal["builtin", "dfa", "fancy-regex"]:
 def pattern_splits(pattern: str) -> list[str]:
     """The regexes of the Sequence of isolated splits a pattern stands for (DeepSeek-V3 has three)."""
 
+def from_oniguruma(regex: str) -> str:
+    """A tokenizer.json regex (Oniguruma's reading) in the dialect of ``pattern=``; ValueError names a
+    construct with no exact rewrite."""
+
 def pattern_from_splits(regexes: list[str]) -> str | None:
     """The built-in pattern's name that isolated splits with these regexes amount to, or None."""
 

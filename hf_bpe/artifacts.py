@@ -48,8 +48,8 @@ def _pre_tokenizer_json(pattern: str) -> dict:
         "type": "Sequence",
         "pretokenizers": [
             # Written so that Oniguruma (tokenizers' engine) splits exactly as we do.
-            *({"type": "Split", "pattern": {"Regex": for_oniguruma(s)}, "behavior": "Isolated", "invert": False}
-              for s in splits),
+            *({"type": "Split", "pattern": {"Regex": for_oniguruma(s, builtin=_core.pattern_from_splits(splits) is not None)},
+               "behavior": "Isolated", "invert": False} for s in splits),
             dict(byte_level, use_regex=False),
         ],
     }

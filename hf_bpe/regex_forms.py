@@ -1,36 +1,37 @@
-"""A pattern as the engine that reads a ``tokenizer.json`` understands it.
+"""A pattern of ours as Oniguruma must read it, for a ``tokenizer.json`` (``tokenizers`` compiles
+``Split`` regexes with Oniguruma's Ruby syntax). The reverse, a ``tokenizer.json`` regex read by
+us, is the core's (``_core.from_oniguruma``, ``src/pretok/onig.rs``, which lists what differs).
 
-``tokenizers`` compiles ``Split`` regexes with Oniguruma, whose Ruby syntax reads a bounded
-repeat followed by ``+`` (``\\p{N}{1,3}+``, possessive in the ``regex`` module and tiktoken) as
-that repeat repeated: every run of 4+ digits would split differently. So a pattern is written
-with each possessive bounded repeat as an atomic group (``(?>\\p{N}{1,3})``), which means the
-same in both engines; ``*+``, ``++`` and ``?+`` are possessive in Oniguruma too and stay.
+Our patterns run on regex-syntax classes with ``$`` meaning end of text or before a final
+``"\\n"``. Written for Oniguruma, exactly (each rewrite is tested against ``tokenizers``):
+
+* ``\\w`` is Unicode's word class with ZWNJ and ZWJ (Oniguruma's lacks them); ``\\b``/``\\B``
+  follow it, written as look-arounds; POSIX brackets (``[[:alpha:]]``) are ASCII here;
+* ``$`` is ``(?=\\n?\\z)``, ``^`` is ``\\A`` (a line start under ``(?m)``), ``(?s)`` is
+  Oniguruma's ``(?m)``; class differences ``[a--b]`` become ``[a&&[^b]]``;
+* a possessive bounded repeat ``X{n,m}+`` (Oniguruma repeats ``X{n,m}`` there) is the atomic group
+  ``(?>X{n,m})``; ``*+``, ``++`` and ``?+`` are possessive in both.
+
+What has no exact spelling (``~~``, ``(?x)``, ``(?U)``, ``(?R)``, ``(?-u)``, ...) raises
+``ValueError`` naming it.
 """
 
 from __future__ import annotations
 
-__all__ = ["for_oniguruma"]
+__all__ = ["for_oniguruma", "for_tiktoken"]
+
+_WORD = r"\w\x{200C}\x{200D}"  # ours, inside Oniguruma brackets (whose \w lacks ZWNJ/ZWJ and ²³¹¼½¾)
+_POSIX = {  # regex-syntax's ASCII classes, as bracket contents
+    "alnum": "0-9A-Za-z", "alpha": "A-Za-z", "ascii": r"\x00-\x7F", "blank": r"\t ", "cntrl": r"\x00-\x1F\x7F",
+    "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~", "punct": r"!-/:-@\[-`{-~",
+    "space": r"\t\n\x0B\f\r ",
+    "upper": "A-Z", "word": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f",
+}
 
 
-def _class_end(src: str, i: int) -> int:
-    """The index just past the character class that starts at ``src[i] == "["``."""
-    j = i + 1
-    if j < len(src) and src[j] == "^":
-        j += 1
-    if j < len(src) and src[j] == "]":
-        j += 1  # a leading "]" is literal
-    while j < len(src):
-        c = src[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == "[":
-            j = _class_end(src, j)
-            continue
-        if c == "]":
-            return j + 1
-        j += 1
-    raise ValueError(f"unterminated character class in {src!r}")
+def _refuse(what: str, src: str) -> ValueError:
+    return ValueError(f"the pattern {src!r} uses {what}, which Oniguruma (tokenizers) cannot read as we do; "
+                      "spell it without it to save it in a tokenizer.json")
 
 
 def _escape_end(src: str, i: int) -> int:
@@ -40,52 +41,183 @@ def _escape_end(src: str, i: int) -> int:
     j = i + 2
     if src[i + 1] in "pPxuk" and j < len(src) and src[j] == "{":
         return src.index("}", j) + 1
+    if src[i + 1] in "pP":
+        return min(i + 3, len(src))
     if src[i + 1] == "x":
         return min(i + 4, len(src))
+    if src[i + 1] == "u":
+        return min(i + 6, len(src))
     return j
 
 
-def for_oniguruma(src: str) -> str:
-    """``src`` with every possessive bounded repeat ``X{n,m}+`` written as ``(?>X{n,m})``."""
+def _escape(esc: str, src: str, in_class: bool) -> str:
+    """One escape of ours, for Oniguruma (inside brackets when ``in_class``)."""
+    c = esc[1]
+    if c == "w":
+        return _WORD if in_class else f"[{_WORD}]"
+    if c == "W":
+        return f"[^{_WORD}]"
+    if c in "pP" and len(esc) == 3:  # \pL
+        return f"\\{c}{{{esc[2]}}}"
+    if c == "u" and esc.startswith("\\u{"):
+        return "\\x" + esc[2:]
+    if c == "x" and len(esc) == 4 and int(esc[2:], 16) >= 0x80:  # Oniguruma: \xHH above 7F is a byte
+        return f"\\x{{{esc[2:]}}}"
+    if c in "bB" and not in_class:
+        w = f"[{_WORD}]"
+        return f"(?:(?<={w})(?!{w})|(?<!{w})(?={w}))" if c == "b" else f"(?:(?<={w})(?={w})|(?<!{w})(?!{w}))"
+    if c in "<>" or (c == "b" and esc.startswith("\\b{")):
+        raise _refuse(f"the word boundary {esc}", src)
+    return esc
+
+
+def _class(src: str, i: int) -> tuple[str, int]:
+    """The bracketed class at ``src[i] == "["``, for Oniguruma; and the index past it."""
+    j = i + 1
+    neg = src.startswith("^", j)
+    body, j = _body(src, j + neg)
+    return "[" + "^" * neg + body + "]", j
+
+
+def _body(src: str, j: int) -> tuple[str, int]:
+    """A class's contents from ``src[j]`` to its ``]`` (translated), and the index past the ``]``.
+    Set operations (``&&``, ``--``) bind looser than union and go left to right, as ours; each side
+    is bracketed for Oniguruma, and ``A--B`` becomes ``[A]&&[^B]``."""
+    left: str | None = None
+    op = ""
+    cur: list[str] = []
+    first = True
+    while j < len(src):
+        c = src[j]
+        if c == "]" and not first:
+            operand = "".join(cur)
+            return (operand if left is None else _combine(left, op, operand)), j + 1
+        if src.startswith("[:", j):
+            end = src.index(":]", j) + 2
+            name = src[j + 2:end - 2]
+            body = _POSIX.get(name.lstrip("^"))
+            if body is None:
+                raise _refuse(f"the POSIX class [:{name}:]", src)
+            cur.append(f"[^{body}]" if name.startswith("^") else body)
+            j = end
+        elif c == "[":
+            inner, j = _class(src, j)
+            cur.append(inner)
+        elif c == "\\":
+            k = _escape_end(src, j)
+            cur.append(_escape(src[j:k], src, True))
+            j = k
+        elif src.startswith("~~", j):
+            raise _refuse("'~~' (symmetric difference) in a class", src)
+        elif src.startswith("--", j) or src.startswith("&&", j):
+            operand = "".join(cur)
+            left = operand if left is None else _combine(left, op, operand)
+            op, cur = src[j:j + 2], []
+            j += 2
+        else:
+            cur.append(c)
+            j += 1
+        first = False
+    raise ValueError(f"unterminated character class in {src!r}")
+
+
+def _combine(left: str, op: str, right: str) -> str:
+    return f"[{left}]&&[{'^' if op == '--' else ''}{right}]"
+
+
+def _flags(spec: str, src: str, state: dict[str, bool]) -> str:
+    """Inline flags of ours (``is-m``) for Oniguruma, updating ``state`` (``s``, ``m``)."""
+    on, _, off = spec.partition("-")
+    out_on, out_off = "", ""
+    for flags, value in ((on, True), (off, False)):
+        for f in flags:
+            if f == "i":
+                if value:
+                    out_on += "i"
+                else:
+                    out_off += "i"
+            elif f in "sm":
+                state[f] = value
+                if f == "s":
+                    if value:
+                        out_on += "m"
+                    else:
+                        out_off += "m"
+            else:
+                raise _refuse(f"the flag {f!r}", src)
+    return out_on + ("-" + out_off if out_off else "")
+
+
+def for_oniguruma(src: str, *, builtin: bool = False) -> str:
+    """``src`` (a pattern of ours) spelled so that Oniguruma reads it as we do (see the module doc).
+    A ``builtin`` pattern's regex only has its possessive bounded repeats rewritten: its other
+    constructs are proven alike (parity suites), and its spelling is the one readers recognize."""
+    return _rewrite(src, "builtin" if builtin else "onig")
+
+
+def for_tiktoken(src: str) -> str:
+    """``src`` (a pattern of ours) for tiktoken's engine (fancy-regex, regex-syntax's classes, as
+    ours), where ``$`` is the end of text only: ``$`` is written ``(?=\\n?\\z)``."""
+    return _rewrite(src, "tiktoken")
+
+
+def _rewrite(src: str, mode: str) -> str:
+    builtin = mode != "onig"
     levels: list[list[str]] = [[]]  # the atoms of each open group
     openers: list[str] = []
+    states: list[dict[str, bool]] = [{"s": False, "m": False}]
     i = 0
     while i < len(src):
         c = src[i]
         atoms = levels[-1]
         if c == "\\":
             j = _escape_end(src, i)
-            atoms.append(src[i:j])
+            atoms.append(src[i:j] if builtin else _escape(src[i:j], src, False))
         elif c == "[":
-            j = _class_end(src, i)
-            atoms.append(src[i:j])
+            cls, j = _class(src, i)
+            atoms.append(src[i:j] if builtin else cls)
         elif c == "(":
             j = i + 1
+            state = dict(states[-1])
+            opener = "("
             if src.startswith("?", j):
                 # (?:  (?i:  (?=  (?!  (?<=  (?<!  (?>  (?P<name>  (?<name>  (?i)
                 k = j + 1
-                while k < len(src) and src[k] not in ":)=!>" and not (src[k] == "<" and src[k + 1:k + 2] not in ("=", "!")):
+                while k < len(src) and src[k] not in ":)=!>" and not (src[k] == "<"
+                                                                     and src[k + 1:k + 2] not in ("=", "!")):
                     k += 1
                 if k < len(src) and src[k] == "<" and src[k + 1:k + 2] in ("=", "!"):
                     k += 1
                 if k < len(src) and src[k] == "<":
                     k = src.index(">", k)
+                flag_spec = src[j + 1:k]
+                is_flags = bool(flag_spec) and all(f in "imsxURu-" for f in flag_spec)
+                if not builtin and k < len(src) and src[k] in ":)" and is_flags:
+                    spelled = _flags(flag_spec, src, state if src[k] == ":" else states[-1])
+                    if src[k] == ")":  # inline flags: an atom of their own, to the end of the group
+                        if spelled:
+                            atoms.append(f"(?{spelled})")
+                        i = k + 1
+                        continue
+                    opener = f"(?{spelled}:" if spelled else "(?:"
+                else:
+                    opener = src[i:k + 1] if k < len(src) and src[k] != ")" else src[i:k]
+                    opener = opener.replace("(?P<", "(?<", 1)
                 j = k + 1 if k < len(src) and src[k] != ")" else k
-                if k < len(src) and src[k] == ")":  # inline flags: an atom of its own
-                    atoms.append(src[i:k + 1])
-                    i = k + 1
-                    continue
-            openers.append(src[i:j])
+            openers.append(opener)
             levels.append([])
+            states.append(state)
             i = j
             continue
         elif c == ")":
             if not openers:
                 raise ValueError(f"unbalanced ')' in {src!r}")
             inner = "".join(levels.pop())
+            states.pop()
             levels[-1].append(openers.pop() + inner + ")")
             j = i + 1
-        elif c == "{" and atoms and atoms[-1] != "|" and "}" in src[i:] and _is_repeat(src[i:src.index("}", i) + 1]):
+        elif (c == "{" and mode != "tiktoken" and atoms and atoms[-1] != "|" and "}" in src[i:]
+              and _is_repeat(src[i:src.index("}", i) + 1])):
             j = src.index("}", i) + 1
             quant = src[i:j]
             if src.startswith("+", j):
@@ -95,6 +227,12 @@ def for_oniguruma(src: str) -> str:
                 atoms[-1] += quant
         elif c in "*+?" and atoms and atoms[-1] != "|":
             atoms[-1] += c
+            j = i + 1
+        elif c == "$" and mode != "builtin":
+            atoms.append(r"(?=\n?\z)")
+            j = i + 1
+        elif c == "^" and not builtin:
+            atoms.append("^" if states[-1]["m"] else r"\A")
             j = i + 1
         else:
             atoms.append(c)

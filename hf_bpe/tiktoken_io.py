@@ -155,6 +155,9 @@ def pat_str(bpe: "BPE") -> str:
     source = bpe.pattern_source
     if pattern_name(bpe.pattern) != bpe.pattern or pattern_name(source) != source:
         return source
+    from hf_bpe.regex_forms import for_tiktoken
+
+    source = for_tiktoken(source)  # ($ is the end of text there)
     import re
 
     ref = re.search(r"\\(?:[1-9]|k<|g[<{0-9])|\(\?P?<(?![=!])", source)

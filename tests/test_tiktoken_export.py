@@ -319,7 +319,8 @@ def test_convert_errors_are_clear(argv, message, tmp_path, capsys):
     assert err.startswith("hf-bpe convert: error: ") and message in err
 
 
-GAP_PATTERNS = [r"[a-z]+", r"\p{L}+| ?\p{N}", r"(?i)the|[aeiou]+", r"\w+(?=\s)", r"(?<=a)b+|c"]
+GAP_PATTERNS = [r"[a-z]+", r"\p{L}+| ?\p{N}", r"(?i)the|[aeiou]+", r"\w+(?=\s)", r"(?<=a)b+|c",
+                r"\s+$|\S+|\s", r"[a-z]+$|\d"]  # ($: ours is the end or before a final "\n"; tiktoken's the end)
 
 
 @pytest.mark.parametrize("pattern", GAP_PATTERNS)
@@ -384,3 +385,13 @@ def test_deepseek_v3s_three_splits_are_refused_not_cut_to_the_first():
     with pytest.raises(ValueError, match="cannot merge"):
         counts + other
     assert BPE({i: bytes([i]) for i in range(256)}, [], pattern=hf_bpe._core.pattern_source("deepseek-v3")) != bpe
+
+
+def test_dollar_means_ours_in_the_exported_pattern():
+    # ours: the end or before a final "\n" (so "ab" is a piece of "ab\n"); tiktoken's: the end
+    # only, which left "ab\n" one gap piece, where the merge b + \n applies.
+    bpe = BPE({i: bytes([i]) for i in range(256)} | {256: b"b\n"}, [(b"b", b"\n")], pattern=r"[a-z]+$|\d")
+    enc = bpe.to_tiktoken()
+    for text in ["ab\n", "ab", "x ab\n", "ab\n\n"]:
+        assert enc.encode(text) == bpe.encode(text), text
+    assert bpe.encode("ab\n") == [97, 98, 10]

@@ -178,6 +178,13 @@ fn pattern_from_splits(regexes: Vec<String>) -> Option<&'static str> {
     Pattern::from_splits(&r).and_then(|p| p.name())
 }
 
+/// A `tokenizer.json` regex (Oniguruma's reading) in the dialect of `pattern=`; a construct
+/// with no exact rewrite raises ValueError naming it.
+#[pyfunction]
+fn from_oniguruma(regex: &str) -> PyResult<String> {
+    crate::pretok::from_oniguruma(regex).map_err(value_error)
+}
+
 /// Fills the extension module.
 pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
@@ -185,6 +192,7 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pattern_engine, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_splits, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_from_splits, m)?)?;
+    m.add_function(wrap_pyfunction!(from_oniguruma, m)?)?;
     m.add_function(wrap_pyfunction!(byte_alphabet, m)?)?;
     m.add_function(wrap_pyfunction!(count_pieces, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_merges, m)?)?;

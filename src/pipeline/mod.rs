@@ -31,10 +31,11 @@ use split::Piece;
 pub use normalize::Normalizer;
 pub use split::PreTokenizer;
 
-/// A `{"String": ..}` or `{"Regex": ..}` pattern of a Split or Replace.
+/// A `{"String": ..}` or `{"Regex": ..}` pattern of a Split or Replace: a regex is compiled as
+/// Oniguruma reads it (`crate::pretok::from_oniguruma`), its source as written kept beside.
 pub enum Literal {
     Text(String),
-    Regex(Regex),
+    Regex(Regex, String),
 }
 
 pub(crate) fn kind<'a>(v: &'a Value, what: &str) -> Result<&'a str, String> {

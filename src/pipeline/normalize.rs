@@ -215,7 +215,8 @@ impl Literal {
             return Ok(Literal::Text(s.to_string()));
         }
         if let Some(r) = v.get("Regex").and_then(Value::as_str) {
-            return Ok(Literal::Regex(Regex::new(r).map_err(|e| format!("{what}: {e}"))?));
+            let ours = crate::pretok::from_oniguruma(r).map_err(|e| format!("{what}: {e}"))?;
+            return Ok(Literal::Regex(Regex::new(&ours).map_err(|e| format!("{what}: {e}"))?, r.to_string()));
         }
         Err(format!("{what}: pattern {v} is neither {{\"String\": ...}} nor {{\"Regex\": ...}}"))
     }
@@ -230,7 +231,7 @@ impl Literal {
                 }
                 Ok(())
             }
-            Literal::Regex(r) => r.for_each_match(s, f),
+            Literal::Regex(r, _) => r.for_each_match(s, f),
         }
     }
 }

@@ -133,8 +133,10 @@ impl PreTokenizer {
     pub fn as_pattern(&self) -> Option<Pattern> {
         match &self.steps[..] {
             [Step::ByteLevel { add_prefix_space: false, use_regex: true }] => Some(Pattern::Gpt2),
-            [Step::Split { pattern: Literal::Regex(r), behavior, invert }, Step::ByteLevel { add_prefix_space: false, use_regex: false }] => {
-                let p = Pattern::from_spec(r.as_str()).ok()?;
+            [Step::Split { pattern: Literal::Regex(r, raw), behavior, invert }, Step::ByteLevel { add_prefix_space: false, use_regex: false }] => {
+                // a built-in pattern by its written spelling; else the regex as Oniguruma reads it
+                let p = Pattern::from_splits(&[raw.as_str()])
+                    .or_else(|| Some(Pattern::Custom { source: r.as_str().to_string(), regex: Regex::new(r.as_str()).ok()? }))?;
                 let keeps_all = match (behavior, invert) {
                     (Behavior::Isolated, _) => true,
                     (Behavior::Removed, true) => p.is_builtin(),
@@ -143,7 +145,7 @@ impl PreTokenizer {
                 keeps_all.then_some(p)
             }
             // DeepSeek-V3's three isolated splits (`Pattern::from_splits`).
-            [Step::Split { pattern: Literal::Regex(a), behavior: Behavior::Isolated, invert: false }, Step::Split { pattern: Literal::Regex(b), behavior: Behavior::Isolated, invert: false }, Step::Split { pattern: Literal::Regex(c), behavior: Behavior::Isolated, invert: false }, Step::ByteLevel { add_prefix_space: false, use_regex: false }] => {
+            [Step::Split { pattern: Literal::Regex(_, a), behavior: Behavior::Isolated, invert: false }, Step::Split { pattern: Literal::Regex(_, b), behavior: Behavior::Isolated, invert: false }, Step::Split { pattern: Literal::Regex(_, c), behavior: Behavior::Isolated, invert: false }, Step::ByteLevel { add_prefix_space: false, use_regex: false }] => {
                 Pattern::from_splits(&[a.as_str(), b.as_str(), c.as_str()])
             }
             _ => None,

@@ -93,6 +93,8 @@ mod masks;
 pub use masks::eq_mask;
 mod o200k;
 
+mod onig;
+pub use onig::from_oniguruma;
 mod regex;
 pub use regex::Regex;
 pub mod spec;

@@ -1,0 +1,161 @@
+"""A regex means what Oniguruma means when it comes from a ``tokenizer.json`` (``tokenizers``
+compiles Split regexes with Oniguruma), and a pattern we write there means to Oniguruma what it
+means to us: classes compared over every code point, whole patterns on generated text, and the
+constructs without an exact rewrite refused by name."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hf_bpe
+from hf_bpe import _core
+from hf_bpe.formats import FormatError
+from hf_bpe.regex_forms import for_oniguruma
+from conftest import shared_data
+
+tokenizers = pytest.importorskip("tokenizers")
+from tokenizers import Regex, pre_tokenizers  # noqa: E402
+
+CPS = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+EVERY_CHAR = "".join(map(chr, CPS))
+
+
+def onig_class(cls: str) -> set[int]:
+    """The code points Oniguruma's ``cls`` (one char) matches: what a removing Split removes."""
+    kept = bytearray(len(CPS))
+    for _, (a, b) in pre_tokenizers.Split(Regex(cls), "removed").pre_tokenize_str(EVERY_CHAR):
+        kept[a:b] = b"\1" * (b - a)
+    return {CPS[k] for k in range(len(CPS)) if not kept[k]}
+
+
+def our_class(cls: str) -> set[int]:
+    """The code points our engine's ``cls`` matches: ``(?:cls)+`` alternates runs in and out."""
+    first = chr(CPS[0])
+    inside = _core.pretokenize(f"(?:{cls})", first + first) == [first, first]
+    out, pos = set(), 0
+    for piece in _core.pretokenize(f"(?:{cls})+", EVERY_CHAR):
+        if inside:
+            out.update(CPS[pos:pos + len(piece)])
+        pos += len(piece)
+        inside = not inside
+    return out
+
+
+ONIG_CLASSES = [r"\w", r"\W", r"\d", r"\D", r"\s", r"\S", r"\h", r"\H", r"\p{L}", r"\p{^L}", r"\P{N}", r"\p{Han}"] + [
+    f"[[:{n}:]]" for n in ("alpha", "alnum", "word", "punct", "space", "digit", "upper", "lower", "xdigit", "blank",
+                           "cntrl", "graph", "print", "ascii", "^alpha", "^punct", "^word")] + [
+    rf"\p{{{n}}}" for n in ("Alpha", "Word", "Alnum", "Punct", "Space", "Digit", "Upper", "Lower", "XDigit", "Graph",
+                            "Print", "Cntrl", "Blank", "ASCII", "Any", "Assigned", "^Word")] + [
+    r"[\w&&[^\d]]", r"[^\w\s]", r"[\W\d]", r"[\w]", r"[a-z[:digit:]]", r"[\h_]", r"(?m:.)", r".", r"(?i:k)"]
+
+
+@pytest.mark.parametrize("cls", ONIG_CLASSES)
+def test_a_tokenizer_json_class_means_what_oniguruma_means_on_every_code_point(cls):
+    # e.g. Oniguruma's \w holds ²³¹¼½¾ but not ZWNJ/ZWJ, and [[:alpha:]] is Unicode's Alphabetic
+    ours = _core.from_oniguruma(cls)
+    a, b = onig_class(cls), our_class(ours)
+    assert a == b, (cls, ours, sorted(a - b)[:8], sorted(b - a)[:8])
+
+
+ONIG_PATTERNS = [
+    r"^\s+|\S+|\s", r"\s+$|\S+|\s", r"\b\w+\b|\W|\w", r"\w+|\W+", r"[[:alpha:]]+|[^[:alpha:]]+",
+    r"[[:punct:]]+|[[:^punct:]]+", r"\p{N}{1,3}+|\D+", r"\d{2}+|\D|\d", r"(?m).{1,5}|\n", r"(?i:the)|\w+|\W",
+    r"\h+|\H+", r"\R|.", r"a{,2}|[^a]", r"\s+\Z|\S+|\s", r"\Bb|.|\n", r"(?m:a.b)|[\s\S]", r"x++|y*+z|[^xyz]|[xyz]",
+    r"(?<=\w)\d+|\w+|\W", r"[[:word:]]+|\W",
+]
+TEXT = st.lists(st.sampled_from(list("abxyzZ09 \n\r\t.,;_-$+²³¼") + ["\u200c", "\u200d", "é", "日", "ǅ", "the", "The"]),
+                max_size=30).map("".join)
+
+
+@pytest.mark.parametrize("pattern", ONIG_PATTERNS)
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXT)
+def test_a_tokenizer_json_pattern_splits_as_oniguruma_does(pattern, text):
+    # anchors are line anchors there, (?m) is dot-all, X{n,m}+ repeats X{n,m}, \b follows its \w
+    theirs = [p for p, _ in pre_tokenizers.Split(Regex(pattern), "isolated").pre_tokenize_str(text)]
+    assert _core.pretokenize(_core.from_oniguruma(pattern), text) == theirs
+
+
+@pytest.mark.parametrize("regex,words", [
+    (r"(?s).", "the group option (?s"), (r"\Ga", r"the escape \G"), (r"a\Kb", r"the escape \K"),
+    (r"(?~ab)", "the group option (?~"), (r"(a)\g<1>", r"the escape \g"), (r"[\w--\d]", "'--' in a class"),
+    (r"\pL", r"the escape \p"), (r"\X", r"the escape \X"), (r"(?x) a", "the group option (?x"),
+    (r"[\xB2]", r"the raw byte \xB2"),
+])
+def test_what_has_no_exact_rewrite_is_refused_by_name(tmp_path, regex, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        _core.from_oniguruma(regex)
+    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
+    raw["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(FormatError, match=re.escape(words)):
+        hf_bpe.BPE.load(tmp_path / "tokenizer.json")
+
+
+@pytest.mark.parametrize("pattern", [r"[[:alpha:]]+|[^[:alpha:]]+", r"\w+|\W+", r"\s+$|\S+|\s", r"\b\w+|\W|\w"])
+def test_a_released_file_with_such_a_split_encodes_as_tokenizers(tmp_path, pattern):
+    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
+    raw["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(raw), encoding="utf-8")
+    bpe, ref = hf_bpe.BPE.load(tmp_path / "tokenizer.json"), tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    texts = ["vê, fé² x\u200cy ¼ 12", "line one\nline two  \n", "THE the_x 3.14"]
+    for t in texts:
+        assert bpe.encode(t) == ref.encode(t, add_special_tokens=False).ids, t
+    bpe.save(tmp_path / "again")
+    again = tokenizers.Tokenizer.from_file(str(tmp_path / "again" / "tokenizer.json"))
+    for t in texts:
+        assert again.encode(t, add_special_tokens=False).ids == bpe.encode(t), t
+
+
+OUR_CLASSES = [r"\w", r"\W", r"[\w]", r"[^\w]", r"[\W\d]", r"[[:alpha:]]", r"[[:^alpha:]]", r"[[:punct:]]", r"[[:space:]]",
+               r"[[:word:]]", r"[[:print:]]", r"[[:cntrl:]]", r"[\w--\d]", r"[^\w--\d]", r"[\p{L}--\p{Lu}--[a-z]]",
+               r"[\w&&\p{Greek}]", r"\pL", r"[\pN\s]", r"\p{Alphabetic}", r"(?s:.)", r".", r"[\xB2-\xBE\u00E9]"]
+
+
+@pytest.mark.parametrize("cls", OUR_CLASSES)
+def test_a_class_we_write_means_to_oniguruma_what_it_means_to_us(cls):
+    # e.g. our [[:alpha:]] is ASCII (Oniguruma's is Unicode); our \w holds ZWNJ/ZWJ
+    onig = for_oniguruma(cls)
+    a, b = onig_class(onig), our_class(cls)
+    assert a == b, (cls, onig, sorted(a - b)[:8], sorted(b - a)[:8])
+
+
+OUR_PATTERNS = [
+    r"^\s+|\S+|\s", r"(?m)^\s+|\S+|\s", r"\s+$|\S+|\s", r"\b\w+\b|\W|\w", r"\B.|\b|\n", r"\w+|\W+",
+    r"[[:alpha:]]+|[^[:alpha:]]+", r"(?s).{1,5}", r"(?s:a.)|[\s\S]", r"\p{N}{1,3}+|\D+", r"[\w--\d]+|[^\w--\d]+",
+    r"(?i:the)|\w+|\W", r"(?P<w>\w+)|\W", r"a$|[\s\S]", r"(?-s:.)+|\n",
+]
+
+
+@pytest.mark.parametrize("pattern", OUR_PATTERNS)
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXT)
+def test_a_pattern_we_write_splits_in_oniguruma_as_we_split(pattern, text):
+    theirs = [p for p, _ in pre_tokenizers.Split(Regex(for_oniguruma(pattern)), "isolated").pre_tokenize_str(text)]
+    assert theirs == _core.pretokenize(pattern, text)
+
+
+@pytest.mark.parametrize("pattern,words", [(r"[\w~~\d]", "'~~'"), (r"(?x) a b", "the flag 'x'"), (r"(?U)a+", "the flag 'U'"),
+                                           (r"\<a", r"the word boundary \<")])
+def test_what_oniguruma_cannot_read_as_we_do_is_refused_by_name(pattern, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        for_oniguruma(pattern)
+
+
+def test_the_issues_case_trains_saves_and_reads_alike(tmp_path):
+    # [[:alpha:]] is ASCII to us: "vê," was [118, 258] for us and [118, 257, 44] for tokenizers
+    bpe = hf_bpe.train(["vê, fé"] * 20, vocab_size=270, pattern=r"[[:alpha:]]+|[^[:alpha:]]+", progress=False)
+    bpe.save(tmp_path / "t")
+    tok = tokenizers.Tokenizer.from_file(str(tmp_path / "t" / "tokenizer.json"))
+    for t in ["vê,", "vê, fé", "x²y\u200dz"]:
+        assert tok.encode(t).ids == bpe.encode(t), t
+    assert hf_bpe.BPE.load(tmp_path / "t").encode("vê, fé") == bpe.encode("vê, fé")
