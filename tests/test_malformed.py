@@ -36,6 +36,12 @@ def _tj(d: Path, edit) -> Path:
     return d / "tokenizer.json"
 
 
+def _split(regex: str) -> dict:
+    return {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+
+
 def _tik(d: Path, body: bytes, name: str = "x.tiktoken") -> Path:
     import base64
 
@@ -84,6 +90,11 @@ FILES = [
     ("tj-version-2", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(version="2.0"))), FormatError, r"tokenizer\.json: version '2\.0': tokenizers reads version '1\.0' only"),
     ("tj-version-number", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(version=1))), FormatError, r"tokenizer\.json: version 1: tokenizers reads version '1\.0' only"),
     ("tj-unsupported-pre", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(pre_tokenizer={"type": "Metaspace"}))), FormatError, r"tokenizer\.json: pre_tokenizer Metaspace is not supported"),
+    ("tj-truncation", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(truncation={"max_length": 8}))), FormatError, r"tokenizer\.json: the tokenizer\.json sets truncation \{\"max_length\": 8\}"),
+    ("tj-padding", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(padding={"pad_id": 0}))), FormatError, r"tokenizer\.json: the tokenizer\.json sets padding .*truncation_and_padding='ignore'"),
+    ("tj-split-dotall-s", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(pre_tokenizer=_split(r"(?s).")))), FormatError, r"tokenizer\.json: pre_tokenizer Split: the regex .* uses the group option \(\?s"),
+    ("tj-split-anchor-G", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(pre_tokenizer=_split(r"\Ga|.")))), FormatError, r"uses the escape \\G"),
+    ("tj-split-raw-byte", lambda t: lambda: BPE.load(_tj(t / "d", lambda r: r.update(pre_tokenizer=_split(r"[\xE9]|.")))), FormatError, r"uses the raw byte \\xE9"),
     # .tiktoken
     ("tik-one-field", lambda t: lambda: BPE.from_tiktoken(_tik(t, _full_tik() + b"QUJD\n")), FormatError, r"x\.tiktoken: line 257: expected 'base64-token rank'"),
     ("tik-bad-base64", lambda t: lambda: BPE.from_tiktoken(_tik(t, _full_tik() + b"!!! 300\n")), FormatError, r"x\.tiktoken: line 257: bad token or rank"),
