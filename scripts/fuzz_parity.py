@@ -10,8 +10,9 @@ emoji, CJK, Cyrillic, Arabic, random code points of all planes, long runs of one
 slices of the real corpora in ../shared/data (when present). They go through
 * r50k, cl100k and o200k loaded from their rank files, against tiktoken (same files);
 * the same vocabularies saved as tokenizer.json, against `tokenizers`;
-* vocabularies trained here (one per pattern) and saved, against `tokenizers` and
-  `transformers` (`PreTrainedTokenizerFast` on the saved file).
+* vocabularies trained here (one per pattern: the built-ins, and custom regexes with POSIX
+  classes, \\w, \\b and anchors, which Oniguruma reads otherwise) and saved, against `tokenizers`
+  and `transformers` (`PreTrainedTokenizerFast` on the saved file).
 Every mismatch is classified: `unicode` when the text holds a code point whose class (\\p{L} and
 its parts, \\p{N}, \\p{M}, \\s) differs between the `regex` module (which our scanners follow) and Rust's
 regex tables (which tiktoken uses) — the documented caveat, detected per text, not assumed —
@@ -129,10 +130,12 @@ def peers(tmp: Path):
     if real:
         from transformers import PreTrainedTokenizerFast
 
-        for pattern in ("gpt2", "cl100k", "o200k"):
+        # the built-ins, and custom regexes whose constructs Oniguruma reads otherwise (written for it)
+        for k, pattern in enumerate(("gpt2", "cl100k", "o200k", r"[[:alpha:]]+|[^[:alpha:]]+", r"\b\w+|\W+|\w+",
+                                     r"^\s+|\s+$|\S+|\s")):
             bpe = hf_bpe.train([s[:300_000] for s in real], vocab_size=2000, pattern=pattern, progress=False)
-            bpe.save(tmp / f"trained-{pattern}")
-            file = str(tmp / f"trained-{pattern}" / "tokenizer.json")
+            bpe.save(tmp / f"trained-{k}")
+            file = str(tmp / f"trained-{k}" / "tokenizer.json")
             tok = Tokenizer.from_file(file)
             fast = PreTrainedTokenizerFast(tokenizer_file=file)
             # tokenizers always matches its added tokens (the corpora hold <|endoftext|>):
