@@ -278,14 +278,7 @@ def _cached(request, which):
     ("model.unk_token", "<nope>", "unk_token \"<nope>\" is not in the vocabulary"),
 ])
 def test_unsupported_components_fail_naming_them(tmp_path, part, value, message):
-    src = shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json"
-    raw = json.loads(src.read_text(encoding="utf-8"))
-    if part.startswith("model."):
-        raw["model"][part[6:]] = value
-    else:
-        raw[part] = value
-    p = tmp_path / "tokenizer.json"
-    p.write_text(json.dumps(raw), encoding="utf-8")
+    p = _phi2_edited(tmp_path, {part: value})
     with pytest.raises(FormatError, match=message) as e:
         BPE.load(p)
     assert str(p) in str(e.value)
@@ -350,6 +343,24 @@ def test_transformers_class_adds_the_same_special_tokens(request, which):
     assert len(ours) == len(ref)
 
 
+def _phi2_edited(tmp_path, edits: dict, only_eot: bool = False):
+    """phi-2's tokenizer.json with ``edits`` ("model.x": a model field, "bytes": n <0xNN> tokens
+    from id 50257, else a top-level part), written to ``tmp_path``; ``only_eot`` keeps one added token."""
+    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
+    if only_eot:
+        raw["added_tokens"] = raw["added_tokens"][:1]  # <|endoftext|> only: the ids above it stay put
+    for k, v in edits.items():
+        if k == "bytes":
+            raw["model"]["vocab"].update({f"<0x{x:02X}>": 50257 + x for x in range(v)})
+        elif k.startswith("model."):
+            raw["model"][k[6:]] = v
+        else:
+            raw[k] = v
+    p = tmp_path / "tokenizer.json"
+    p.write_text(json.dumps(raw), encoding="utf-8")
+    return p
+
+
 _BL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
 _VALID_SHAPES = {
     # ByteLevel followed by other steps: they see its alphabet ("Ġ" for a space) and may cut a
@@ -380,18 +391,7 @@ _VALID_SHAPES = {
 
 @pytest.mark.parametrize("shape", _VALID_SHAPES)
 def test_valid_files_that_tokenizers_loads_load_with_its_ids(tmp_path, shape):
-    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
-    raw["added_tokens"] = raw["added_tokens"][:1]  # <|endoftext|> only: the ids below stay put
-    vocab = raw["model"]["vocab"]
-    for k, v in _VALID_SHAPES[shape].items():
-        if k == "bytes":
-            vocab.update({f"<0x{x:02X}>": 50257 + x for x in range(v)})
-        elif k.startswith("model."):
-            raw["model"][k[6:]] = v
-        else:
-            raw[k] = v
-    p = tmp_path / "tokenizer.json"
-    p.write_text(json.dumps(raw), encoding="utf-8")
+    p = _phi2_edited(tmp_path, _VALID_SHAPES[shape], only_eot=True)
     texts = corpus_docs("multilingual", 30_000) + corpus_docs("code", 10_000) + [
         "x² ¼ §1 1234567 ça 日本語 🙂  \t end", " the  cat\n\n", "<|endoftext|>a", "éé  é"]
     bpe, ref = BPE.load(p), tokenizers.Tokenizer.from_file(str(p))
