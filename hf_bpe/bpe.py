@@ -15,14 +15,6 @@ from hf_bpe import _core, formats, tiktoken_io
 from hf_bpe.artifacts import pipeline_parts
 
 
-def pad_flat(ids: np.ndarray, offsets: np.ndarray, width: int, pad_id: int, pad_left: bool = False,
-             truncate_left: bool = False, attention_mask: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-    """Flat ids (``uint32``, rows cut by ``int64`` ``offsets``) as a 2-D ``int64`` array ``width``
-    wide: rows cut to ``width`` (keeping their end with ``truncate_left``), at the left or right,
-    the rest ``pad_id``; and the 0/1 attention mask (or ``None``). Written by the core in one pass."""
-    return _core.pad_rows(ids, offsets, width, pad_id, pad_left, truncate_left, attention_mask)
-
-
 @contextlib.contextmanager
 def gc_paused():
     """Python's cyclic garbage collector paused while a batch's lists are built: the lists hold
@@ -47,6 +39,7 @@ __all__ = ["BPE", "DEFAULT_CACHE_BYTES"]
 DEFAULT_CACHE_BYTES = 256 << 20
 
 AllowedSpecial = Literal["all"] | AbstractSet[str] | Collection[str]
+Sections = Literal["refuse", "ignore"]  # what load does with a tokenizer.json's truncation/padding
 
 
 class BPE:
@@ -100,8 +93,7 @@ class BPE:
         """Every added token with its flags, by id (special tokens among them)."""
         self.pipeline: str | None = core.pipeline
         """An imported ``tokenizer.json``'s components (JSON), or ``None``."""
-        self.truncation_padding: dict | None = None
-        """The ``truncation``/``padding`` sections of a file loaded with them ignored (never applied)."""
+        self.truncation_padding: dict | None = None  # a file's truncation/padding sections, loaded ignored
         self.pattern: str = core.pattern
         self.pattern_source: str = self.pattern if self.pattern.startswith("{") else _core.pattern_source(self.pattern)
         self._vocab = vocab
@@ -161,9 +153,8 @@ class BPE:
         def added(b: BPE) -> list:
             return [t if b.pipeline else t._replace(normalized=False) for t in b.added_tokens]
 
-        return (self._vocab == other._vocab and added(self) == added(other)
-                and formats.pattern_key(self.pattern) == formats.pattern_key(other.pattern) and self.merges == other.merges
-                and self.pipeline == other.pipeline)
+        same = self._vocab == other._vocab and added(self) == added(other) and self.pipeline == other.pipeline
+        return same and formats.pattern_key(self.pattern) == formats.pattern_key(other.pattern) and self.merges == other.merges
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -178,9 +169,7 @@ class BPE:
         if post_processor is not None:
             pipeline = json.dumps(dict(pipeline_parts(self.pattern, self.pipeline), post_processor=post_processor))
         out = BPE.__new__(BPE)
-        vocab = dict(self._vocab)
-        for t in new:
-            vocab.setdefault(t.id, t.content.encode())
+        vocab = {**{t.id: t.content.encode() for t in new}, **self._vocab}
         out._adopt(self._encoder().derive([tuple(t) for t in new], pipeline), vocab, self._merges)
         return out
 
@@ -192,36 +181,29 @@ class BPE:
         return formats.write_folder(path, files)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, special_tokens: Iterable[str] = (),
-             cache_bytes: int = DEFAULT_CACHE_BYTES, truncation_and_padding: str = "refuse") -> "BPE":
+    def load(cls, path: str | os.PathLike, *, special_tokens: Iterable[str] = (), cache_bytes: int = DEFAULT_CACHE_BYTES,
+             truncation_and_padding: Sections = "refuse") -> "BPE":
         """Loads a folder saved by :meth:`save`, GPT-2's ``vocab.json`` + ``merges.txt`` (a folder,
         or the path of either file), a byte-level BPE ``tokenizer.json``, or a tiktoken encoding's
         ``.tiktoken`` file (``cl100k_base.tiktoken``, ...; see :func:`hf_bpe.formats.read`).
 
         Malformed files raise :class:`hf_bpe.formats.FormatError` naming the file and line.
         ``special_tokens`` declares extra vocabulary entries as special; ``cache_bytes`` bounds the
-        word cache (see :attr:`cache_bytes`). A ``tokenizer.json`` that sets ``truncation`` or
-        ``padding`` (which ``tokenizers`` applies in every encode, and ``encode`` here never does)
-        is refused unless ``truncation_and_padding="ignore"``; ``BPETokenizer`` reads such files
-        as ``transformers`` does (per call, with the sections as its defaults).
-        """
+        word cache. A ``tokenizer.json`` that sets ``truncation`` or ``padding`` (which ``tokenizers``
+        applies to every encode) is refused unless ``truncation_and_padding="ignore"``."""
         return cls.from_tables(formats.read(path, special_tokens), path, cache_bytes=cache_bytes,
                                truncation_and_padding=truncation_and_padding)
 
     @classmethod
     def from_tables(cls, tables: formats.Tables, source: str | os.PathLike | None = None, *,
-                    cache_bytes: int = DEFAULT_CACHE_BYTES, truncation_and_padding: str = "refuse") -> "BPE":
-        """A BPE from a reader's tables; tables the core rejects raise ``FormatError`` naming
-        ``source`` (``truncation_and_padding``: see :meth:`load`)."""
+                    cache_bytes: int = DEFAULT_CACHE_BYTES, truncation_and_padding: Sections = "refuse") -> "BPE":
+        """A BPE from a reader's tables (see :meth:`load`); what the core rejects is a FormatError naming ``source``."""
         name = "<tables>" if source is None else os.fspath(source)
-        if truncation_and_padding not in ("refuse", "ignore"):
-            raise ValueError(f"truncation_and_padding must be 'refuse' or 'ignore', not {truncation_and_padding!r}")
-        if tables.truncation_padding and truncation_and_padding == "refuse":
+        if tables.truncation_padding and truncation_and_padding != "ignore":
             what = "; ".join(f"{k} {json.dumps(v)}" for k, v in tables.truncation_padding.items())
-            raise formats.FormatError(
-                f"{name}: the tokenizer.json sets {what}: tokenizers truncates and pads every encode with it, "
-                "BPE.encode never does. Load it with BPETokenizer.from_pretrained (transformers' per-call "
-                "truncation and padding, with these as defaults), or BPE.load(..., truncation_and_padding='ignore')")
+            raise formats.FormatError(f"{name}: the tokenizer.json sets {what}: tokenizers truncates and pads every "
+                                      "encode with it, BPE.encode never does. Load it with BPETokenizer.from_pretrained "
+                                      "(as transformers does), or BPE.load(..., truncation_and_padding='ignore')")
         try:
             out = cls(tables.vocab, tables.merges, tables.special_tokens, tables.pattern, cache_bytes=cache_bytes,
                       added_tokens=tables.added_tokens, pipeline=tables.pipeline)
@@ -248,19 +230,17 @@ class BPE:
 
     def to_tiktoken(self, name: str | None = None) -> "tiktoken.Encoding":
         """A ``tiktoken.Encoding`` (same pattern, ranks = ids, same special tokens) that gives the
-        ids of :meth:`encode` for every input. A custom pattern is given as one that also keeps
-        the text between its matches (``tiktoken_io.pat_str``: tiktoken drops it, we keep it as
-        pieces); a sequence of splits (DeepSeek-V3) is refused. A merges-mode vocabulary is accepted only when
+        ids of :meth:`encode` for every input (a custom pattern as ``tiktoken_io.pat_str`` spells it
+        for tiktoken; a sequence of splits is refused). A merges-mode vocabulary is accepted only when
         tiktoken's rule (join the pair whose token has the lowest id) reproduces its merges, as
         for GPT-2's files and every trained vocabulary; otherwise ``ValueError`` names the token
         or merge at fault. Needs the ``tiktoken`` package (the ``tiktoken`` extra)."""
         return tiktoken_io.to_encoding(self, name)
 
     def save_tiktoken(self, path: str | os.PathLike) -> Path:
-        """Writes the ``.tiktoken`` rank file (``base64(token) rank`` per line, by rank, as OpenAI's
-        files) to ``path``, atomically; refuses what :meth:`to_tiktoken` refuses. The file holds
-        neither the pattern nor the special tokens: pass them to :meth:`from_tiktoken` (or name the
-        file after a well-known encoding, ``cl100k_base.tiktoken``, for :meth:`load`)."""
+        """Writes the ``.tiktoken`` rank file (``base64(token) rank`` per line, by rank) to ``path``,
+        atomically; refuses what :meth:`to_tiktoken` refuses. It holds neither the pattern nor the
+        special tokens: give them to :meth:`from_tiktoken` (or name it ``cl100k_base.tiktoken``, ...)."""
         return tiktoken_io.save(self, path)
 
     @property

@@ -28,7 +28,8 @@ import numpy as np
 
 from hf_bpe import _core
 from hf_bpe.artifacts import write_file
-from hf_bpe.formats import FormatError, pattern_key
+from hf_bpe.formats import FormatError
+from hf_bpe.regex_forms import pattern_key
 
 __all__ = ["WordCounts"]
 

@@ -22,7 +22,7 @@ from typing import Iterable, NamedTuple
 from hf_bpe import _core
 from hf_bpe.alphabet import bytes_to_unicode, str_to_token, token_to_str
 from hf_bpe.artifacts import ARTIFACTS, folder_files, gpt2_files, tokenizer_config, tokenizer_json, write_folder
-from hf_bpe.regex_forms import for_oniguruma
+from hf_bpe.regex_forms import for_oniguruma, pattern_key, pattern_name  # (re-exported)
 from hf_bpe.tiktoken_io import read_tiktoken
 
 __all__ = [
@@ -100,21 +100,6 @@ class Tables(NamedTuple):
 
 # Ids are 32-bit in the core (u32::MAX itself is reserved).
 MAX_ID = (1 << 32) - 1
-
-
-def pattern_name(pattern: str) -> str:
-    """The built-in pattern's canonical name (``"gpt2"``, ``"cl100k"``, ``"llama3"``, ...) if
-    ``pattern`` is a canonical name or a regex the core has a scanner for (in any spelling it
-    knows, e.g. the Oniguruma form of cl100k's), else ``pattern``."""
-    if pattern in ("gpt2", "cl100k", "o200k"):
-        return pattern
-    return _core.pattern_from_splits([pattern]) or pattern
-
-
-def pattern_key(pattern: str) -> tuple[str, ...]:
-    """What a pattern splits by, for comparing two: the regexes of its sequence of splits
-    (DeepSeek-V3 has three; ``pattern_source`` is only the first), or an imported pipeline."""
-    return (pattern,) if pattern.startswith("{") else tuple(_core.pattern_splits(pattern))
 
 
 def read(

@@ -17,8 +17,8 @@ from transformers.tokenization_utils_base import TruncationStrategy
 from transformers.utils import logging
 from transformers.utils.generic import PaddingStrategy
 
-from hf_bpe import formats
-from hf_bpe.bpe import BPE, gc_paused, pad_flat
+from hf_bpe import _core, formats
+from hf_bpe.bpe import BPE, gc_paused
 from hf_bpe.post import offset_trim
 
 __all__ = ["TokenTables", "token_tables", "new_added", "encode_flat", "encode_texts", "encode_split_words",
@@ -109,7 +109,7 @@ def padded_arrays(flat: np.ndarray, off: np.ndarray, strategy: PaddingStrategy, 
                   attention_mask: bool) -> dict[str, np.ndarray]:
     """``input_ids`` (and ``attention_mask``) as 2-D ``int64`` arrays, rows truncated to
     ``max_length`` (on ``truncation_side``) when ``truncate`` and padded (``pad_rows``' rules),
-    written by the core from the flat ids (:func:`hf_bpe.bpe.pad_flat`)."""
+    written by the core from the flat ids (:func:`pad_flat`)."""
     lens = np.diff(off)
     if truncate:
         lens = np.minimum(lens, max_length)
@@ -307,6 +307,14 @@ def with_file_defaults(sections: dict | None, kwargs: dict, pad_token: Any) -> t
         d.setdefault("max_length", fixed.get("Fixed"))
         pad_token = p.get("pad_token", "[PAD]") if pad_token is None else pad_token
     return d | kwargs, pad_token
+
+
+def pad_flat(ids: np.ndarray, offsets: np.ndarray, width: int, pad_id: int, pad_left: bool = False,
+             truncate_left: bool = False, attention_mask: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Flat ids (``uint32``, rows cut by ``int64`` ``offsets``) as a 2-D ``int64`` array ``width``
+    wide: rows cut to ``width`` (keeping their end with ``truncate_left``), at the left or right,
+    the rest ``pad_id``; and the 0/1 attention mask (or ``None``). Written by the core in one pass."""
+    return _core.pad_rows(ids, offsets, width, pad_id, pad_left, truncate_left, attention_mask)
 
 
 _FORCE_BPE_CLEANUP = "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"

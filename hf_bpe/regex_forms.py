@@ -1,4 +1,5 @@
-"""A pattern of ours as Oniguruma must read it, for a ``tokenizer.json`` (``tokenizers`` compiles
+"""Patterns: which one a pattern is (:func:`pattern_name`, :func:`pattern_key`), and a pattern of
+ours as Oniguruma must read it, for a ``tokenizer.json`` (``tokenizers`` compiles
 ``Split`` regexes with Oniguruma's Ruby syntax). The reverse, a ``tokenizer.json`` regex read by
 us, is the core's (``_core.from_oniguruma``, ``src/pretok/onig.rs``, which lists what differs).
 
@@ -18,7 +19,9 @@ What has no exact spelling (``~~``, ``(?x)``, ``(?U)``, ``(?R)``, ``(?-u)``, ...
 
 from __future__ import annotations
 
-__all__ = ["for_oniguruma", "for_tiktoken"]
+from hf_bpe import _core
+
+__all__ = ["for_oniguruma", "for_tiktoken", "pattern_name", "pattern_key"]
 
 _WORD = r"\w\x{200C}\x{200D}"  # ours, inside Oniguruma brackets (whose \w lacks ZWNJ/ZWJ and ²³¹¼½¾)
 _POSIX = {  # regex-syntax's ASCII classes, as bracket contents
@@ -27,6 +30,21 @@ _POSIX = {  # regex-syntax's ASCII classes, as bracket contents
     "space": r"\t\n\x0B\f\r ",
     "upper": "A-Z", "word": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f",
 }
+
+
+def pattern_name(pattern: str) -> str:
+    """The built-in pattern's canonical name (``"gpt2"``, ``"cl100k"``, ``"llama3"``, ...) if
+    ``pattern`` is a canonical name or a regex the core has a scanner for (in any spelling it
+    knows, e.g. the Oniguruma form of cl100k's), else ``pattern``."""
+    if pattern in ("gpt2", "cl100k", "o200k"):
+        return pattern
+    return _core.pattern_from_splits([pattern]) or pattern
+
+
+def pattern_key(pattern: str) -> tuple[str, ...]:
+    """What a pattern splits by, for comparing two: the regexes of its sequence of splits
+    (DeepSeek-V3 has three; ``pattern_source`` is only the first), or an imported pipeline."""
+    return (pattern,) if pattern.startswith("{") else tuple(_core.pattern_splits(pattern))
 
 
 def _refuse(what: str, src: str) -> ValueError:

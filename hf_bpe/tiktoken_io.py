@@ -146,7 +146,7 @@ def pat_str(bpe: "BPE") -> str:
     pattern matches every character (tested), so it goes as it is. Any other pattern P becomes
     ``(?:P)|(?:(?!(?:P))[\s\S])+``: where P matches it is P; elsewhere a run of characters at none
     of which P matches, which is exactly the gap up to P's next match."""
-    from hf_bpe.formats import pattern_key, pattern_name
+    from hf_bpe.regex_forms import for_tiktoken, pattern_key, pattern_name
 
     splits = pattern_key(bpe.pattern)
     if len(splits) > 1:
@@ -155,8 +155,6 @@ def pat_str(bpe: "BPE") -> str:
     source = bpe.pattern_source
     if pattern_name(bpe.pattern) != bpe.pattern or pattern_name(source) != source:
         return source
-    from hf_bpe.regex_forms import for_tiktoken
-
     source = for_tiktoken(source)  # ($ is the end of text there)
     import re
 

@@ -2,11 +2,14 @@
 500 and 2,000 characters of each corpus, with the real GPT-2 vocabulary.
 
     PYTHONPATH=$PWD python scripts/bench_hf.py [--mb 1] [--runs 5] [--threads 1,2] [--lens 100,500,2000]
+                                               [--states cold,warm,primed]
 
 Each thread count runs in its own subprocess pinned to that many CPUs (``sched_setaffinity``,
-``RAYON_NUM_THREADS``). Per (corpus, row length), timed in the same process on the same rows
-(medians of ``--runs`` after one warm-up over the same rows: the **primed** cache state, every
-word cached; see ``bench_encode.py`` for cold and warm), MB/s of UTF-8 text:
+``RAYON_NUM_THREADS``). Per (corpus, row length), the rows are cut in two halves of the corpus
+text; every figure times the second half, in three cache states (medians of ``--runs``, each run
+with a fresh word cache for every tool that has one): **cold** (nothing seen), **warm** (after the
+first half: other documents of the corpus), **primed** (after the same rows: every word cached).
+MB/s of UTF-8 text:
 * ``flat``: ``bpe.encode_batch_flat(rows)`` (the engine); ``lists``: ``bpe.encode_batch(rows)``;
 * ``tok``: ``tok(rows)``; ``tok np``: ``tok(rows, padding=True, return_tensors="np")``;
 * ``map``: ``ds.map(tok, batched=True)`` (in-memory dataset, caching off, batch_size 1000);
@@ -48,10 +51,14 @@ def rows_of(name: str, max_bytes: int, length: int) -> list[str]:
     return out
 
 
-def median_time(fn, runs: int) -> float:
-    fn()
+def median_time(fn, fresh, warm_up, runs: int) -> float:
+    """Median time of ``fn()`` over ``runs`` runs, each after ``fresh()`` (new caches) and then
+    ``warm_up()`` when given (the cache state)."""
     times = []
     for _ in range(runs):
+        fresh()
+        if warm_up is not None:
+            warm_up()
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
@@ -81,12 +88,19 @@ def worker(a) -> None:
                                 mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 50256})
     except Exception:  # noqa: BLE001 - the peer is optional
         enc = None
+    peer: dict = {}
+
+    def fresh() -> None:  # new word caches: ours rebuilt from its state, the peer's reloaded
+        bpe.cache_bytes = bpe.cache_bytes
+        peer["fast"] = GPT2TokenizerFast.from_pretrained(SHARED / "gpt2")
+
     out = []
     for name in a.corpora.split(","):
         for length in map(int, a.lens.split(",")):
-            rows = rows_of(name, int(a.mb * 1e6), length)
+            both = rows_of(name, int(2 * a.mb * 1e6), length)
+            other, rows = both[:len(both) // 2], both[len(both) // 2:]
             mb = sum(len(r.encode()) for r in rows) / 1e6
-            ds = datasets.Dataset.from_dict({"text": rows})
+            ds, ds_other = datasets.Dataset.from_dict({"text": rows}), datasets.Dataset.from_dict({"text": other})
             flat, off = bpe.encode_batch_flat(rows, allowed_special="all", disallowed_special=())
             ids = np.empty(len(rows), dtype=object)
             ids[:] = np.split(flat.view(np.int32), off[1:-1])
@@ -99,22 +113,27 @@ def worker(a) -> None:
             def floor(b, idx):
                 return {k: v[idx[0]:idx[-1] + 1] for k, v in pre.items()}
 
-            t = {
-                "flat": median_time(lambda: bpe.encode_batch_flat(rows, allowed_special="all", disallowed_special=()), a.runs),
-                "lists": median_time(lambda: bpe.encode_batch(rows, allowed_special="all", disallowed_special=()), a.runs),
-                "tok": median_time(lambda: tok(rows), a.runs),
-                "tok np": median_time(lambda: tok(rows, padding=True, return_tensors="np"), a.runs),
-                "map": median_time(lambda: ds.map(tok, batched=True), a.runs),
-                "floor": median_time(lambda: ds.map(floor, batched=True, with_indices=True, new_fingerprint="floor"), a.runs),
-                "fast map": median_time(lambda: ds.map(fast, input_columns=["text"], batched=True), max(1, a.runs // 2)),
+            calls = {  # name: (the call on some rows or their dataset, runs)
+                "flat": (lambda r, d: bpe.encode_batch_flat(r, allowed_special="all", disallowed_special=()), a.runs),
+                "lists": (lambda r, d: bpe.encode_batch(r, allowed_special="all", disallowed_special=()), a.runs),
+                "tok": (lambda r, d: tok(r), a.runs),
+                "tok np": (lambda r, d: tok(r, padding=True, return_tensors="np"), a.runs),
+                "map": (lambda r, d: d.map(tok, batched=True), a.runs),
+                "fast map": (lambda r, d: d.map(peer["fast"], input_columns=["text"], batched=True), max(1, a.runs // 2)),
             }
             if enc is not None:
-                t["tiktoken map"] = median_time(
-                    lambda: ds.map(lambda b: {"input_ids": enc.encode_ordinary_batch(b["text"])}, batched=True),
-                    max(1, a.runs // 2))
-            out.append({"corpus": name, "len": length, "rows": len(rows), "mb": mb,
-                        "rate": {k: mb / v for k, v in t.items()}})
-            print(json.dumps(out[-1]), file=sys.stderr, flush=True)
+                calls["tiktoken map"] = (lambda r, d: d.map(lambda b: {"input_ids": enc.encode_ordinary_batch(b["text"])},
+                                                            batched=True), max(1, a.runs // 2))
+            for state in a.states.split(","):
+                warm_rows = {"cold": None, "warm": (other, ds_other), "primed": (rows, ds)}[state]
+                t = {k: median_time(lambda f=f: f(rows, ds), fresh,
+                                    None if warm_rows is None else (lambda f=f: f(*warm_rows)), n)
+                     for k, (f, n) in calls.items()}
+                t["floor"] = median_time(lambda: ds.map(floor, batched=True, with_indices=True, new_fingerprint="floor"),
+                                         lambda: None, None, a.runs)
+                out.append({"corpus": name, "len": length, "state": state, "rows": len(rows), "mb": mb,
+                            "rate": {k: mb / v for k, v in t.items()}})
+                print(json.dumps(out[-1]), file=sys.stderr, flush=True)
     print(json.dumps(out))
 
 
@@ -125,6 +144,7 @@ def main() -> None:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--lens", default="100,500,2000")
     ap.add_argument("--corpora", default="english,code,multilingual")
+    ap.add_argument("--states", default="cold,warm,primed")
     ap.add_argument("--worker", action="store_true")
     a = ap.parse_args()
     if a.worker:
@@ -134,7 +154,7 @@ def main() -> None:
         env = dict(os.environ, RAYON_NUM_THREADS=str(n), TOKENIZERS_PARALLELISM="true", OPENBLAS_NUM_THREADS="1")
         cpus = sorted(os.sched_getaffinity(0))[:n]
         cmd = [sys.executable, __file__, "--worker", "--mb", str(a.mb), "--runs", str(a.runs), "--lens", a.lens,
-               "--corpora", a.corpora]
+               "--corpora", a.corpora, "--states", a.states]
         res = subprocess.run(cmd, env=env, capture_output=True, text=True,
                              preexec_fn=lambda c=cpus: os.sched_setaffinity(0, c))
         if res.returncode:
@@ -142,16 +162,16 @@ def main() -> None:
         results[n] = json.loads(res.stdout.strip().splitlines()[-1])
     cols = ["flat", "lists", "tok", "tok np", "map", "floor", "fast map", "tiktoken map"]
     print(f"MB/s of text, median of {a.runs}; GPT-2 vocabulary; ds.map with batch_size 1000, in memory, no cache\n")
-    print("| threads | corpus | row chars | " + " | ".join(cols)
+    print("| threads | corpus | row chars | state | " + " | ".join(cols)
           + " | map/flat (≥0.3 at 2,000) | map/fast map (≥20 at 2,000) | map/floor (≥0.7 at 100) | tok/lists (≥0.8) | tok np/flat (≥0.5) |")
-    print("|" + "---|" * (3 + len(cols) + 5))
+    print("|" + "---|" * (4 + len(cols) + 5))
     for n, rs in results.items():
         for r in rs:
             x = r["rate"]
             cells = [f"{x[c]:.1f}" if c in x else "–" for c in cols]
             ratios = [x["map"] / x["flat"], x["map"] / x["fast map"], x["map"] / x["floor"], x["tok"] / x["lists"],
                       x["tok np"] / x["flat"]]
-            print(f"| {n} | {r['corpus']} | {r['len']} | " + " | ".join(cells) + " | "
+            print(f"| {n} | {r['corpus']} | {r['len']} | {r['state']} | " + " | ".join(cells) + " | "
                   + " | ".join(f"{v:.2f}" for v in ratios) + " |")
 
 
