@@ -27,6 +27,9 @@ def from_oniguruma(regex: str) -> str:
     """A tokenizer.json regex (Oniguruma's reading) in the dialect of ``pattern=``; ValueError names a
     construct with no exact rewrite."""
 
+def regex_may_match_empty(regex: str) -> bool:
+    """Whether a regex of ours may match the empty string somewhere (look-arounds count)."""
+
 def pattern_from_splits(regexes: list[str]) -> str | None:
     """The built-in pattern's name that isolated splits with these regexes amount to, or None."""
 

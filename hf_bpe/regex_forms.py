@@ -11,13 +11,18 @@ Our patterns run on regex-syntax classes with ``$`` meaning end of text or befor
 * ``$`` is ``(?=\\n?\\z)``, ``^`` is ``\\A`` (a line start under ``(?m)``), ``(?s)`` is
   Oniguruma's ``(?m)``; class differences ``[a--b]`` become ``[a&&[^b]]``;
 * a possessive bounded repeat ``X{n,m}+`` (Oniguruma repeats ``X{n,m}`` there) is the atomic group
-  ``(?>X{n,m})``; ``*+``, ``++`` and ``?+`` are possessive in both.
+  ``(?>X{n,m})``; ``*+``, ``++`` and ``?+`` are possessive in both; ``X{n}?`` is ``X{n}``;
+* an inline flag ``(?i)`` stops at the next ``|`` of its group (Oniguruma's takes it in), so each
+  branch gets its own ``(?i:...)``; ``\p{..}`` is bracketed (Oniguruma folds no bare one under
+  ``(?i)``); letters that fold to several (``ß``/``ss``, ...) are refused under ``(?i)``.
 
 What has no exact spelling (``~~``, ``(?x)``, ``(?U)``, ``(?R)``, ``(?-u)``, ...) raises
 ``ValueError`` naming it.
 """
 
 from __future__ import annotations
+
+import re
 
 from hf_bpe import _core
 
@@ -61,10 +66,14 @@ def _escape_end(src: str, i: int) -> int:
         return src.index("}", j) + 1
     if src[i + 1] in "pP":
         return min(i + 3, len(src))
+    if src[i + 1] == "b" and src.startswith("{", j):
+        return src.index("}", j) + 1
     if src[i + 1] == "x":
         return min(i + 4, len(src))
     if src[i + 1] == "u":
         return min(i + 6, len(src))
+    if src[i + 1] == "U":
+        return min(i + 10, len(src))
     return j
 
 
@@ -75,17 +84,20 @@ def _escape(esc: str, src: str, in_class: bool) -> str:
         return _WORD if in_class else f"[{_WORD}]"
     if c == "W":
         return f"[^{_WORD}]"
-    if c in "pP" and len(esc) == 3:  # \pL
-        return f"\\{c}{{{esc[2]}}}"
+    if c in "pP":  # bracketed: Oniguruma folds no bare \p{..} under (?i), ours does
+        prop = f"\\{c}{{{esc[2]}}}" if len(esc) == 3 else esc
+        return prop if in_class else f"[{prop}]"
+    if c == "U":
+        return f"\\x{{{esc[2:]}}}"
     if c == "u" and esc.startswith("\\u{"):
         return "\\x" + esc[2:]
     if c == "x" and len(esc) == 4 and int(esc[2:], 16) >= 0x80:  # Oniguruma: \xHH above 7F is a byte
         return f"\\x{{{esc[2:]}}}"
+    if c in "<>" or (c == "b" and esc.startswith("\\b{")):
+        raise _refuse(f"the word boundary {esc}", src)
     if c in "bB" and not in_class:
         w = f"[{_WORD}]"
         return f"(?:(?<={w})(?!{w})|(?<!{w})(?={w}))" if c == "b" else f"(?:(?<={w})(?={w})|(?<!{w})(?!{w}))"
-    if c in "<>" or (c == "b" and esc.startswith("\\b{")):
-        raise _refuse(f"the word boundary {esc}", src)
     return esc
 
 
@@ -110,9 +122,10 @@ def _body(src: str, j: int) -> tuple[str, int]:
         if c == "]" and not first:
             operand = "".join(cur)
             return (operand if left is None else _combine(left, op, operand)), j + 1
-        if src.startswith("[:", j):
-            end = src.index(":]", j) + 2
-            name = src[j + 2:end - 2]
+        posix = re.match(r"\[:(\^?[a-z]+):\]", src[j:])
+        if posix:
+            end = j + posix.end()
+            name = posix.group(1)
             body = _POSIX.get(name.lstrip("^"))
             if body is None:
                 raise _refuse(f"the POSIX class [:{name}:]", src)
@@ -150,6 +163,7 @@ def _flags(spec: str, src: str, state: dict[str, bool]) -> str:
     for flags, value in ((on, True), (off, False)):
         for f in flags:
             if f == "i":
+                state["i"] = value
                 if value:
                     out_on += "i"
                 else:
@@ -183,16 +197,29 @@ def _rewrite(src: str, mode: str) -> str:
     builtin = mode != "onig"
     levels: list[list[str]] = [[]]  # the atoms of each open group
     openers: list[str] = []
-    states: list[dict[str, bool]] = [{"s": False, "m": False}]
+    implicit: list[bool] = [False]  # a level opened by inline flags: ours run to the end of the
+    # group but stop at its "|"; Oniguruma's would take the later alternatives in (x(?i)b|c)
+    states: list[dict[str, bool]] = [{"s": False, "m": False, "i": False}]
+    fixed = False  # the last quantifier was {n}: a "?" after it is lazy to us, "optional" to Oniguruma
+
+    def close() -> None:
+        inner = "".join(levels.pop())
+        states.pop()
+        implicit.pop()
+        levels[-1].append(openers.pop() + inner + ")")
+
     i = 0
     while i < len(src):
         c = src[i]
         atoms = levels[-1]
+        was_fixed, fixed = fixed, False
         if c == "\\":
             j = _escape_end(src, i)
             atoms.append(src[i:j] if builtin else _escape(src[i:j], src, False))
         elif c == "[":
             cls, j = _class(src, i)
+            if not builtin and states[-1]["i"] and any(ch.isalpha() and not ch.isascii() for ch in cls):
+                raise _refuse(f"the class {cls} case-insensitively (Oniguruma folds letters such as ß with ss)", src)
             atoms.append(src[i:j] if builtin else cls)
         elif c == "(":
             j = i + 1
@@ -211,13 +238,15 @@ def _rewrite(src: str, mode: str) -> str:
                 flag_spec = src[j + 1:k]
                 is_flags = bool(flag_spec) and all(f in "imsxURu-" for f in flag_spec)
                 if not builtin and k < len(src) and src[k] in ":)" and is_flags:
-                    spelled = _flags(flag_spec, src, state if src[k] == ":" else states[-1])
-                    if src[k] == ")":  # inline flags: an atom of their own, to the end of the group
-                        if spelled:
-                            atoms.append(f"(?{spelled})")
+                    spelled = _flags(flag_spec, src, state)
+                    opener = f"(?{spelled}:" if spelled else "(?:"
+                    if src[k] == ")":  # inline flags: to the end of the group, up to each "|"
+                        openers.append(opener)
+                        levels.append([])
+                        states.append(state)
+                        implicit.append(True)
                         i = k + 1
                         continue
-                    opener = f"(?{spelled}:" if spelled else "(?:"
                 else:
                     opener = src[i:k + 1] if k < len(src) and src[k] != ")" else src[i:k]
                     opener = opener.replace("(?P<", "(?<", 1)
@@ -225,14 +254,28 @@ def _rewrite(src: str, mode: str) -> str:
             openers.append(opener)
             levels.append([])
             states.append(state)
+            implicit.append(False)
             i = j
             continue
         elif c == ")":
+            while implicit[-1]:
+                close()
             if not openers:
                 raise ValueError(f"unbalanced ')' in {src!r}")
-            inner = "".join(levels.pop())
-            states.pop()
-            levels[-1].append(openers.pop() + inner + ")")
+            close()
+            j = i + 1
+        elif c == "|" and implicit[-1]:
+            # close the inline-flag levels, "|" in their group, and open them again after it
+            reopen = []
+            while implicit[-1]:
+                reopen.append((openers[-1], states[-1]))
+                close()
+            levels[-1].append("|")
+            for opener, state in reversed(reopen):
+                openers.append(opener)
+                levels.append([])
+                states.append(state)
+                implicit.append(True)
             j = i + 1
         elif (c == "{" and mode != "tiktoken" and atoms and atoms[-1] != "|" and "}" in src[i:]
               and _is_repeat(src[i:src.index("}", i) + 1])):
@@ -243,25 +286,35 @@ def _rewrite(src: str, mode: str) -> str:
                 j += 1
             else:
                 atoms[-1] += quant
+                fixed = "," not in quant
         elif c in "*+?" and atoms and atoms[-1] != "|":
-            atoms[-1] += c
+            if not (c == "?" and was_fixed and not builtin):  # (X{n}? is X{n} to us)
+                atoms[-1] += c
             j = i + 1
         elif c == "$" and mode != "builtin":
             atoms.append(r"(?=\n?\z)")
             j = i + 1
         elif c == "^" and not builtin:
-            atoms.append("^" if states[-1]["m"] else r"\A")
+            # ours: the start, or under (?m) after any "\n"; Oniguruma's ^ is never after a final one
+            atoms.append(r"(?:\A|(?<=\n))" if states[-1]["m"] else r"\A")
             j = i + 1
         else:
+            if not builtin and states[-1]["i"] and c.isalpha():
+                pair = (atoms[-1][-1:] if atoms and len(atoms[-1]) == 1 else "") + c
+                if not c.isascii() or pair.lower() in ("ss", "st", "ff", "fi", "fl"):
+                    raise _refuse(f"{pair!r} case-insensitively (Oniguruma folds letters such as ß with ss)", src)
             atoms.append(c)
             j = i + 1
         i = j
+    while implicit[-1]:
+        close()
     if openers:
         raise ValueError(f"unbalanced '(' in {src!r}")
     return "".join(levels[0])
 
 
 def _is_repeat(q: str) -> bool:
-    body = q[1:-1]
-    parts = body.split(",")
+    parts = q[1:-1].split(",")
+    if len(parts) == 2 and parts[0] == "":  # {,n}
+        return parts[1].isdigit()
     return 1 <= len(parts) <= 2 and parts[0].isdigit() and all(p.isdigit() or p == "" for p in parts[1:])

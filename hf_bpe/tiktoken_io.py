@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from hf_bpe import _core
 from hf_bpe.artifacts import write_file
 
 
@@ -156,13 +157,35 @@ def pat_str(bpe: "BPE") -> str:
     if pattern_name(bpe.pattern) != bpe.pattern or pattern_name(source) != source:
         return source
     source = for_tiktoken(source)  # ($ is the end of text there)
-    import re
-
-    ref = re.search(r"\\(?:[1-9]|k<|g[<{0-9])|\(\?P?<(?![=!])", source)
+    if _core.regex_may_match_empty(source):
+        raise ValueError(f"tiktoken cannot reproduce the pattern {bpe.pattern!r}: it may match the empty string, "
+                         "and the alternative that keeps the text between its matches needs every match non-empty")
+    ref = _reference(source)
     if ref:
-        raise ValueError(f"tiktoken cannot reproduce this pattern: {ref.group()!r} (a named group or back-reference) "
+        raise ValueError(f"tiktoken cannot reproduce this pattern: {ref!r} (a named group or back-reference) "
                          "cannot be repeated in the alternative that keeps the text between its matches")
     return f"(?:{source})|(?:(?!(?:{source}))[\\s\\S])+"
+
+
+def _reference(src: str) -> str | None:
+    """The first named group or back-reference of ``src`` (escapes and classes skipped), or None."""
+    i, depth = 0, 0
+    while i < len(src):
+        c = src[i]
+        if c == "\\":
+            nxt = src[i + 1:i + 3]
+            if depth == 0 and (nxt[:1] in "123456789" and nxt[:1] or nxt in ("k<", "k{") or nxt[:1] == "g"):
+                return src[i:i + 2]
+            i += 2
+            continue
+        if c == "[":
+            depth += 1
+        elif c == "]" and depth:
+            depth -= 1
+        elif depth == 0 and src.startswith(("(?P<", "(?<"), i) and src[i + 3:i + 4] not in ("=", "!"):
+            return src[i:i + 4]
+        i += 1
+    return None
 
 
 def to_encoding(bpe: "BPE", name: str | None = None) -> "tiktoken.Encoding":

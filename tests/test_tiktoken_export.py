@@ -368,6 +368,21 @@ def test_built_in_patterns_go_as_they_are_because_they_match_every_character(nam
     assert enc.decode(enc.encode(text, disallowed_special=())) == text
 
 
+@pytest.mark.parametrize("pattern", [r"a*|b", r"x?", r"\b", r"(?=a)|b"])
+def test_a_pattern_that_may_match_empty_is_refused(pattern):
+    # the gap alternative needs every match non-empty (tiktoken panicked or dropped text)
+    bpe = BPE({i: bytes([i]) for i in range(256)}, [], pattern=pattern)
+    with pytest.raises(ValueError, match="may match the empty string"):
+        bpe.to_tiktoken()
+
+
+def test_an_escaped_backslash_before_a_digit_is_no_back_reference():
+    bpe = BPE({i: bytes([i]) for i in range(256)}, [], pattern=r"\\1|\w+|\W")
+    enc = bpe.to_tiktoken()
+    for t in ["a\\1b", "x 1"]:
+        assert enc.encode(t) == bpe.encode(t)
+
+
 def test_a_pattern_with_a_back_reference_is_refused_by_name():
     bpe = hf_bpe.train(["aa bb cc"] * 20, vocab_size=258, pattern=r"(a)\1|\w+", progress=False)
     with pytest.raises(ValueError, match=r"'\\\\1' \(a named group or back-reference\)"):

@@ -185,6 +185,12 @@ fn from_oniguruma(regex: &str) -> PyResult<String> {
     crate::pretok::from_oniguruma(regex).map_err(value_error)
 }
 
+/// Whether a regex of ours may match the empty string somewhere (conservative).
+#[pyfunction]
+fn regex_may_match_empty(regex: &str) -> PyResult<bool> {
+    Ok(crate::pretok::Regex::new(regex).map_err(value_error)?.may_be_empty())
+}
+
 /// Fills the extension module.
 pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
@@ -193,6 +199,7 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pattern_splits, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_from_splits, m)?)?;
     m.add_function(wrap_pyfunction!(from_oniguruma, m)?)?;
+    m.add_function(wrap_pyfunction!(regex_may_match_empty, m)?)?;
     m.add_function(wrap_pyfunction!(byte_alphabet, m)?)?;
     m.add_function(wrap_pyfunction!(count_pieces, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_merges, m)?)?;

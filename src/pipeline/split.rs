@@ -134,8 +134,12 @@ impl PreTokenizer {
         match &self.steps[..] {
             [Step::ByteLevel { add_prefix_space: false, use_regex: true }] => Some(Pattern::Gpt2),
             [Step::Split { pattern: Literal::Regex(r, raw), behavior, invert }, Step::ByteLevel { add_prefix_space: false, use_regex: false }] => {
-                // a built-in pattern by its written spelling; else the regex as Oniguruma reads it
-                let p = Pattern::from_splits(&[raw.as_str()])
+                // a built-in pattern by its written spelling (unless it holds `}+` or `}?`, which
+                // Oniguruma reads otherwise than the built-in: tiktoken's cl100k `\p{N}{1,3}+`);
+                // else the regex as Oniguruma reads it
+                let p = Some(raw.as_str())
+                    .filter(|r| !interval_suffixed(r))
+                    .and_then(|r| Pattern::from_splits(&[r]))
                     .or_else(|| Some(Pattern::Custom { source: r.as_str().to_string(), regex: Regex::new(r.as_str()).ok()? }))?;
                 let keeps_all = match (behavior, invert) {
                     (Behavior::Isolated, _) => true,
@@ -174,6 +178,22 @@ impl PreTokenizer {
             })
             .collect())
     }
+}
+
+/// Whether `r` has an interval `{n}`, `{n,m}`, ... followed by `+` or `?` (Oniguruma repeats or
+/// makes optional what the built-in patterns' engines read as possessive or lazy).
+fn interval_suffixed(r: &str) -> bool {
+    let b = r.as_bytes();
+    (0..b.len()).any(|k| {
+        if b[k] != b'}' || !matches!(b.get(k + 1), Some(b'+' | b'?')) {
+            return false;
+        }
+        let Some(open) = b[..k].iter().rposition(|&c| c == b'{') else { return false };
+        let body = &b[open + 1..k];
+        !body.is_empty()
+            && body.iter().all(|c| c.is_ascii_digit() || *c == b',')
+            && !(open >= 2 && b[open - 2] == b'\\' && matches!(b[open - 1], b'p' | b'P' | b'x' | b'u' | b'k'))
+    })
 }
 
 fn punctuation() -> &'static Regex {

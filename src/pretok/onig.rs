@@ -9,20 +9,24 @@
 //!   table decides below U+0100); `[[:word:]]` and `\w` inside brackets lack those six.
 //! * POSIX brackets and `\p{Alpha}`-style names are Unicode (`[[:alpha:]]` = Alphabetic,
 //!   `[[:punct:]]` = P and S, but `\p{Punct}` = P); ours read them as ASCII.
-//! * `^`/`$` are line anchors (after / before any `"\n"`); `(?m)` is dot-all; `(?s)` is an error;
-//!   `\h` is a hex digit; `X{n,m}+` repeats `X{n,m}` (not possessive); `{,n}` is `{0,n}`.
+//! * `^`/`$` are line anchors (`^` never after a final `"\n"`); `(?m)` is dot-all; `(?s)` and
+//!   `(?P<..>` are errors; `\h` is a hex digit; `\<` `\>` are literals; `X{n,m}+` repeats
+//!   `X{n,m}`, `X{n}?` makes `X{n}` optional; `{,n}` is `{0,n}`.
+//! * An inline option runs to the end of its group, later alternatives inside it (`x(?i)b|c` is
+//!   `x(?i:b|c)`). Under `(?i)` a bare `\p{..}` is not folded (a bracketed one is), and letters
+//!   folded to several (`ß`/`ss`, `ﬆ`/`st`, ...) are refused: we fold one char to one.
 
 /// Onig's `\w` (measured).
 const WORD: &str = r"[\w\xB2\xB3\xB9\xBC-\xBE&&[^\x{200C}\x{200D}]]";
 const NOT_WORD: &str = r"[^\w\xB2\xB3\xB9\xBC-\xBE&&[^\x{200C}\x{200D}]]";
 
 /// A POSIX bracket name or its `\p{..}` spelling, as a class of ours (`None`: pass through).
-fn named_class(name: &str, posix: bool) -> Option<&'static str> {
+fn named_class(name: &str, posix: bool, in_class: bool) -> Option<&'static str> {
     let key: String = name.chars().filter(|c| !matches!(c, ' ' | '_' | '-')).flat_map(char::to_lowercase).collect();
     Some(match key.as_str() {
         "alpha" => r"[\p{Alphabetic}]",
         "alnum" => r"[\p{Alphabetic}\p{Nd}]",
-        "word" if posix => r"[\w&&[^\x{200C}\x{200D}]]",
+        "word" if posix || in_class => r"[\w&&[^\x{200C}\x{200D}]]",
         "word" => WORD,
         "punct" if posix => r"[\p{P}\p{S}]",
         "punct" => r"[\p{P}]",
@@ -60,7 +64,10 @@ fn unsupported(what: &str, src: &str) -> String {
 enum Quant {
     None,
     Simple,
+    /// `{n,}`, `{n,m}`, `{,m}`: `?` after it is lazy.
     Interval,
+    /// `{n}`: `?` after it makes it optional (Ruby syntax), `+` repeats it.
+    Fixed,
     Done,
 }
 
@@ -71,8 +78,13 @@ struct Out<'a> {
     atom: Vec<Option<usize>>,
     groups: Vec<usize>,
     quant: Quant,
-    /// Dot-all (Onig's `m`) per open group.
-    flags: Vec<bool>,
+    /// Dot-all (Onig's `m`) and case-insensitive per open group.
+    flags: Vec<(bool, bool)>,
+    /// Whether each open group is an implicit one: Oniguruma's `(?i)` in a group runs to its end,
+    /// later alternatives included (`x(?i)b|c` is `x(?i:b|c)`).
+    implicit: Vec<bool>,
+    /// The last literal char, under `(?i)`: Oniguruma folds `ss` with `ß` (and more), we do not.
+    prev_lit: Option<char>,
 }
 
 impl Out<'_> {
@@ -80,6 +92,47 @@ impl Out<'_> {
         *self.atom.last_mut().expect("a level") = Some(self.out.len());
         self.out.push_str(s);
         self.quant = Quant::None;
+        self.prev_lit = None;
+    }
+
+    fn casei(&self) -> bool {
+        self.flags.last().expect("a level").1
+    }
+
+    /// A literal char; under `(?i)` one that takes part in a multi-char case fold is refused.
+    fn literal(&mut self, c: char) -> Result<(), String> {
+        if self.casei() {
+            let pair = self.prev_lit.map(|p| [p.to_ascii_lowercase(), c.to_ascii_lowercase()]);
+            if (c.is_alphabetic() && !c.is_ascii()) || matches!(pair, Some(['s', 's' | 't'] | ['f', 'f' | 'i' | 'l'])) {
+                return Err(unsupported(&format!("{c:?} case-insensitively (Oniguruma folds letters such as ß with ss)"), self.src));
+            }
+        }
+        self.atom(&c.to_string());
+        self.prev_lit = Some(c);
+        Ok(())
+    }
+
+    /// Opens a group (`implicit`: one that `(?flags)` opened) with these flags.
+    fn open(&mut self, opener: &str, flags: (bool, bool), implicit: bool) {
+        self.groups.push(self.out.len());
+        self.out.push_str(opener);
+        self.atom.push(None);
+        self.flags.push(flags);
+        self.implicit.push(implicit);
+        self.quant = Quant::None;
+        self.prev_lit = None;
+    }
+
+    /// Closes the innermost group; it becomes an atom of the one around it.
+    fn close(&mut self) {
+        self.out.push(')');
+        self.atom.pop();
+        self.flags.pop();
+        self.implicit.pop();
+        let start = self.groups.pop().expect("an open group");
+        let group = self.out[start..].to_string();
+        self.out.truncate(start);
+        self.atom(&group);
     }
 
     /// A quantifier `q` (`*`, `+`, `?`, `{..}`) after the last atom, as Oniguruma reads it.
@@ -87,8 +140,13 @@ impl Out<'_> {
         let Some(start) = *self.atom.last().expect("a level") else {
             return Err(unsupported(&format!("a quantifier {q:?} with nothing to repeat"), self.src));
         };
-        let kind = if q.starts_with('{') { Quant::Interval } else { Quant::Simple };
+        let kind = match q.starts_with('{') {
+            true if q.contains(',') => Quant::Interval,
+            true => Quant::Fixed,
+            false => Quant::Simple,
+        };
         let suffix = matches!((self.quant, q), (Quant::Simple, "?" | "+") | (Quant::Interval, "?"));
+        self.prev_lit = None;
         if suffix {
             self.quant = Quant::Done;
         } else {
@@ -108,7 +166,16 @@ impl Out<'_> {
 /// rewrite.
 pub fn from_oniguruma(src: &str) -> Result<String, String> {
     let chars: Vec<char> = src.chars().collect();
-    let mut o = Out { src, out: String::with_capacity(src.len() * 2), atom: vec![None], groups: vec![0], quant: Quant::None, flags: vec![false] };
+    let mut o = Out {
+        src,
+        out: String::with_capacity(src.len() * 2),
+        atom: vec![None],
+        groups: vec![0],
+        quant: Quant::None,
+        flags: vec![(false, false)],
+        implicit: vec![false],
+        prev_lit: None,
+    };
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
@@ -116,8 +183,11 @@ pub fn from_oniguruma(src: &str) -> Result<String, String> {
         match c {
             '\\' => {
                 let (s, next) = escape(&chars, i, src, false)?;
+                let bare_property = matches!(chars.get(i), Some('p' | 'P')) && o.casei();
                 i = next;
                 match s {
+                    // Oniguruma folds no bare \p{..} under (?i) (a bracketed one it does)
+                    Esc::Atom(a) if bare_property => o.atom(&format!("(?-i:{a})")),
                     Esc::Atom(a) => o.atom(&a),
                     Esc::Assert(a) => {
                         o.out.push_str(&a);
@@ -127,7 +197,7 @@ pub fn from_oniguruma(src: &str) -> Result<String, String> {
                 }
             }
             '[' => {
-                let (class, next) = class(&chars, i, src)?;
+                let (class, next) = class(&chars, i, src, o.casei())?;
                 i = next;
                 o.atom(&class);
             }
@@ -145,7 +215,9 @@ pub fn from_oniguruma(src: &str) -> Result<String, String> {
                     } else if rest.starts_with("<=") || rest.starts_with("<!") {
                         i += 3;
                         format!("(?{}", &rest[..2])
-                    } else if rest.starts_with('<') || rest.starts_with('\'') || rest.starts_with("P<") {
+                    } else if rest.starts_with("P<") {
+                        return Err(unsupported("the group syntax (?P<name>", src));
+                    } else if rest.starts_with('<') || rest.starts_with('\'') {
                         let close = if rest.starts_with('\'') { '\'' } else { '>' };
                         let from = i + 1 + rest.find(['<', '\'']).expect("checked") + 1;
                         let end = chars[from..].iter().position(|&c| c == close).ok_or_else(|| unsupported("an unclosed group name", src))?;
@@ -155,7 +227,8 @@ pub fn from_oniguruma(src: &str) -> Result<String, String> {
                     } else {
                         // flags: (?imx-imx) or (?imx-imx:...); Onig's m is our s (dot-all)
                         let mut j = i + 1;
-                        let (mut on, mut off, mut neg, mut dotall) = (String::new(), String::new(), false, None);
+                        let (mut on, mut off, mut neg) = (String::new(), String::new(), false);
+                        let mut flags = *o.flags.last().expect("a level");
                         while j < chars.len() && !matches!(chars[j], ')' | ':') {
                             let ours = match chars[j] {
                                 '-' => {
@@ -163,9 +236,12 @@ pub fn from_oniguruma(src: &str) -> Result<String, String> {
                                     j += 1;
                                     continue;
                                 }
-                                'i' => 'i',
+                                'i' => {
+                                    flags.1 = !neg;
+                                    'i'
+                                }
                                 'm' => {
-                                    dotall = Some(!neg);
+                                    flags.0 = !neg;
                                     's'
                                 }
                                 f => return Err(unsupported(&format!("the group option (?{f}"), src)),
@@ -177,45 +253,34 @@ pub fn from_oniguruma(src: &str) -> Result<String, String> {
                             return Err(unsupported("an unclosed group", src));
                         }
                         let spelled = if off.is_empty() { on } else { format!("{on}-{off}") };
+                        i = j + 1;
+                        let opener = if spelled.is_empty() { "(?:".to_string() } else { format!("(?{spelled}:") };
                         if chars[j] == ')' {
-                            // to the end of the enclosing group
-                            if let Some(d) = dotall {
-                                *o.flags.last_mut().expect("a level") = d;
-                            }
-                            if !spelled.is_empty() {
-                                o.out.push_str(&format!("(?{spelled})"));
-                            }
-                            i = j + 1;
+                            // to the end of the enclosing group, its later alternatives included
+                            o.open(&opener, flags, true);
                             continue;
                         }
-                        i = j + 1;
-                        if spelled.is_empty() { "(?:".to_string() } else { format!("(?{spelled}:") }
+                        o.open(&opener, flags, false);
+                        continue;
                     };
-                    if opener == "(?~" || rest.starts_with('~') || rest.starts_with('(') {
+                    if rest.starts_with('~') || rest.starts_with('(') {
                         return Err(unsupported("an absent operator or a conditional", src));
                     }
-                    o.groups.push(o.out.len());
-                    o.out.push_str(&opener);
+                    let inherited = *o.flags.last().expect("a level");
+                    o.open(&opener, inherited, false);
                 } else {
-                    o.groups.push(o.out.len());
-                    o.out.push('(');
+                    let inherited = *o.flags.last().expect("a level");
+                    o.open("(", inherited, false);
                 }
-                o.atom.push(None);
-                let inherited = *o.flags.last().expect("a level");
-                o.flags.push(inherited);
-                o.quant = Quant::None;
             }
             ')' => {
+                while *o.implicit.last().expect("a level") {
+                    o.close();
+                }
                 if o.groups.len() == 1 {
                     return Err(format!("the regex {src:?} has an unbalanced ')'"));
                 }
-                o.out.push(')');
-                o.atom.pop();
-                o.flags.pop();
-                let start = o.groups.pop().expect("checked");
-                let group = o.out[start..].to_string();
-                o.out.truncate(start);
-                o.atom(&group);
+                o.close();
             }
             '|' => {
                 o.out.push('|');
@@ -223,7 +288,8 @@ pub fn from_oniguruma(src: &str) -> Result<String, String> {
                 o.quant = Quant::None;
             }
             '^' => {
-                o.out.push_str("(?m:^)");
+                // a line start, but not after a final "\n"
+                o.out.push_str(r"(?:\A|(?<=\n)(?!\z))");
                 *o.atom.last_mut().expect("a level") = None;
             }
             '$' => {
@@ -238,10 +304,13 @@ pub fn from_oniguruma(src: &str) -> Result<String, String> {
                 }
                 None => o.atom(r"\{"),
             },
-            '.' => o.atom(if *o.flags.last().expect("a level") { r"(?s:.)" } else { "." }),
+            '.' => o.atom(if o.flags.last().expect("a level").0 { r"(?s:.)" } else { "." }),
             ']' | '}' => o.atom(&format!("\\{c}")),
-            c => o.atom(&c.to_string()),
+            c => o.literal(c)?,
         }
+    }
+    while *o.implicit.last().expect("a level") {
+        o.close();
     }
     if o.groups.len() > 1 {
         return Err(format!("the regex {src:?} has an unclosed '('"));
@@ -308,7 +377,7 @@ fn escape(chars: &[char], i: usize, src: &str, in_class: bool) -> Result<(Esc, u
                 neg = !neg;
                 name = n.to_string();
             }
-            let class = match named_class(&name, false) {
+            let class = match named_class(&name, false, in_class) {
                 Some(cls) => cls.to_string(),
                 None => format!("[\\p{{{name}}}]"),
             };
@@ -342,13 +411,14 @@ fn escape(chars: &[char], i: usize, src: &str, in_class: bool) -> Result<(Esc, u
             let end = i + 2 + chars[i + 2..].iter().position(|&c| c == '>').ok_or_else(|| unsupported("an unclosed \\k<", src))?;
             Ok((Esc::Atom(chars[i - 1..=end].iter().collect()), end + 1))
         }
+        '<' | '>' => atom(&c.to_string()), // (literal in Ruby syntax; a word boundary in ours)
         c if c.is_ascii_alphanumeric() => Err(unsupported(&format!("the escape \\{c}"), src)),
         c => atom(&format!("\\{c}")),
     }
 }
 
 /// The bracketed class at `chars[i..]` (just past `[`) as a class of ours.
-fn class(chars: &[char], mut i: usize, src: &str) -> Result<(String, usize), String> {
+fn class(chars: &[char], mut i: usize, src: &str, casei: bool) -> Result<(String, usize), String> {
     let mut out = String::from("[");
     if chars.get(i) == Some(&'^') {
         out.push('^');
@@ -369,12 +439,12 @@ fn class(chars: &[char], mut i: usize, src: &str) -> Result<(String, usize), Str
                     Some(n) => (true, n),
                     None => (false, inner),
                 };
-                let cls = named_class(name, true).ok_or_else(|| unsupported(&format!("the POSIX bracket [:{inner}:]"), src))?;
+                let cls = named_class(name, true, true).ok_or_else(|| unsupported(&format!("the POSIX bracket [:{inner}:]"), src))?;
                 out.push_str(&if neg { negate(cls) } else { cls.to_string() });
                 i = end + 1;
             }
             '[' => {
-                let (inner, next) = class(chars, i + 1, src)?;
+                let (inner, next) = class(chars, i + 1, src, casei)?;
                 out.push_str(&inner);
                 i = next;
             }
@@ -389,6 +459,9 @@ fn class(chars: &[char], mut i: usize, src: &str) -> Result<(String, usize), Str
             '&' if chars.get(i + 1) == Some(&'&') => {
                 out.push_str("&&");
                 i += 2;
+            }
+            c if casei && c.is_alphabetic() && !c.is_ascii() => {
+                return Err(unsupported(&format!("{c:?} case-insensitively (Oniguruma folds letters such as ß with ss)"), src));
             }
             c => {
                 out.push(c);

@@ -36,6 +36,8 @@ use super::PieceSink;
 pub struct Regex {
     source: String,
     engine: Engine,
+    /// Whether some match may be empty (look-arounds, nullable repeats; conservative).
+    may_be_empty: bool,
 }
 
 enum Engine {
@@ -47,12 +49,19 @@ impl Regex {
     /// Compiles `source`; the error names the pattern.
     pub fn new(source: &str) -> Result<Regex, String> {
         let tree = Expr::parse_tree(source).map_err(|e| format!("pattern {source:?} does not compile: {e}"))?;
+        let may_be_empty = nullable(&tree.expr);
         if let Some(fast) = dfa_for(&tree.expr) {
-            return Ok(Regex { source: source.to_string(), engine: Engine::Dfa(Box::new(fast)) });
+            return Ok(Regex { source: source.to_string(), engine: Engine::Dfa(Box::new(fast)), may_be_empty });
         }
         let re = fancy_regex::Regex::new(&python_dollar(source))
             .map_err(|e| format!("pattern {source:?} does not compile: {e}"))?;
-        Ok(Regex { source: source.to_string(), engine: Engine::Fancy(re) })
+        Ok(Regex { source: source.to_string(), engine: Engine::Fancy(re), may_be_empty })
+    }
+
+    /// Whether a match may be empty (then the text between matches is not a run of chars at
+    /// none of which the regex matches).
+    pub fn may_be_empty(&self) -> bool {
+        self.may_be_empty
     }
 
     pub fn as_str(&self) -> &str {
@@ -270,11 +279,25 @@ fn negated(c: &ClassUnicode) -> ClassUnicode {
     n
 }
 
+/// Whether `e` may match the empty string (conservative: look-arounds and back-references may).
+fn nullable(e: &Expr) -> bool {
+    match e {
+        Expr::Any { .. } => false,
+        Expr::Literal { val, .. } => val.is_empty(),
+        Expr::Delegate { size, .. } => *size == 0,
+        Expr::Concat(v) => v.iter().all(nullable),
+        Expr::Alt(v) => v.iter().any(nullable),
+        Expr::Group(c) | Expr::AtomicGroup(c) => nullable(c),
+        Expr::Repeat { child, lo, .. } => *lo == 0 || nullable(child),
+        _ => true,
+    }
+}
+
 /// `source` with each `$` outside a class replaced by `(?=\n?\z)`, Python's `$` without
-/// MULTILINE (fancy-regex's `$` is the end of text only).
+/// MULTILINE (fancy-regex's `$` is the end of text only). Classes nest (`[a[b]$]`).
 fn python_dollar(source: &str) -> String {
     let mut out = String::with_capacity(source.len());
-    let (mut in_class, mut escaped) = (false, false);
+    let (mut depth, mut escaped) = (0usize, false);
     let mut prev_open = false;
     for c in source.chars() {
         let was_open = std::mem::take(&mut prev_open);
@@ -282,15 +305,18 @@ fn python_dollar(source: &str) -> String {
             escaped = false;
         } else if c == '\\' {
             escaped = true;
-        } else if in_class {
+        } else if depth > 0 {
             // `]` right after `[` or `[^` is a literal.
             if c == ']' && !was_open {
-                in_class = false;
+                depth -= 1;
             } else if c == '^' && was_open && out.ends_with('[') {
+                prev_open = true;
+            } else if c == '[' {
+                depth += 1;
                 prev_open = true;
             }
         } else if c == '[' {
-            in_class = true;
+            depth = 1;
             prev_open = true;
         } else if c == '$' {
             out.push_str(r"(?=\n?\z)");
