@@ -91,7 +91,7 @@ def _escape(esc: str, src: str, in_class: bool) -> str:
         return f"\\x{{{esc[2:]}}}"
     if c == "u" and esc.startswith("\\u{"):
         return "\\x" + esc[2:]
-    if c == "x" and len(esc) == 4 and int(esc[2:], 16) >= 0x80:  # Oniguruma: \xHH above 7F is a byte
+    if c == "x" and len(esc) == 4 and _hex(esc[2:]) >= 0x80:  # Oniguruma: \xHH above 7F is a byte
         return f"\\x{{{esc[2:]}}}"
     if c in "<>" or (c == "b" and esc.startswith("\\b{")):
         raise _refuse(f"the word boundary {esc}", src)
@@ -99,6 +99,14 @@ def _escape(esc: str, src: str, in_class: bool) -> str:
         w = f"[{_WORD}]"
         return f"(?:(?<={w})(?!{w})|(?<!{w})(?={w}))" if c == "b" else f"(?:(?<={w})(?={w})|(?<!{w})(?!{w}))"
     return esc
+
+
+def _hex(digits: str) -> int:
+    """``digits`` read as hexadecimal, or -1."""
+    try:
+        return int(digits, 16)
+    except ValueError:
+        return -1
 
 
 def _class(src: str, i: int) -> tuple[str, int]:

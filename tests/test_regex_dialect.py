@@ -46,6 +46,16 @@ def our_class(cls: str) -> set[int]:
     return out
 
 
+def _phi2_split(tmp_path, regex: str):
+    """phi-2's tokenizer.json with one Split on ``regex`` (then ByteLevel), in ``tmp_path``."""
+    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
+    raw["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(raw), encoding="utf-8")
+    return tmp_path / "tokenizer.json"
+
+
 ONIG_CLASSES = [r"\w", r"\W", r"\d", r"\D", r"\s", r"\S", r"\h", r"\H", r"\p{L}", r"\p{^L}", r"\P{N}", r"\p{Han}"] + [
     f"[[:{n}:]]" for n in ("alpha", "alnum", "word", "punct", "space", "digit", "upper", "lower", "xdigit", "blank",
                            "cntrl", "graph", "print", "ascii", "^alpha", "^punct", "^word")] + [
@@ -97,22 +107,14 @@ def test_a_tokenizer_json_pattern_splits_as_oniguruma_does(pattern, text):
 def test_what_has_no_exact_rewrite_is_refused_by_name(tmp_path, regex, words):
     with pytest.raises(ValueError, match=re.escape(words)):
         _core.from_oniguruma(regex)
-    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
-    raw["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
-        {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False},
-        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
-    (tmp_path / "tokenizer.json").write_text(json.dumps(raw), encoding="utf-8")
+    _phi2_split(tmp_path, regex)
     with pytest.raises(FormatError, match=re.escape(words)):
         hf_bpe.BPE.load(tmp_path / "tokenizer.json")
 
 
 @pytest.mark.parametrize("pattern", [r"[[:alpha:]]+|[^[:alpha:]]+", r"\w+|\W+", r"\s+$|\S+|\s", r"\b\w+|\W|\w"])
 def test_a_released_file_with_such_a_split_encodes_as_tokenizers(tmp_path, pattern):
-    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
-    raw["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
-        {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
-        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
-    (tmp_path / "tokenizer.json").write_text(json.dumps(raw), encoding="utf-8")
+    _phi2_split(tmp_path, pattern)
     bpe, ref = hf_bpe.BPE.load(tmp_path / "tokenizer.json"), tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
     texts = ["vê, fé² x\u200cy ¼ 12", "line one\nline two  \n", "THE the_x 3.14"]
     for t in texts:
@@ -175,11 +177,7 @@ def test_the_issues_case_trains_saves_and_reads_alike(tmp_path):
 def test_a_builtins_tiktoken_spelling_in_a_tokenizer_json_is_read_as_oniguruma_reads_it(tmp_path):
     # tiktoken's cl100k pat_str copied into a Split: Oniguruma reads \p{N}{1,3}+ as unbounded
     # digit runs, so it is not the cl100k scanner there (found in review)
-    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
-    raw["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
-        {"type": "Split", "pattern": {"Regex": _core.pattern_source("cl100k")}, "behavior": "Isolated", "invert": False},
-        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
-    (tmp_path / "tokenizer.json").write_text(json.dumps(raw), encoding="utf-8")
+    _phi2_split(tmp_path, _core.pattern_source("cl100k"))
     bpe, ref = hf_bpe.BPE.load(tmp_path / "tokenizer.json"), tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
     for t in ["abc 1234567 x", "it's 12 and 123456789\n\n  y"]:
         assert bpe.encode(t) == ref.encode(t, add_special_tokens=False).ids, t

@@ -350,53 +350,58 @@ impl Pipeline {
             }
         };
         for sym in syms {
-            let m = match sym {
-                Sym::Byte(_, Missing::Present) | Sym::Byte(_, Missing::Drop) => None,
-                Sym::Byte(_, m) => Some(m),
+            // what the symbol becomes: a byte of the run, tokens at once, an unk, or nothing
+            let ids: &[u32] = match sym {
+                Sym::Byte(b, Missing::Present) => {
+                    if let Some(u) = pending.take() {
+                        out.push(u);
+                    }
+                    run.push(b);
+                    continue;
+                }
+                Sym::Byte(_, Missing::Drop) => continue,
+                Sym::Byte(_, Missing::Unk(u)) => {
+                    flush(&mut run, cache, out);
+                    self.unk_after(&mut pending, u, out);
+                    continue;
+                }
+                Sym::Byte(_, Missing::Fallback(k)) => &self.fallback[k as usize],
                 Sym::Char(c) => {
                     let mut utf8 = [0u8; 4];
                     char_ids.clear();
                     let fallback = self.byte_fallback
                         && c.encode_utf8(&mut utf8).bytes().all(|x| self.byte_ids[x as usize].map(|id| char_ids.push(id)).is_some());
                     match (fallback, self.unk) {
-                        (true, _) => Some(Missing::Fallback(u16::MAX)),
-                        (false, Some(u)) => Some(Missing::Unk(u)),
-                        (false, None) => None,
+                        (true, _) => &char_ids,
+                        (false, Some(u)) => {
+                            flush(&mut run, cache, out);
+                            self.unk_after(&mut pending, u, out);
+                            continue;
+                        }
+                        (false, None) => continue,
                     }
                 }
             };
-            match (sym, m) {
-                (Sym::Byte(b, Missing::Present), _) => {
-                    if let Some(u) = pending.take() {
-                        out.push(u);
-                    }
-                    run.push(b);
-                }
-                (_, None) => {}
-                (_, Some(Missing::Unk(u))) => {
-                    flush(&mut run, cache, out);
-                    match pending {
-                        Some(_) if self.fuse_unk => {}
-                        Some(p) => {
-                            out.push(p);
-                            pending = Some(u);
-                        }
-                        None => pending = Some(u),
-                    }
-                }
-                (_, Some(Missing::Fallback(k))) => {
-                    flush(&mut run, cache, out);
-                    if k == u16::MAX {
-                        out.extend_from_slice(&char_ids);
-                    } else {
-                        out.extend_from_slice(&self.fallback[k as usize]);
-                    }
-                }
-                (_, Some(_)) => unreachable!(),
-            }
+            flush(&mut run, cache, out);
+            out.extend_from_slice(ids);
         }
         flush(&mut run, cache, out);
         out.extend(pending);
+    }
+}
+
+impl Pipeline {
+    /// An unk token becomes pending (see [`Self::encode_symbols`]); one already pending is
+    /// written first, or fused with it.
+    fn unk_after(&self, pending: &mut Option<u32>, u: u32, out: &mut Vec<u32>) {
+        match *pending {
+            Some(_) if self.fuse_unk => {}
+            Some(p) => {
+                out.push(p);
+                *pending = Some(u);
+            }
+            None => *pending = Some(u),
+        }
     }
 }
 
