@@ -9,29 +9,29 @@
 from hf_bpe import _core
 from hf_bpe.bpe import BPE
 from hf_bpe.formats import FormatError
-from hf_bpe.extending import extend
-from hf_bpe.training import count, count_files, train, train_files, train_from_counts
+from hf_bpe.training import count, count_files, extend, train, train_files, train_from_counts
 
 __version__ = "0.1.0"
-__all__ = ["BPE", "BPETokenizer", "FormatError", "WordCounts", "count", "count_files", "extend", "map_fn", "train", "train_files",
-           "train_from_counts", "sample_corpus", "__version__"]
+__all__ = ["BPE", "BPETokenizer", "FormatError", "WordCounts", "count", "count_files", "extend", "map_fn", "train",
+           "train_files", "train_from_counts", "sample_corpus", "__version__"]
 
 
 def __getattr__(name: str):
     if name == "WordCounts":  # (it holds numpy arrays: numpy is imported on first use)
-        from hf_bpe.counts import WordCounts
+        from hf_bpe.training.counts import WordCounts
 
         return WordCounts
     # The transformers integration is imported on first use (transformers costs ~1-2 s).
     if name in ("BPETokenizer", "map_fn"):
+        from hf_bpe import hf
+
         try:
-            from hf_bpe import hf
+            return getattr(hf, name)
         except ModuleNotFoundError as e:
             if e.name and e.name.split(".")[0] in ("transformers", "datasets", "huggingface_hub", "jinja2"):
                 raise ModuleNotFoundError(f"hf_bpe.{name} needs the 'hf' extra ({e.name} is missing): "
                                           "pip install 'hf_bpe[hf]'", name=e.name) from e
             raise
-        return getattr(hf, name)
     raise AttributeError(f"module 'hf_bpe' has no attribute {name!r}")
 
 
@@ -44,6 +44,6 @@ def sample_corpus() -> str:
 
 
 # `AutoTokenizer` learns about BPETokenizer as soon as transformers is (or gets) imported.
-from hf_bpe import _hf_hook  # noqa: E402
+from hf_bpe.hf import hook  # noqa: E402
 
-_hf_hook.install()
+hook.install()

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Collection, Iterable, Literal, Sequence
 
-from hf_bpe import _core, formats, tiktoken_io
-from hf_bpe.artifacts import pipeline_parts
+from hf_bpe import _core, formats
+from hf_bpe.formats import ranks, tiktoken_export
 
 
 @contextlib.contextmanager
@@ -50,17 +50,10 @@ class BPE:
     'hello world'
     """
 
-    def __init__(
-        self,
-        vocab: dict[int, bytes],
-        merges: Sequence[tuple[bytes, bytes]] | None,
-        special_tokens: dict[str, int] | None = None,
-        pattern: str = "gpt2",
-        *,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
-        added_tokens: Sequence[formats.AddedToken] = (),
-        pipeline: str | None = None,
-    ) -> None:
+    def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]] | None,
+                 special_tokens: dict[str, int] | None = None, pattern: str = "gpt2", *,
+                 cache_bytes: int = DEFAULT_CACHE_BYTES, added_tokens: Sequence[formats.AddedToken] = (),
+                 pipeline: str | None = None) -> None:
         """Builds a tokenizer from its tables.
 
         ``vocab`` maps every id to its bytes (special tokens may be left out, or given as their
@@ -79,7 +72,8 @@ class BPE:
                 full.setdefault(i, s.encode())
         added = [formats.AddedToken(*t) for t in added_tokens]
         byte_merges = None if merges is None else [(bytes(a), bytes(b)) for a, b in merges]
-        core = _core.Encoder(full, byte_merges, specials, pattern, _budget(cache_bytes), [tuple(t) for t in added], pipeline)
+        core = _core.Encoder(full, byte_merges, specials, pattern, _budget(cache_bytes), [tuple(t) for t in added],
+                             pipeline)
         for t in added:  # the core keeps added tokens apart from the vocabulary it merges with
             full.setdefault(t.id, t.content.encode())
         self._adopt(core, full, byte_merges)
@@ -115,7 +109,7 @@ class BPE:
         if self._merges is not None:
             return list(self._merges)
         if self._derived_merges is None:
-            self._derived_merges = tiktoken_io.merges_from_ranks(self._ids, set(self.special_tokens.values()))
+            self._derived_merges = ranks.merges_from_ranks(self._ids, set(self.special_tokens.values()))
         return list(self._derived_merges)
 
     @property
@@ -154,7 +148,8 @@ class BPE:
             return [t if b.pipeline else t._replace(normalized=False) for t in b.added_tokens]
 
         same = self._vocab == other._vocab and added(self) == added(other) and self.pipeline == other.pipeline
-        return same and formats.pattern_key(self.pattern) == formats.pattern_key(other.pattern) and self.merges == other.merges
+        return (same and formats.pattern_key(self.pattern) == formats.pattern_key(other.pattern)
+                and self.merges == other.merges)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -165,9 +160,8 @@ class BPE:
         fields; those it has are kept, a clash raises ``ValueError``) and, when given, another
         ``tokenizer.json`` ``post_processor`` (e.g. a ``TemplateProcessing`` adding a BOS token)."""
         new = [formats.AddedToken(*t) for t in added_tokens]
-        pipeline = None
-        if post_processor is not None:
-            pipeline = json.dumps(dict(pipeline_parts(self.pattern, self.pipeline), post_processor=post_processor))
+        pipeline = None if post_processor is None else json.dumps(
+            dict(formats.pipeline_parts(self.pattern, self.pipeline), post_processor=post_processor))
         out = BPE.__new__(BPE)
         vocab = {**{t.id: t.content.encode() for t in new}, **self._vocab}
         out._adopt(self._encoder().derive([tuple(t) for t in new], pipeline), vocab, self._merges)
@@ -181,8 +175,8 @@ class BPE:
         return formats.write_folder(path, files)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, special_tokens: Iterable[str] = (), cache_bytes: int = DEFAULT_CACHE_BYTES,
-             truncation_and_padding: Sections = "refuse") -> "BPE":
+    def load(cls, path: str | os.PathLike, *, special_tokens: Iterable[str] = (),
+             cache_bytes: int = DEFAULT_CACHE_BYTES, truncation_and_padding: Sections = "refuse") -> "BPE":
         """Loads a folder saved by :meth:`save`, GPT-2's ``vocab.json`` + ``merges.txt`` (a folder,
         or the path of either file), a byte-level BPE ``tokenizer.json``, or a tiktoken encoding's
         ``.tiktoken`` file (``cl100k_base.tiktoken``, ...; see :func:`hf_bpe.formats.read`).
@@ -202,8 +196,9 @@ class BPE:
         if tables.truncation_padding and truncation_and_padding != "ignore":
             what = "; ".join(f"{k} {json.dumps(v)}" for k, v in tables.truncation_padding.items())
             raise formats.FormatError(f"{name}: the tokenizer.json sets {what}: tokenizers truncates and pads every "
-                                      "encode with it, BPE.encode never does. Load it with BPETokenizer.from_pretrained "
-                                      "(as transformers does), or BPE.load(..., truncation_and_padding='ignore')")
+                                      "encode with it, BPE.encode never does. Load it with "
+                                      "BPETokenizer.from_pretrained (as transformers does), "
+                                      "or BPE.load(..., truncation_and_padding='ignore')")
         try:
             out = cls(tables.vocab, tables.merges, tables.special_tokens, tables.pattern, cache_bytes=cache_bytes,
                       added_tokens=tables.added_tokens, pipeline=tables.pipeline)
@@ -215,14 +210,9 @@ class BPE:
         return out
 
     @classmethod
-    def from_tiktoken(
-        cls,
-        path: str | os.PathLike,
-        pattern: str = "cl100k",
-        special_tokens: dict[str, int] | None = None,
-        *,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
-    ) -> "BPE":
+    def from_tiktoken(cls, path: str | os.PathLike, pattern: str = "cl100k",
+                      special_tokens: dict[str, int] | None = None, *,
+                      cache_bytes: int = DEFAULT_CACHE_BYTES) -> "BPE":
         """Loads a tiktoken rank file (``*.tiktoken``): ids equal ranks, merges follow ranks."""
         vocab = {r: t for t, r in formats.read_tiktoken(path).items()}
         return cls.from_tables(formats.Tables(vocab, None, dict(special_tokens or {}), pattern), path,
@@ -230,18 +220,25 @@ class BPE:
 
     def to_tiktoken(self, name: str | None = None) -> "tiktoken.Encoding":
         """A ``tiktoken.Encoding`` (same pattern, ranks = ids, same special tokens) that gives the
-        ids of :meth:`encode` for every input (a custom pattern as ``tiktoken_io.pat_str`` spells it
-        for tiktoken; a sequence of splits is refused). A merges-mode vocabulary is accepted only when
-        tiktoken's rule (join the pair whose token has the lowest id) reproduces its merges, as
-        for GPT-2's files and every trained vocabulary; otherwise ``ValueError`` names the token
-        or merge at fault. Needs the ``tiktoken`` package (the ``tiktoken`` extra)."""
-        return tiktoken_io.to_encoding(self, name)
+        ids of :meth:`encode` for every input (a custom pattern spelled for tiktoken by
+        ``formats.tiktoken_export.pat_str``; a sequence of splits is refused). A merges-mode
+        vocabulary is accepted only when tiktoken's rule (join the pair whose token has the lowest
+        id) reproduces its merges, as for GPT-2's files and every trained vocabulary; otherwise
+        ``ValueError`` names the token or merge at fault. Needs the ``tiktoken`` package (the
+        ``tiktoken`` extra)."""
+        pat = tiktoken_export.pat_str(self.pattern, self.pattern_source)
+        return tiktoken_export.to_encoding(name, pat, self._ranks(), self.special_tokens)
 
     def save_tiktoken(self, path: str | os.PathLike) -> Path:
         """Writes the ``.tiktoken`` rank file (``base64(token) rank`` per line, by rank) to ``path``,
         atomically; refuses what :meth:`to_tiktoken` refuses. It holds neither the pattern nor the
         special tokens: give them to :meth:`from_tiktoken` (or name it ``cl100k_base.tiktoken``, ...)."""
-        return tiktoken_io.save(self, path)
+        return formats.write_file(path, tiktoken_export.rank_file(self._ranks()))
+
+    def _ranks(self) -> dict[bytes, int]:
+        plain = not self._core.is_generic and not self.pattern_source.startswith("{")
+        merges = None if self.is_tiktoken else self.merges
+        return tiktoken_export.mergeable_ranks(self.vocab, merges, self.special_tokens, self.added_tokens, plain)
 
     @property
     def cache_bytes(self) -> int:
@@ -268,7 +265,8 @@ class BPE:
             self._core_pid = pid
         return self._core
 
-    def encode(self, text: str, allowed_special: AllowedSpecial = (), disallowed_special: AllowedSpecial = "all") -> list[int]:
+    def encode(self, text: str, allowed_special: AllowedSpecial = (),
+               disallowed_special: AllowedSpecial = "all") -> list[int]:
         """Text to ids. Special tokens in ``allowed_special`` (a set, or ``"all"``) become their id;
         a disallowed special token found in the text raises ``ValueError``, as in tiktoken."""
         return self._encoder().encode(text, _specials_arg(allowed_special), _specials_arg(disallowed_special))
@@ -277,8 +275,8 @@ class BPE:
         """Text to ids, with special tokens treated as plain text."""
         return self._encoder().encode_ordinary(text)
 
-    def encode_batch(self, texts: Sequence[str], num_threads: int | None = None,
-                     allowed_special: AllowedSpecial = (), disallowed_special: AllowedSpecial = "all") -> list[list[int]]:
+    def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, allowed_special: AllowedSpecial = (),
+                     disallowed_special: AllowedSpecial = "all") -> list[list[int]]:
         """Encodes many texts on all cores (GIL released)."""
         with gc_paused():
             return self._encoder().encode_batch(_texts_arg(texts), _specials_arg(allowed_special),
@@ -308,7 +306,8 @@ class BPE:
                                                    _specials_arg(disallowed_special))
 
     def encode_spans(self, texts: Sequence[str], allowed_special: AllowedSpecial = (),
-                     disallowed_special: AllowedSpecial = "all") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                     disallowed_special: AllowedSpecial = "all"
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Flat ``(ids, offsets, words, row_offsets)`` of ``texts``: text ``i`` is rows
         ``row_offsets[i]:row_offsets[i+1]``; ``offsets`` (``(n, 2)``) are the chars each token's bytes
         touch, ``words`` each token's pre-tokenizer piece (or special token) index in its text, as
@@ -360,7 +359,7 @@ class BPE:
 
 
 def _budget(value: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:  # (a bool is an int)
         raise ValueError(f"cache_bytes must be a number of bytes (an int >= 0), not {value!r}")
     return value
 

@@ -27,9 +27,10 @@ from typing import Any
 
 from hf_bpe import _core
 from hf_bpe.bpe import BPE
-from hf_bpe.counts import WordCounts
-from hf_bpe.training import EMPTY, _counts_of
-from hf_bpe.training import file_paths as _paths
+from hf_bpe.training.counting import counts_of as _counts_of
+from hf_bpe.training.counting import file_paths as _paths
+from hf_bpe.training.counts import WordCounts
+from hf_bpe.training.options import EMPTY
 
 __all__ = ["count_files", "train_files", "train", "encode_dataset", "encode_files", "shards", "init"]
 
@@ -106,7 +107,7 @@ def count_files(paths, special_tokens: Sequence[str] = ("<|endoftext|>",), patte
     reserving ``cpus_per_task`` of Ray's CPUs (Ray runs as many at once as the cluster has CPUs
     for) and counting on ``threads_per_task`` threads (default: ``cpus_per_task``), then a tree
     of merges. Equal to the single-machine counts."""
-    from hf_bpe.training import _check_specials
+    from hf_bpe.training.options import check_specials as _check_specials
 
     specials = _check_specials(special_tokens)
     _core.pattern_source(pattern)
@@ -141,7 +142,8 @@ def train_files(paths, vocab_size: int = 32000, special_tokens: Sequence[str] = 
     """:func:`hf_bpe.train_files` with the counting on a Ray cluster (equal results); the merge
     loop runs on the driver. ``min_word_count`` prunes the merged counts (see
     :func:`hf_bpe.train_from_counts`)."""
-    from hf_bpe.training import _check_options, train_from_counts
+    from hf_bpe.training.options import check_options as _check_options
+    from hf_bpe.training.trainer import train_from_counts
 
     _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
     counts = count_files(paths, special_tokens, pattern, errors, text_field, shard_bytes=shard_bytes,
@@ -166,15 +168,17 @@ class _CountBatch:
         return pa.table({"counts": pa.array([pickle.dumps(counts)], pa.large_binary())})
 
 
-def train(dataset, vocab_size: int = 32000, text_column: str = "text", special_tokens: Sequence[str] = ("<|endoftext|>",),
-          pattern: str = "gpt2", tie_break: str = "lexicographic", min_frequency: int = 0,
+def train(dataset, vocab_size: int = 32000, text_column: str = "text",
+          special_tokens: Sequence[str] = ("<|endoftext|>",), pattern: str = "gpt2", tie_break: str = "lexicographic",
+          min_frequency: int = 0,
           max_token_length: int | None = None, *, min_word_count: int = 0, batch_size: int = 4096,
           progress: bool = True) -> BPE:
     """:func:`hf_bpe.train` on a ``ray.data.Dataset``: its blocks are counted where they are
     (``map_batches``), the counts merged, then trained on the driver."""
     import pickle
 
-    from hf_bpe.training import _check_options, train_from_counts
+    from hf_bpe.training.options import check_options as _check_options
+    from hf_bpe.training.trainer import train_from_counts
 
     specials = _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
     if text_column not in dataset.columns():
@@ -189,7 +193,8 @@ def train(dataset, vocab_size: int = 32000, text_column: str = "text", special_t
             parts = [WordCounts.merge(parts)]
     if not parts:
         raise ValueError(EMPTY)
-    return train_from_counts(WordCounts.merge(parts), vocab_size, tie_break, min_frequency, max_token_length, min_word_count, progress)
+    return train_from_counts(WordCounts.merge(parts), vocab_size, tie_break, min_frequency, max_token_length,
+                             min_word_count, progress)
 
 
 def _engine(tokenizer) -> BPE:
@@ -210,7 +215,7 @@ class _EncodeBatch:
     def __call__(self, batch):
         import pyarrow as pa
 
-        from hf_bpe.arrow import column_flat
+        from hf_bpe.hf.arrow import column_flat
 
         # From the column's Arrow buffers (no Python str per row); a None row is an error naming it.
         flat, off = column_flat(self.bpe, batch.column(self.column), self.column, self.split_special)
@@ -242,7 +247,7 @@ def encode_files(paths, tokenizer, out_dir: str | os.PathLike, *, allowed_specia
     """Encodes each file on the cluster into ``out_dir/<n>-<name>.npy`` (as
     :meth:`hf_bpe.BPE.encode_file`), plus ``index.json`` naming each input with its output,
     tokens and bytes. Returns the index's path."""
-    from hf_bpe.artifacts import write_file
+    from hf_bpe.formats.files import write_file
 
     ray = init(address)
     files = _paths(paths)

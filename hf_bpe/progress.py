@@ -17,7 +17,8 @@ def _tqdm(**kw):
 
 
 @contextlib.contextmanager
-def file_progress(paths: Sequence[str | os.PathLike], desc: str, enabled: bool = True) -> Iterator[Callable[[int], None] | None]:
+def file_progress(paths: Sequence[str | os.PathLike], desc: str,
+                  enabled: bool = True) -> Iterator[Callable[[int], None] | None]:
     """A bar over the bytes of ``paths``; yields a callback taking the bytes read of the current file.
     Call ``.next_file()`` on the callback (if any) when moving to the next file."""
     if not enabled:

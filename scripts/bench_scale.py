@@ -82,7 +82,7 @@ class PeakRSS:
 def shipped(shards) -> int:
     """Bytes the shards' counts take pickled: what the counting tasks send to the merges."""
     from hf_bpe import _core
-    from hf_bpe.counts import WordCounts
+    from hf_bpe.training.counts import WordCounts
 
     total = 0
     for p, rng in shards:

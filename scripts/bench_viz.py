@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import hf_bpe
-from hf_bpe import viz
+from hf_bpe.tools import viz
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -142,7 +142,7 @@ def test_save_is_atomic_over_an_existing_folder(tmp_path, monkeypatch):
     target = old.save(tmp_path / "tok")
     (target / "README.md").write_text("kept")
     new = hf_bpe.train(["completely different text here"] * 30, vocab_size=280, progress=False)
-    from hf_bpe import artifacts
+    from hf_bpe.formats import files as artifacts
 
     def crash(what):
         if what == "exchange":
@@ -165,7 +165,7 @@ def test_save_is_atomic_over_an_existing_folder(tmp_path, monkeypatch):
 def test_retraining_into_a_folder_leaves_no_stale_tokenizer_file(tmp_path, monkeypatch, exchange):
     from transformers import AutoTokenizer
 
-    from hf_bpe import artifacts
+    from hf_bpe.formats import files as artifacts
 
     if not exchange:  # the one-by-one path of systems without an atomic exchange
         monkeypatch.setattr(artifacts, "_exchange", lambda a, b: False)
@@ -188,7 +188,7 @@ def test_retraining_into_a_folder_leaves_no_stale_tokenizer_file(tmp_path, monke
 
 @pytest.mark.parametrize("exchange", [True, False])
 def test_named_chat_templates_are_saved_in_their_subfolder(tmp_path, monkeypatch, exchange):
-    from hf_bpe import artifacts
+    from hf_bpe.formats import files as artifacts
 
     if not exchange:
         monkeypatch.setattr(artifacts, "_exchange", lambda a, b: False)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import hf_bpe
-from hf_bpe.cli import main
+from hf_bpe.tools.cli import main
 from conftest import corpus_docs
 
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import hf_bpe
 from hf_bpe import _core
-from hf_bpe.counts import MAGIC
+from hf_bpe.training.counts import MAGIC
 from conftest import corpus_docs
 
 SPECIALS = ("<|endoftext|>", "<|pad|>")
@@ -179,9 +179,9 @@ def test_min_word_count_prunes_before_training():
 def test_module_doctest():
     import doctest
 
-    import hf_bpe.counts
+    import hf_bpe.training.counts
 
-    res = doctest.testmod(hf_bpe.counts)
+    res = doctest.testmod(hf_bpe.training.counts)
     assert res.attempted >= 2 and res.failed == 0
 
 

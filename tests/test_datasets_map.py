@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 import hf_bpe
-import hf_bpe.hf as hf_mod
-from hf_bpe.arrow import column_flat
+import hf_bpe.hf.tokenizer as hf_mod
+from hf_bpe.hf.arrow import column_flat
 from conftest import corpus_docs, shared_data
 
 datasets.disable_progress_bars()

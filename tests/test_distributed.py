@@ -120,7 +120,7 @@ def test_encode_dataset_and_files_equal_the_engine(cluster, corpus, tmp_path):
 
 
 def test_cli_train_and_encode_on_the_cluster(cluster, corpus, tmp_path):
-    from hf_bpe.cli import main
+    from hf_bpe.tools.cli import main
 
     address = ray.get_runtime_context().gcs_address  # the cluster of this module, by address
     assert main(["train", *map(str, corpus), "--vocab-size", "800", "--out", str(tmp_path / "tok"), "--quiet",

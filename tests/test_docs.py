@@ -18,7 +18,7 @@ def test_package_doctest():
 
 def test_demo_trains_on_the_bundled_corpus_and_reports(tmp_path):
     out = tmp_path / "demo"
-    res = subprocess.run([sys.executable, "-m", "hf_bpe.cli", "demo", "--out", str(out), "--vocab-size", "2000", "--quiet"],
+    res = subprocess.run([sys.executable, "-m", "hf_bpe", "demo", "--out", str(out), "--vocab-size", "2000", "--quiet"],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     text = res.stdout

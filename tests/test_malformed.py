@@ -11,7 +11,7 @@ import pytest
 
 import hf_bpe
 from hf_bpe import BPE, FormatError, _core
-from hf_bpe.alphabet import token_to_str
+from hf_bpe.formats.alphabet import token_to_str
 
 BYTES = {token_to_str(bytes([b])): b for b in range(256)}
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from conftest import corpus_docs, corpus_slice, peer_stable_chars, shared_data, tokenizers_unstable_chars
 from hf_bpe import BPE
-from hf_bpe.alphabet import bytes_to_unicode
+from hf_bpe.formats.alphabet import bytes_to_unicode
 from hf_bpe.formats import FormatError
 
 _ALPHABET = set(bytes_to_unicode().values())
@@ -290,7 +290,7 @@ def test_missing_byte_tokens_follow_tokenizers(tmp_path):
     gpt2 = shared_data() / "gpt2"
     from tokenizers.models import BPE as TBPE
     base = json.loads(tokenizers.Tokenizer(TBPE.from_file(str(gpt2 / "vocab.json"), str(gpt2 / "merges.txt"))).to_str())
-    from hf_bpe.alphabet import token_to_str
+    from hf_bpe.formats.alphabet import token_to_str
     gone = [token_to_str(bytes([b])) for b in (ord("q"), 0xA9, 0x80)]
     vocab = base["model"]["vocab"]
     merges = [m for m in base["model"]["merges"] if not any(g in (m if isinstance(m, list) else m.split(" ")) for g in gone)]

@@ -183,34 +183,6 @@ def test_forked_child_gets_a_fresh_core(small):
     assert os.read(r, 1) == b"1"
 
 
-# ---- boundaries ---------------------------------------------------------------------------
-
-
-def test_bpe_does_not_import_its_adapter():
-    code = "import sys, hf_bpe.bpe, hf_bpe.formats; print(sorted(m for m in sys.modules if m in ('hf_bpe.hf', 'transformers')))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
-    assert out.strip() == "[]"
-    assert not hasattr(BPE, "to_transformers")
-
-
-def test_adapter_uses_public_names_of_bpe_and_formats():
-    for name in ("hf.py", "hf_encoding.py", "hf_rows.py", "hf_spans.py", "arrow.py", "cli.py"):
-        tree = ast.parse((PKG / name).read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module in ("hf_bpe.bpe", "hf_bpe.formats"):
-                assert all(not a.name.startswith("_") for a in node.names), f"{name}:{node.lineno}"
-            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
-                base = node.value
-                owner = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
-                assert owner not in ("bpe", "formats", "BPE"), f"{name}:{node.lineno}: {owner}.{node.attr}"
-
-
-def test_python_modules_stay_small():
-    for path in sorted(PKG.glob("*.py")):
-        n = len(path.read_text().splitlines())
-        assert n <= 400, f"{path.name} has {n} lines (the guide: at most ~400)"
-
-
 def test_byte_alphabet_comes_from_the_core():
     from hf_bpe import _core
     from hf_bpe.reference import hf_byte_rank

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import hf_bpe
 from hf_bpe import _core
 from hf_bpe.formats import FormatError
-from hf_bpe.regex_forms import for_oniguruma
+from hf_bpe.formats.regex_forms import for_oniguruma
 from conftest import shared_data
 
 tokenizers = pytest.importorskip("tokenizers")

@@ -81,7 +81,7 @@ def test_a_trained_cl100k_vocabulary_agrees_with_tokenizers_on_digit_runs(tmp_pa
     (r"\{1,3}+", r"\{1,3}+"),
 ])
 def test_possessive_bounded_repeats_are_written_as_atomic_groups(src, want):
-    from hf_bpe.regex_forms import for_oniguruma
+    from hf_bpe.formats.regex_forms import for_oniguruma
 
     assert for_oniguruma(src) == want
 
@@ -272,7 +272,7 @@ def test_the_temporary_files_of_dead_processes_are_removed(tmp_path):
 KILLER = r"""
 import os, signal, sys
 import hf_bpe
-from hf_bpe import artifacts
+from hf_bpe.formats import files as artifacts
 k, mode, target, new = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 n = [0]
 def step(what):
@@ -285,7 +285,7 @@ if mode == "save":
 elif mode == "save_pretrained":
     hf_bpe.BPETokenizer.from_bpe(hf_bpe.BPE.load(new)).save_pretrained(target)
 elif mode == "cli":
-    from hf_bpe import cli
+    from hf_bpe.tools import cli
     cli.main(["train", sys.argv[5], "--out", target, "--vocab-size", "300", "--quiet"])
 """
 
@@ -354,7 +354,7 @@ def test_a_file_name_that_is_not_utf8_opens_that_very_file(tmp_path, gpt2_dir):
     trained = hf_bpe.train_files([os.fsdecode(real)], vocab_size=258, progress=False)
     assert len(trained) == 258
     # The CLI gets the name as the shell gives it.
-    run = subprocess.run([sys.executable, "-m", "hf_bpe.cli", "stats", "--tokenizer", str(gpt2_dir), os.fsdecode(real)],
+    run = subprocess.run([sys.executable, "-m", "hf_bpe", "stats", "--tokenizer", str(gpt2_dir), os.fsdecode(real)],
                          capture_output=True)
     out = run.stdout.decode(errors="surrogateescape") + run.stderr.decode(errors="surrogateescape")
     assert run.returncode == 0 and re.search(r"caf.\.txt\s+30\s+8\s", out), out  # (the twin has 5 bytes)

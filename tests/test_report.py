@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 import hf_bpe
-from hf_bpe import report
+from hf_bpe.tools import report
 
 TEXTS = {
     "en.txt": "The cat sat on the mat. The hat was on the cat.\n" * 40 + "Then they went home.\n",
@@ -34,7 +34,7 @@ def setup(tmp_path_factory):
     other = hf_bpe.train([TEXTS["en.txt"]], vocab_size=300, progress=False)
     other.save(d / "other")
     out = d / "report.html"
-    run = subprocess.run([sys.executable, "-m", "hf_bpe.cli", "report", "--tokenizer", str(d / "tok"), *paths,
+    run = subprocess.run([sys.executable, "-m", "hf_bpe", "report", "--tokenizer", str(d / "tok"), *paths,
                           "--compare", str(d / "other"), "--out", str(out), "--quiet"],
                          capture_output=True, text=True, check=True)
     return d, paths, bpe, other, out, run.stdout
@@ -43,7 +43,7 @@ def setup(tmp_path_factory):
 def test_figures_match_stats_and_a_direct_count(setup):
     d, paths, bpe, other, out, stdout = setup
     page = html.unescape(out.read_text(encoding="utf-8"))
-    stats = subprocess.run([sys.executable, "-m", "hf_bpe.cli", "stats", "--tokenizer", str(d / "tok"), *paths, "--quiet"],
+    stats = subprocess.run([sys.executable, "-m", "hf_bpe", "stats", "--tokenizer", str(d / "tok"), *paths, "--quiet"],
                            capture_output=True, text=True, check=True).stdout
     for path, (name, text) in zip(paths, TEXTS.items()):
         ids = bpe.encode(text, allowed_special="all")

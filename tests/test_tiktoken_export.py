@@ -18,8 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hf_bpe
-from hf_bpe import BPE, artifacts, formats, tiktoken_io
-from hf_bpe.cli import main
+from hf_bpe import BPE, formats
+from hf_bpe.formats import files as artifacts
+from hf_bpe.formats.tiktoken_export import pat_str
+from hf_bpe.tools.cli import main
 from conftest import CL100K_PAT, O200K_PAT, R50K_PAT, corpus_docs, corpus_slice, peer_stable_chars, shared_data
 
 tiktoken = pytest.importorskip("tiktoken")
@@ -362,7 +364,7 @@ def test_built_in_patterns_go_as_they_are_because_they_match_every_character(nam
 
     source = hf_bpe._core.pattern_source(name)
     bpe = BPE({i: bytes([i]) for i in range(256)}, [], pattern=name)
-    assert tiktoken_io.pat_str(bpe) == source
+    assert pat_str(bpe.pattern, bpe.pattern_source) == source
     enc = tiktoken.Encoding("t", pat_str=source, mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
     text = text.encode("utf-8", "replace").decode("utf-8")
     assert enc.decode(enc.encode(text, disallowed_special=())) == text

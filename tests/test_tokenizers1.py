@@ -19,7 +19,7 @@ import subprocess
 import pytest
 
 import hf_bpe
-from hf_bpe.cli import main
+from hf_bpe.tools.cli import main
 from conftest import corpus_docs, peer_python, shared_data
 
 TOKENIZERS_1 = "1.0.0rc3"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import hf_bpe
-from hf_bpe.cli import main
+from hf_bpe.tools.cli import main
 from conftest import corpus_docs, peer_python, shared_data
 
 pytest.importorskip("transformers")

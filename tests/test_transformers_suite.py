@@ -108,7 +108,7 @@ def _run(mixin, tokenizer_class, folder: str, kwargs: dict, reference) -> dict[s
 def test_transformers_tokenizer_suite_passes_as_for_gpt2tokenizer(tmp_path, kwargs):
     from transformers import GPT2Tokenizer
 
-    import hf_bpe.hf as hf
+    import hf_bpe.hf.tokenizer as hf
 
     gpt2 = shared_data() / "gpt2"
     pkg = _suite_dir()

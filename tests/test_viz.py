@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 import hf_bpe
-from hf_bpe import viz
+from hf_bpe.tools import viz
 from hf_bpe.reference import encode_word_reference
 
 SENTENCE = "the cat saw the hat 🙂"
@@ -218,7 +218,7 @@ def test_cli_serves_the_page_on_a_free_port(tmp_path):
     out = tmp_path / "tok"
     viz.worked_example().save(out)
     port = _free_port()
-    p = subprocess.Popen([sys.executable, "-m", "hf_bpe.cli", "viz", "--tokenizer", str(out), "--compare", str(out),
+    p = subprocess.Popen([sys.executable, "-m", "hf_bpe", "viz", "--tokenizer", str(out), "--compare", str(out),
                           "--port", str(port), "--no-browser"], stdout=subprocess.PIPE, text=True)
     try:
         line = p.stdout.readline()

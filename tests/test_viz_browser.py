@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_bpe import viz
+from hf_bpe.tools import viz
 
 SENTENCE = "the cat saw the hat 🙂"
 ARTIFACTS = Path(os.environ.get("HF_BPE_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
@@ -36,7 +36,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def page():
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "hf_bpe.cli", "viz", "--port", str(port), "--no-browser"],
+    server = subprocess.Popen([sys.executable, "-m", "hf_bpe", "viz", "--port", str(port), "--no-browser"],
                               stdout=subprocess.PIPE, text=True)
     assert f"127.0.0.1:{port}" in server.stdout.readline()
     opts = webdriver.ChromeOptions()

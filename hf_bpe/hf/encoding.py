@@ -1,15 +1,12 @@
 """The encoding helpers behind :class:`hf_bpe.BPETokenizer`: tables derived from the vocabulary
 (GPT-2 spellings by id), the batch encoders (flat ids; ids with ``tokenizers``' offsets and
-words; pre-split words; padded numpy), training a new tokenizer of the same kind, and the
-``tokenizers`` backend. Added tokens are the core's to match (``BPE.derive``): one
-matcher, with ``tokenizers``' rules. Only public names of :class:`hf_bpe.BPE` are used."""
+words; pre-split words; padded numpy) and ``decode``'s cleanup rule. Added tokens are the core's
+to match (``BPE.derive``): one matcher, with ``tokenizers``' rules. Only public names of
+:class:`hf_bpe.BPE` are used."""
 
 from __future__ import annotations
 
-import json
-import os
 import weakref
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -19,11 +16,10 @@ from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import _core, formats
 from hf_bpe.bpe import BPE, gc_paused
-from hf_bpe.post import offset_trim
+from hf_bpe.hf.post import offset_trim
 
 __all__ = ["TokenTables", "token_tables", "new_added", "encode_flat", "encode_texts", "encode_split_words",
-           "numpy_batch", "train_new", "backend_of", "from_hf_files", "cleans_up",
-           "with_file_defaults"]
+           "numpy_batch", "pad_flat", "cleans_up"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -61,7 +57,8 @@ def _spaces(text: str) -> tuple[int, int]:
     return lead, trail
 
 
-def trim_offsets(offs: np.ndarray, lead: np.ndarray, trail: np.ndarray, first: np.ndarray, keep_one: bool) -> np.ndarray:
+def trim_offsets(offs: np.ndarray, lead: np.ndarray, trail: np.ndarray, first: np.ndarray,
+                 keep_one: bool) -> np.ndarray:
     """``tokenizers``' ByteLevel offset trimming (``trim_offsets=True``): each token's range loses
     the spaces its spelling starts and ends with (``lead``/``trail``), except one leading space
     of a first token when the post-processor adds a prefix space (``keep_one``)."""
@@ -167,8 +164,10 @@ def encode_texts(bpe: BPE, texts: list[str], split_special: bool, offsets: bool)
     ``offsets`` the chars each token touches (trimmed as the post-processor says) and the word
     (pre-tokenizer piece or added token) of each token, numbered per text, as ``tokenizers``."""
     if not offsets:  # the core builds the lists
-        return bpe.encode_batch(texts, allowed_special=() if split_special else "all", disallowed_special=()), None, None
-    ids, offs, words, off = bpe.encode_spans(texts, allowed_special=() if split_special else "all", disallowed_special=())
+        return (bpe.encode_batch(texts, allowed_special=() if split_special else "all", disallowed_special=()),
+                None, None)
+    ids, offs, words, off = bpe.encode_spans(texts, allowed_special=() if split_special else "all",
+                                             disallowed_special=())
     trim = offset_trim(bpe.pipeline)
     if trim is not None:
         t = token_tables(bpe)
@@ -212,103 +211,6 @@ def _rows(flat: np.ndarray, off: np.ndarray, pairs: bool = False) -> list[list]:
         return [v[o[k]:o[k + 1]] for k in range(len(o) - 1)]
 
 
-def train_new(tok, text_iterator, vocab_size: int, new_special_tokens=None, special_tokens_map=None, **options):
-    """``PreTrainedTokenizerFast.train_new_from_iterator`` for :class:`hf_bpe.BPETokenizer`: trains
-    with :func:`hf_bpe.train` on the texts (or batches of texts) of ``text_iterator``, with the
-    tokenizer's pattern and special tokens (renamed by ``special_tokens_map``, plus
-    ``new_special_tokens``), and ``tie_break="hf"`` unless told (so the merges equal those of
-    transformers' own method). Returns a tokenizer of the same class and settings."""
-    from hf_bpe.training import train
-
-    known = {"tie_break", "min_frequency", "max_token_length", "num_threads", "progress", "pattern", "length"}
-    if unknown := sorted(set(options) - known):
-        raise TypeError(f"train_new_from_iterator: unsupported option(s) {unknown} (hf_bpe trains with {sorted(known)})")
-    options.pop("length", None)  # the size of the iterator, for a progress bar: hf_bpe counts as it goes
-    rename = dict(special_tokens_map or {})
-
-    def texts():
-        for item in text_iterator:
-            yield from ([item] if isinstance(item, str) else item)
-
-    old = [str(t) for t in tok.all_special_tokens] + [t.content for t in tok.added_tokens_decoder.values() if t.special]
-    specials = list(dict.fromkeys([rename.get(t, t) for t in old] + [str(t) for t in new_special_tokens or ()]))
-    options.setdefault("tie_break", "hf")
-    options.setdefault("pattern", tok.bpe.pattern)
-    bpe = train(texts(), vocab_size=vocab_size, special_tokens=specials, **options)
-    names = {k: rename.get(str(v), str(v)) for k, v in tok.special_tokens_map.items() if isinstance(v, str)}
-    keep = {k: getattr(tok, k) for k in ("model_max_length", "padding_side", "truncation_side", "text_column",
-                                         "chat_template", "split_special_tokens")}
-    return type(tok)(bpe=bpe, **{k: names.get(k) for k in ("bos_token", "eos_token", "unk_token", "pad_token")}, **keep)
-
-
-def backend_of(tok):
-    """``tok`` as a ``tokenizers.Tokenizer`` built from the ``tokenizer.json`` it saves (added
-    tokens included): the same ids."""
-    try:
-        import tokenizers
-    except ImportError as e:
-        raise ImportError("BPETokenizer.backend_tokenizer needs the `tokenizers` package (pip install 'hf_bpe[hf]')") from e
-    e = tok.engine()
-    spec = formats.tokenizer_json(e.vocab, e.merges, e.special_tokens, e.pattern, e.added_tokens, e.pipeline)
-    return tokenizers.Tokenizer.from_str(json.dumps(spec))
-
-
-def bpe_of(vocab_file, merges_file, tokenizer_file, vocab, merges, added_tokens_decoder, named: list[str]) -> BPE:
-    """The BPE of ``BPETokenizer``'s arguments: files, or transformers 5's in-memory ``vocab``/``merges``
-    (also positional: ``BPETokenizer(vocab_dict, merges)``)."""
-    if isinstance(vocab_file, Mapping):
-        vocab, merges, vocab_file, merges_file = vocab_file, merges_file, None, None
-    if vocab is not None:
-        return from_memory(vocab, merges, added_tokens_decoder, named)
-    return from_hf_files(vocab_file, merges_file, tokenizer_file)
-
-
-def from_memory(vocab: dict[str, int] | str, merges: list | str | None, added_tokens_decoder: dict | None,
-                named: list[str]) -> BPE:
-    """The BPE of transformers 5's in-memory constructor: ``vocab`` (spelling -> id) and ``merges``
-    (pairs or ``"a b"`` strings), or the paths of ``vocab.json`` and ``merges.txt``. The contents
-    of ``added_tokens_decoder`` and the ``named`` special tokens (unk, bos, eos, pad) found in
-    ``vocab`` are its added tokens, special but where ``added_tokens_decoder`` says otherwise."""
-    if isinstance(vocab, (str, os.PathLike)) and isinstance(merges, (str, os.PathLike)):
-        return from_hf_files(os.fspath(vocab), os.fspath(merges), None)
-    if not isinstance(vocab, Mapping) or merges is None or isinstance(merges, (str, os.PathLike)):
-        raise TypeError("BPETokenizer(vocab=..., merges=...) takes a dict and a list of pairs (or two file paths)")
-    added = dict.fromkeys((t for t in named if t in vocab), True)
-    added.update((str(t), bool(getattr(t, "special", True))) for t in (added_tokens_decoder or {}).values())
-    added = list(added.items())
-    return BPE.from_tables(formats.from_strings(dict(vocab), merges, added))
-
-
-def from_hf_files(vocab_file: str | None, merges_file: str | None, tokenizer_file: str | None) -> BPE:
-    """The BPE of the files transformers resolved: ``vocab.json`` + ``merges.txt`` (with
-    ``tokenizer.json`` for the pattern and which added tokens are special), or ``tokenizer.json``."""
-    if vocab_file and merges_file:
-        tables = formats.read(vocab_file, merges_file=merges_file, tokenizer_file=tokenizer_file or None)
-        return BPE.from_tables(tables, vocab_file, truncation_and_padding="ignore")
-    if tokenizer_file:
-        return BPE.load(tokenizer_file, truncation_and_padding="ignore")
-    raise ValueError("BPETokenizer needs vocab_file + merges_file, tokenizer_file, or bpe=hf_bpe.BPE(...)")
-
-
-def with_file_defaults(sections: dict | None, kwargs: dict, pad_token: Any) -> tuple[dict, Any]:
-    """``kwargs`` (and ``pad_token``) with the defaults that ``transformers`` takes from a
-    ``tokenizer.json``'s ``truncation`` and ``padding`` sections (it then truncates and pads per
-    call only, as asked); what the caller gives wins."""
-    d: dict[str, Any] = {}
-    t, p = (sections or {}).get("truncation"), (sections or {}).get("padding")
-    if t:
-        strategy = "".join("_" + c.lower() if c.isupper() else c for c in t.get("strategy", "LongestFirst")).lstrip("_")
-        d.update(max_length=t.get("max_length"), truncation_side=t.get("direction", "Right").lower(),
-                 stride=t.get("stride", 0), truncation_strategy=strategy)
-    if p:
-        fixed = p.get("strategy") if isinstance(p.get("strategy"), dict) else {}
-        d.update(pad_token_type_id=p.get("pad_type_id", 0), padding_side=p.get("direction", "Right").lower(),
-                 pad_to_multiple_of=p.get("pad_to_multiple_of"))
-        d.setdefault("max_length", fixed.get("Fixed"))
-        pad_token = p.get("pad_token", "[PAD]") if pad_token is None else pad_token
-    return d | kwargs, pad_token
-
-
 def pad_flat(ids: np.ndarray, offsets: np.ndarray, width: int, pad_id: int, pad_left: bool = False,
              truncate_left: bool = False, attention_mask: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
     """Flat ids (``uint32``, rows cut by ``int64`` ``offsets``) as a 2-D ``int64`` array ``width``
@@ -328,6 +230,7 @@ def cleans_up(tok: Any, flag: bool | None) -> bool:
     if cleanup and hasattr(tok, _FORCE_BPE_CLEANUP) and not getattr(tok, _FORCE_BPE_CLEANUP):
         logging.get_logger(__name__).warning_once(
             f"Ignoring clean_up_tokenization_spaces=True for BPE tokenizer {type(tok).__name__}, as transformers does: "
-            f"it strips spaces before punctuation. Set it False to silence this, or {_FORCE_BPE_CLEANUP}=True to force it.")
+            "it strips spaces before punctuation. Set it False to silence this, "
+            f"or {_FORCE_BPE_CLEANUP}=True to force it.")
         return False
     return bool(cleanup)

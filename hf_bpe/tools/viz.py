@@ -21,8 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 
-from .bpe import BPE
-from .reference import merge_word
+from hf_bpe.bpe import BPE
+from hf_bpe.reference import merge_word
 
 __all__ = ["Viz", "serve", "worked_example"]
 
@@ -45,7 +45,7 @@ class ApiError(Exception):
 def worked_example() -> BPE:
     """The post's worked example: ``" the"``×5, ``" then"``×2, ``" cat"``×3, ``" hat"``×1, trained
     with lexicographic ties; ``<|endoftext|>`` is id 256 and the six merges take 257-262."""
-    from .training import train
+    from hf_bpe.training import train
 
     return train(WORKED_EXAMPLE, vocab_size=263, special_tokens=("<|endoftext|>",),
                  tie_break="lexicographic", progress=False)
@@ -94,7 +94,7 @@ class _Tables:
         """Tokens of ``text`` with the first ``k`` merges (all when ``None``)."""
         import numpy as np
 
-        from . import _core
+        from hf_bpe import _core
 
         n = len(self.merges)
         try:
@@ -203,19 +203,21 @@ class Viz:
             t = self._get(body)
             word = _text(body, "word", MAX_WORD_BYTES)
             if len(word.encode("utf-8")) > MAX_WORD_BYTES:
-                raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"word has {len(word.encode('utf-8')):,} bytes; at most {MAX_WORD_BYTES}")
+                raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                               f"word has {len(word.encode('utf-8')):,} bytes; at most {MAX_WORD_BYTES}")
             return t.steps(word, _merges(body, len(t.merges)))
         if path == "/api/train":
             return self.train(body)
         raise ApiError(HTTPStatus.NOT_FOUND, f"no API {path!r}")
 
     def train(self, body: dict[str, Any]) -> dict[str, Any]:
-        from .training import train
+        from hf_bpe.training import train
 
         corpus = _text(body, "corpus", MAX_CORPUS)
         size = body.get("vocab_size")
         if not isinstance(size, int) or isinstance(size, bool) or not 257 <= size <= MAX_VOCAB:
-            raise ApiError(HTTPStatus.BAD_REQUEST, f"vocab_size must be an integer from 257 to {MAX_VOCAB}, not {size!r}")
+            raise ApiError(HTTPStatus.BAD_REQUEST,
+                           f"vocab_size must be an integer from 257 to {MAX_VOCAB}, not {size!r}")
         tie = body.get("tie_break", "lexicographic")
         if tie not in ("lexicographic", "hf"):
             raise ApiError(HTTPStatus.BAD_REQUEST, f"tie_break must be 'lexicographic' or 'hf', not {tie!r}")
@@ -223,7 +225,8 @@ class Viz:
         if not docs:
             raise ApiError(HTTPStatus.BAD_REQUEST, "the corpus is empty")
         if not self.training.acquire(blocking=False):
-            raise ApiError(HTTPStatus.TOO_MANY_REQUESTS, "a training is already running; try again when it has finished")
+            raise ApiError(HTTPStatus.TOO_MANY_REQUESTS,
+                           "a training is already running; try again when it has finished")
         try:
             bpe = train(docs, vocab_size=size, special_tokens=("<|endoftext|>",), tie_break=tie, progress=False)
         finally:
@@ -250,7 +253,8 @@ def _text(body: dict[str, Any], key: str, limit: int) -> str:
     try:
         v.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise ApiError(HTTPStatus.BAD_REQUEST, f"{key} is not valid Unicode: a lone surrogate at character {e.start}") from None
+        raise ApiError(HTTPStatus.BAD_REQUEST,
+                       f"{key} is not valid Unicode: a lone surrogate at character {e.start}") from None
     return v
 
 
@@ -318,13 +322,16 @@ def _handler(viz: Viz) -> type[BaseHTTPRequestHandler]:
                 kind = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
                 if kind != "application/json":
                     # (a form or text/plain post is one a foreign page may send without asking)
-                    raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, f"Content-Type must be application/json, not {kind[:60]!r}")
+                    raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                                   f"Content-Type must be application/json, not {kind[:60]!r}")
                 length = (self.headers.get("Content-Length") or "0").strip(" \t")
                 if not (length.isascii() and length.isdigit()):
-                    raise ApiError(HTTPStatus.BAD_REQUEST, f"Content-Length must be a number of bytes, not {length[:40]!r}")
+                    raise ApiError(HTTPStatus.BAD_REQUEST,
+                                   f"Content-Length must be a number of bytes, not {length[:40]!r}")
                 n = int(length)
                 if n > 4 * MAX_CORPUS:
-                    raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a request of {n:,} bytes; at most {4 * MAX_CORPUS:,}")
+                    raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                                   f"a request of {n:,} bytes; at most {4 * MAX_CORPUS:,}")
                 try:
                     body = json.loads(self.rfile.read(n) or b"{}")
                 except (ValueError, RecursionError) as e:

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from hf_bpe import _core
-from hf_bpe.artifacts import write_file
-from hf_bpe.formats import FormatError
-from hf_bpe.regex_forms import pattern_key
+from hf_bpe.formats.files import write_file
+from hf_bpe.formats.types import FormatError
+from hf_bpe.formats.regex_forms import pattern_key
 
 __all__ = ["WordCounts"]
 
@@ -227,19 +227,23 @@ def _header(path: Path, text: bytes) -> dict:
     version = head.get("version")
     if version not in (1, 2) or isinstance(version, bool):
         raise FormatError(f"{path}: word counts format version {version!r}; this hf_bpe reads versions 1 and 2")
-    fields = dict(_HEADER) if version == 2 else {k: t for k, t in _HEADER.items() if k not in ("documents", "text_bytes")}
+    fields = (dict(_HEADER) if version == 2
+              else {k: t for k, t in _HEADER.items() if k not in ("documents", "text_bytes")})
     missing, unknown = sorted(set(fields) - set(head)), sorted(set(head) - set(_HEADER))
     if missing or unknown:
         raise FormatError(f"{path}: the header of the word counts has " + "; ".join(
-            ([f"no field {', '.join(missing)}"] if missing else []) + ([f"unknown field {', '.join(unknown)}"] if unknown else [])))
+            ([f"no field {', '.join(missing)}"] if missing else [])
+            + ([f"unknown field {', '.join(unknown)}"] if unknown else [])))
     for key, kind in _HEADER.items():
         v = head.setdefault(key, 0)
-        if not isinstance(v, kind) or isinstance(v, bool) or (kind is int and not 0 <= v < (1 << 32 if key == "crc32" else 1 << 63)):
+        if (not isinstance(v, kind) or isinstance(v, bool)
+                or (kind is int and not 0 <= v < (1 << 32 if key == "crc32" else 1 << 63))):
             raise FormatError(f"{path}: the word counts' header field {key!r} is {str(v)[:60]!r}, not "
                               + ("a non-negative integer" if kind is int else f"a {kind.__name__}"))
     specials = head["special_tokens"]
     if not all(isinstance(t, str) and t for t in specials) or len(set(specials)) != len(specials):
-        raise FormatError(f"{path}: the word counts' header field 'special_tokens' must list distinct non-empty strings")
+        raise FormatError(f"{path}: the word counts' header field 'special_tokens' must list distinct "
+                          "non-empty strings")
     if not head["pattern"]:
         raise FormatError(f"{path}: the word counts' header field 'pattern' is empty")
     return head

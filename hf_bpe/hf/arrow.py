@@ -11,7 +11,8 @@ import numpy as np
 
 from hf_bpe.bpe import BPE
 
-__all__ = ["ArrowMapFn", "arrow_columns", "column_flat", "is_arrow_table", "map_batch", "map_fn", "table_call", "with_columns"]
+__all__ = ["ArrowMapFn", "arrow_columns", "column_flat", "is_arrow_table", "map_batch", "map_fn", "table_call",
+           "with_columns"]
 
 
 def is_arrow_table(x: object) -> bool:
@@ -84,7 +85,8 @@ def map_batch(batch, column, bpe: BPE, name: str, split_special: bool, attention
     would drop) goes back as numpy rows."""
     import datasets
 
-    if datasets.__version__.split(".")[0] == "5" and not {"input_ids", "attention_mask"} & set(batch.pa_table.column_names):
+    if (datasets.__version__.split(".")[0] == "5"
+            and not {"input_ids", "attention_mask"} & set(batch.pa_table.column_names)):
         cols, longest = arrow_columns(bpe, column, name, split_special, attention_mask)
         for key, values in cols.items():
             batch[key] = values

@@ -11,11 +11,11 @@ import warnings
 
 
 def _register() -> None:
-    mod = sys.modules.get("hf_bpe.hf")
+    mod = sys.modules.get("hf_bpe.hf.tokenizer")
     if mod is not None and not hasattr(mod, "register"):
-        return  # hf_bpe.hf is importing transformers right now; it registers itself when done
+        return  # hf_bpe.hf.tokenizer is importing transformers right now; it registers itself when done
     try:
-        from hf_bpe.hf import register
+        from hf_bpe.hf.tokenizer import register
 
         register()
     except Exception as e:  # a broken/old transformers must not break `import hf_bpe`

@@ -85,7 +85,8 @@ class TokenSpans:
         return self.offsets[span[0]][0], self.offsets[span[1] - 1][1]
 
     def char_to_token(self, char_pos: int, sequence_index: int = 0) -> int | None:
-        return next((t for t in self._range(sequence_index) if self.offsets[t][0] <= char_pos < self.offsets[t][1]), None)
+        return next((t for t in self._range(sequence_index)
+                     if self.offsets[t][0] <= char_pos < self.offsets[t][1]), None)
 
     def char_to_word(self, char_pos: int, sequence_index: int = 0) -> int | None:
         t = self.char_to_token(char_pos, sequence_index)

@@ -1,7 +1,7 @@
 """The rows of a :class:`hf_bpe.BPETokenizer` call, built from each text's encoding as the
 ``tokenizers`` library builds them: truncation windows (with ``stride`` and overflowing rows),
 the special tokens of the post-processor's template, token types, special-token masks, offsets,
-each token's word and sequence (for :mod:`hf_bpe.hf_spans`), and padding."""
+each token's word and sequence (for :mod:`hf_bpe.hf.spans`), and padding."""
 
 from __future__ import annotations
 

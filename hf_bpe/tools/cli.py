@@ -17,7 +17,8 @@ def _add_train_options(p: argparse.ArgumentParser, vocab_size: int) -> None:
     p.add_argument("--special-token", action="append", dest="special_tokens", metavar="T",
                    help="a special token (repeatable); default <|endoftext|>")
     p.add_argument("--tie-break", choices=["lexicographic", "hf"], default="lexicographic")
-    p.add_argument("--pattern", default="gpt2", help="gpt2, cl100k, o200k, llama3, qwen2, qwen3.5, nemotron, deepseek-v3, kimi or a regex")
+    p.add_argument("--pattern", default="gpt2",
+                   help="gpt2, cl100k, o200k, llama3, qwen2, qwen3.5, nemotron, deepseek-v3, kimi or a regex")
     p.add_argument("--min-frequency", type=int, default=0)
     p.add_argument("--max-token-length", type=int, default=None)
     p.add_argument("--threads", type=int, default=None, help="default: all cores")
@@ -196,9 +197,10 @@ def _cmd_convert(args: argparse.Namespace) -> int:
             print(f"special tokens are plain vocab.json entries there; declare them when loading: "
                   f"BPE.load({str(out)!r}, special_tokens={sorted(bpe.special_tokens)!r})")
     else:
-        from hf_bpe.tiktoken_io import pat_str
+        from hf_bpe.formats.tiktoken_export import pat_str
 
-        pat = pat_str(bpe)  # (refuses a pattern tiktoken cannot run as we do, before writing)
+        # (refuses a pattern tiktoken cannot run as we do, before writing)
+        pat = pat_str(bpe.pattern, bpe.pattern_source)
         bpe.save_tiktoken(out)
         pattern = formats.pattern_name(bpe.pattern)
         print(f"wrote {len(bpe.vocab) - len(bpe.special_tokens)} ranks -> {out}")
@@ -214,7 +216,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
 def _cmd_viz(args: argparse.Namespace) -> int:
     import hf_bpe
-    from hf_bpe import viz
+    from hf_bpe.tools import viz
 
     bpe = hf_bpe.BPE.load(args.tokenizer) if args.tokenizer else None
     other = hf_bpe.BPE.load(args.compare) if args.compare else None
@@ -227,7 +229,7 @@ def _cmd_viz(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     import hf_bpe
-    from hf_bpe import report
+    from hf_bpe.tools import report
 
     bpe = hf_bpe.BPE.load(args.tokenizer)
     other = hf_bpe.BPE.load(args.compare) if args.compare else None
@@ -238,7 +240,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
                                   errors=args.errors)
     for name, r in figures.items():
         t = r["total"]
-        print(f"{name}: {t['bytes']:,} bytes, {t['tokens']:,} tokens, {t['bytes'] / max(t['tokens'], 1):.3f} bytes/token; "
+        print(f"{name}: {t['bytes']:,} bytes, {t['tokens']:,} tokens, "
+              f"{t['bytes'] / max(t['tokens'], 1):.3f} bytes/token; "
               f"{100 * r['unused_share']:.1f}% of the vocabulary unused")
     print(f"wrote {args.out}")
     return 0
@@ -284,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         p.set_defaults(func=func)
 
     p = sub.add_parser("convert", help="write a tokenizer as our folder (hf), GPT-2 files or a .tiktoken file")
-    p.add_argument("input", metavar="INPUT", help="anything BPE.load reads (folder, vocab.json, tokenizer.json, .tiktoken)")
+    p.add_argument("input", metavar="INPUT",
+                   help="anything BPE.load reads (folder, vocab.json, tokenizer.json, .tiktoken)")
     p.add_argument("out", metavar="OUT", help="output folder (hf, gpt2) or file (tiktoken)")
     p.add_argument("--to", required=True, choices=["hf", "gpt2", "tiktoken"])
     p.add_argument("--pattern", default=None, help="pattern of a .tiktoken INPUT not named after a known encoding")

@@ -1,8 +1,8 @@
 """Hugging Face integration: :class:`BPETokenizer`, a ``transformers.PreTrainedTokenizer`` encoding
-straight through the native core (``ds.map(tok, batched=True)`` from Arrow, ``hf_bpe.arrow``).
+straight through the native core (``ds.map(tok, batched=True)`` from Arrow, :mod:`hf_bpe.hf.arrow`).
 
 Importing this module imports ``transformers`` (about a second); ``import hf_bpe`` registers
-:class:`BPETokenizer` with ``AutoTokenizer`` lazily, when ``transformers`` is imported (``_hf_hook``).
+:class:`BPETokenizer` with ``AutoTokenizer`` lazily, when ``transformers`` is imported (:mod:`hf_bpe.hf.hook`).
 
 Output follows transformers' ``GPT2Tokenizer`` (``tokenizers``-backed) on the same files: ids, masks,
 padding, truncation with ``stride``, overflowing rows, special-token masks, lengths, offsets."""
@@ -19,14 +19,15 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Trun
 from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import formats
-from hf_bpe.artifacts import portable_config, save_staged, write_vocabulary
-from hf_bpe.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
 from hf_bpe.bpe import BPE
-from hf_bpe.post import bos_eos_flag, bos_eos_template, prefix_space, template_of
-from hf_bpe.hf_encoding import (backend_of, bpe_of, cleans_up, encode_split_words, encode_texts, new_added, numpy_batch,
-                                token_tables, train_new, with_file_defaults)
-from hf_bpe.hf_rows import all_rows, ones_rows, pad_rows, rows_of
-from hf_bpe.hf_spans import LazyEncodings, spans_rows
+from hf_bpe.formats.files import save_staged
+from hf_bpe.hf.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
+from hf_bpe.hf.building import (backend_of, bpe_of, extended, portable_config, train_new, with_file_defaults,
+                                write_vocabulary)
+from hf_bpe.hf.encoding import cleans_up, encode_split_words, encode_texts, new_added, numpy_batch, token_tables
+from hf_bpe.hf.post import bos_eos_flag, bos_eos_template, prefix_space, template_of
+from hf_bpe.hf.rows import all_rows, ones_rows, pad_rows, rows_of
+from hf_bpe.hf.spans import LazyEncodings, spans_rows
 
 __all__ = ["BPETokenizer", "BPETokenizerConfig", "ArrowMapFn", "map_fn", "register"]
 
@@ -63,25 +64,11 @@ class BPETokenizer(PreTrainedTokenizer):
     model_input_names = ["input_ids", "attention_mask"]
     model = BPE  # the model class, as transformers 5's tokenizer classes name theirs (a BPE: vocab is {token: id})
 
-    def __init__(
-        self,
-        vocab_file: str | None = None,
-        merges_file: str | None = None,
-        tokenizer_file: str | None = None,
-        *,
-        vocab: dict[str, int] | str | None = None,
-        merges: list | str | None = None,
-        bpe: BPE | None = None,
-        errors: str = "replace",
-        unk_token: Any = _DEFAULT,
-        bos_token: Any = _DEFAULT,
-        eos_token: Any = _DEFAULT,
-        pad_token: Any = None,
-        add_prefix_space: bool = False,
-        text_column: str = "text",
-        cache_bytes: int | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, vocab_file: str | None = None, merges_file: str | None = None, tokenizer_file: str | None = None,
+                 *, vocab: dict[str, int] | str | None = None, merges: list | str | None = None,
+                 bpe: BPE | None = None, errors: str = "replace", unk_token: Any = _DEFAULT, bos_token: Any = _DEFAULT,
+                 eos_token: Any = _DEFAULT, pad_token: Any = None, add_prefix_space: bool = False,
+                 text_column: str = "text", cache_bytes: int | None = None, **kwargs: Any) -> None:
         if bpe is None:
             named = [EOT if t is _DEFAULT else t for t in (unk_token, bos_token, eos_token, pad_token)]
             bpe = bpe_of(vocab_file, merges_file, tokenizer_file, vocab, merges, kwargs.get("added_tokens_decoder"),
@@ -106,8 +93,9 @@ class BPETokenizer(PreTrainedTokenizer):
         unk_token = default if unk_token is _DEFAULT else unk_token
         bos_token = default if bos_token is _DEFAULT else bos_token
         eos_token = default if eos_token is _DEFAULT else eos_token
-        self._added_tokens_decoder = {t.id: AddedToken(t.content, special=t.special, normalized=t.normalized, lstrip=t.lstrip,
-                                                       rstrip=t.rstrip, single_word=t.single_word) for t in bpe.added_tokens}
+        self._added_tokens_decoder = {t.id: AddedToken(t.content, special=t.special, normalized=t.normalized,
+                                                       lstrip=t.lstrip, rstrip=t.rstrip, single_word=t.single_word)
+                                      for t in bpe.added_tokens}
         kwargs.setdefault("clean_up_tokenization_spaces", False)
         # whatever class saved the folder: transformers reads "tokenizers" as "has the fast features"
         # (sequence_ids, offsets, assistant masks: its processors, pipelines and test suite), as here
@@ -134,7 +122,7 @@ class BPETokenizer(PreTrainedTokenizer):
         """The largest id + 1 (added tokens included): an embedding of this size fits every id."""
         return max(self.bpe.vocab_size, max(self._added_tokens_decoder, default=-1) + 1)
 
-    # ---- the post-processor (`hf_bpe.post`): the files', or add_bos_token / add_eos_token's ----
+    # ---- the post-processor (`hf_bpe.hf.post`): the files', or add_bos_token / add_eos_token's ----
     add_bos_token = bos_eos_flag(0, "Whether bos_token starts each sequence (a post-processor of its own).")
     add_eos_token = bos_eos_flag(1, "Whether eos_token ends each sequence (a post-processor of its own).")
 
@@ -158,7 +146,8 @@ class BPETokenizer(PreTrainedTokenizer):
 
     def get_special_tokens_mask(self, ids_a, ids_b=None, already_has_special_tokens: bool = False) -> list[int]:
         t = None if already_has_special_tokens else self._template()
-        return t.apply(ids_a, ids_b)[2] if t else super().get_special_tokens_mask(ids_a, ids_b, already_has_special_tokens)
+        return (t.apply(ids_a, ids_b)[2] if t
+                else super().get_special_tokens_mask(ids_a, ids_b, already_has_special_tokens))
 
     def num_special_tokens_to_add(self, pair: bool = False) -> int:
         t = self._template()
@@ -170,8 +159,12 @@ class BPETokenizer(PreTrainedTokenizer):
         return backend_of(self)
 
     def train_new_from_iterator(self, text_iterator, vocab_size: int, **kwargs: Any) -> "BPETokenizer":
-        """A new tokenizer of this kind trained on ``text_iterator`` (see :func:`hf_encoding.train_new`)."""
+        """A new tokenizer of this kind trained on ``text_iterator`` (see :func:`hf.building.train_new`)."""
         return train_new(self, text_iterator, vocab_size, **kwargs)
+
+    def _extended(self, texts, vocab_size: int, **options: Any) -> "BPETokenizer":
+        """:func:`hf_bpe.extend` of this tokenizer (see :func:`hf.building.extended`)."""
+        return extended(self, texts, vocab_size, **options)
 
     def get_vocab(self) -> dict[str, int]:
         v = dict(token_tables(self.bpe).str_to_id)
@@ -203,7 +196,8 @@ class BPETokenizer(PreTrainedTokenizer):
         if isinstance(token_ids, (int, np.integer)):
             token_ids = [token_ids]
         ids = token_ids.tolist() if isinstance(token_ids, np.ndarray) else list(token_ids)
-        if (bad := next((i for i in ids if not isinstance(i, (int, np.integer)) or isinstance(i, bool)), None)) is not None:
+        if (bad := next((i for i in ids if not isinstance(i, (int, np.integer)) or isinstance(i, bool)),
+                        None)) is not None:
             raise ValueError(f"token id {bad!r} is not a valid id (ids are integers)")
         if skip_special_tokens:
             skip = set(self.all_special_ids) | {i for i, t in self._added_tokens_decoder.items() if t.special}
@@ -222,7 +216,7 @@ class BPETokenizer(PreTrainedTokenizer):
         return write_vocabulary(save_directory, files, filename_prefix)
 
     def save_pretrained(self, save_directory, *args: Any, tokenizer_class: str | None = None, **kwargs: Any):
-        """``PreTrainedTokenizer.save_pretrained``, all-or-nothing (:func:`hf_bpe.artifacts.save_staged`),
+        """``PreTrainedTokenizer.save_pretrained``, all-or-nothing (:func:`hf_bpe.formats.files.save_staged`),
         without the load-time keys transformers leaks into ``tokenizer_config.json`` (and no ``backend``:
         the class that reads the folder names its own). ``tokenizer_class`` replaces the class name the
         folder gives ``AutoTokenizer`` (``"PreTrainedTokenizerFast"`` for transformers 4 without hf_bpe)."""
@@ -245,7 +239,8 @@ class BPETokenizer(PreTrainedTokenizer):
         ``add_tokens``/``add_special_tokens`` and the add_bos_token / add_eos_token template (built
         once per set of them; ``bpe`` itself when there are none)."""
         cache = self.__dict__.setdefault("cache", {})  # datasets' hasher ignores a dict named `cache`
-        key = (id(self.bpe), len(self._added_tokens_decoder), self._bos_eos, self._bos_eos and (self.bos_token, self.eos_token))
+        key = (id(self.bpe), len(self._added_tokens_decoder), self._bos_eos,
+               self._bos_eos and (self.bos_token, self.eos_token))
         hit = cache.get("engine")
         if hit is None or hit[0] != key:
             extra = new_added(self.bpe, self._added_tokens_decoder)
@@ -337,7 +332,8 @@ class BPETokenizer(PreTrainedTokenizer):
         # Fast exit: nothing but ids (and a mask of ones).
         if (not spans and b is None and n_special == 0 and padding_strategy == PaddingStrategy.DO_NOT_PAD
                 and truncation_strategy == TruncationStrategy.DO_NOT_TRUNCATE and not return_overflowing_tokens
-                and not (return_token_type_ids or return_special_tokens_mask or return_offsets_mapping or return_length)):
+                and not (return_token_type_ids or return_special_tokens_mask or return_offsets_mapping
+                         or return_length)):
             data: dict[str, Any] = {"input_ids": a[0]}
             longest = max(a[0], key=len, default=[])
             if return_attention_mask:

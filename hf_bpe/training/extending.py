@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 from hf_bpe import _core, formats
 from hf_bpe.bpe import BPE
 from hf_bpe.progress import count_progress
+from hf_bpe.training.counting import count
+from hf_bpe.training.options import EMPTY, check_options
 
 if TYPE_CHECKING:  # numpy is imported where it is used: `import hf_bpe` stays light
     import numpy as np
 
-    from hf_bpe.counts import WordCounts
+    from hf_bpe.training.counts import WordCounts
 
-__all__ = ["extend", "extend_from_counts", "compression", "base_settings"]
+__all__ = ["extend", "extend_bpe", "extend_from_counts", "compression", "base_settings"]
 
 
 def check_base(base: BPE) -> BPE:
@@ -105,8 +107,6 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
     ``BPETokenizer``'s ``add_tokens``) that keep their ids in the result; new ids come after them."""
     import numpy as np
 
-    from hf_bpe.training import EMPTY, _check_options
-
     check_base(base)
     first = max([base.vocab_size] + [t.id + 1 for t in extra_added])
     if formats.pattern_key(counts.pattern) != formats.pattern_key(base.pattern):
@@ -116,7 +116,7 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
     if tuple(counts.special_tokens) != own:
         raise ValueError(f"the counts were split on {list(counts.special_tokens)}, the base's added tokens are "
                          f"{list(own)}: count with special_tokens={list(own)} (hf_bpe.extend does)")
-    _check_options(max(vocab_size, 256) if isinstance(vocab_size, int) else vocab_size, (), tie_break, min_frequency,
+    check_options(max(vocab_size, 256) if isinstance(vocab_size, int) else vocab_size, (), tie_break, min_frequency,
                    max_token_length)
     if len(counts) == 0:
         raise ValueError(EMPTY)
@@ -160,23 +160,22 @@ def extend(tokenizer, texts: Any, vocab_size: int, *, tie_break: str = "lexicogr
     """``tokenizer`` (an :class:`~hf_bpe.BPE` or a ``BPETokenizer``) extended by merges learned on
     ``texts`` until its vocabulary size is ``vocab_size``: every existing id, merge and special
     token is kept (:func:`train` with ``base=``). A ``BPETokenizer`` comes back as one, with its
-    added tokens and settings."""
-    bpe, extra = tokenizer, []
-    if hasattr(tokenizer, "added_tokens_decoder"):  # a BPETokenizer: its add_tokens ones keep their ids too
-        from hf_bpe.hf_encoding import new_added
+    added tokens and settings (it rebuilds itself around the result)."""
+    options = dict(tie_break=tie_break, min_frequency=min_frequency, max_token_length=max_token_length,
+                   num_threads=num_threads, progress=progress, text_column=text_column)
+    own = getattr(tokenizer, "_extended", None)
+    if not isinstance(tokenizer, BPE) and own is not None:
+        return own(texts, vocab_size, **options)
+    return extend_bpe(tokenizer, texts, vocab_size, **options)
 
-        bpe = tokenizer.bpe
-        extra = new_added(bpe, tokenizer.added_tokens_decoder)
-    from hf_bpe.training import count
 
+def extend_bpe(bpe: BPE, texts: Any, vocab_size: int, *, tie_break: str = "lexicographic", min_frequency: int = 0,
+               max_token_length: int | None = None, num_threads: int | None = None, progress: bool = True,
+               text_column: str = "text", extra: Sequence[formats.AddedToken] = ()) -> BPE:
+    """:func:`extend` of a :class:`~hf_bpe.BPE`; ``extra``: added tokens beyond its own (a
+    ``BPETokenizer``'s), split on and kept with their ids."""
     check_base(bpe)
-    split = list(dict.fromkeys(t.content for t in list(bpe.added_tokens) + extra))
+    split = list(dict.fromkeys(t.content for t in list(bpe.added_tokens) + list(extra)))
     counts = count(texts, split, bpe.pattern, num_threads, progress, text_column)
-    out = extend_from_counts(bpe, counts, vocab_size, tie_break, min_frequency, max_token_length, progress, extra)
-    if bpe is tokenizer:
-        return out
-    keep = {k: getattr(tokenizer, k) for k in ("model_max_length", "padding_side", "truncation_side", "text_column",
-                                               "chat_template", "split_special_tokens", "add_bos_token", "add_eos_token")}
-    names = {k: None if getattr(tokenizer, k) is None else str(getattr(tokenizer, k))
-             for k in ("bos_token", "eos_token", "unk_token", "pad_token")}
-    return type(tokenizer)(bpe=out, **names, **keep)
+    return extend_from_counts(bpe, counts, vocab_size, tie_break, min_frequency, max_token_length, progress,
+                              list(extra))

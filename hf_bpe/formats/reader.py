@@ -6,8 +6,7 @@ Parsing errors raise :class:`FormatError` naming the file and line. Whether the 
 consistent vocabulary (all 256 byte tokens, no two ids with the same bytes, ...) is checked once,
 by the native core, when a ``BPE`` is built from them (``BPE.from_tables`` names the path).
 
-The writers (:mod:`hf_bpe.artifacts`) and the byte alphabet (:mod:`hf_bpe.alphabet`) are
-re-exported here.
+A ``.tiktoken`` rank file is read by :func:`read_tiktoken`.
 """
 
 from __future__ import annotations
@@ -17,34 +16,13 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Iterable
 
-from hf_bpe import _core
-from hf_bpe.alphabet import bytes_to_unicode, str_to_token, token_to_str
-from hf_bpe.artifacts import ARTIFACTS, folder_files, gpt2_files, tokenizer_config, tokenizer_json, write_folder
-from hf_bpe.regex_forms import for_oniguruma, pattern_key, pattern_name  # (re-exported)
-from hf_bpe.tiktoken_io import read_tiktoken
+from hf_bpe.formats.alphabet import str_to_token
+from hf_bpe.formats.regex_forms import pattern_name
+from hf_bpe.formats.types import MAX_ID, AddedToken, FormatError, Tables
 
-__all__ = [
-    "FormatError",
-    "AddedToken",
-    "Tables",
-    "read",
-    "from_strings",
-    "read_tiktoken",
-    "pattern_name",
-    "TIKTOKEN_ENCODINGS",
-    # re-exported
-    "bytes_to_unicode",
-    "token_to_str",
-    "str_to_token",
-    "ARTIFACTS",
-    "folder_files",
-    "gpt2_files",
-    "tokenizer_json",
-    "tokenizer_config",
-    "write_folder",
-]
+__all__ = ["read", "from_strings", "read_tiktoken", "TIKTOKEN_ENCODINGS"]
 
 _EOT = "<|endoftext|>"
 
@@ -56,50 +34,6 @@ TIKTOKEN_ENCODINGS: dict[str, tuple[str, dict[str, int]]] = {
                                "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}),
     "o200k_base": ("o200k", {_EOT: 199999, "<|endofprompt|>": 200018}),
 }
-
-
-class FormatError(ValueError):
-    """A tokenizer file is malformed; the message names the file and, where it can, the line."""
-
-
-class AddedToken(NamedTuple):
-    """A token matched in the text before the model, with the flags of ``tokenizers``'
-    ``AddedToken``: ``special`` ones follow ``allowed_special``/``disallowed_special`` (and are
-    skipped by ``decode(skip_special_tokens=True)``), the others always match; ``lstrip`` /
-    ``rstrip`` take the whitespace on that side into the token; ``single_word`` matches only
-    where no word character touches it; ``normalized`` ones are matched in the normalized text."""
-
-    content: str
-    id: int
-    special: bool = True
-    lstrip: bool = False
-    rstrip: bool = False
-    single_word: bool = False
-    normalized: bool = False
-
-
-class Tables(NamedTuple):
-    """What a tokenizer file holds, as ``BPE``'s constructor takes it."""
-
-    vocab: dict[int, bytes]
-    """Every id and its bytes (added tokens as their UTF-8 bytes)."""
-    merges: list[tuple[bytes, bytes]] | None
-    """Merges in rank order, or ``None`` for tiktoken ranks."""
-    special_tokens: dict[str, int]
-    pattern: str
-    """``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex."""
-    added_tokens: tuple[AddedToken, ...] = ()
-    """Added tokens with their flags (special ones also in ``special_tokens``)."""
-    pipeline: str | None = None
-    """An imported ``tokenizer.json``'s normalizer, pre-tokenizer, model options, post-processor
-    and decoder (JSON), checked and run by the core."""
-    truncation_padding: dict | None = None
-    """A ``tokenizer.json``'s ``truncation`` and ``padding`` sections that are set (``tokenizers``
-    applies them in every encode; ``BPE.load`` refuses them unless told to ignore them)."""
-
-
-# Ids are 32-bit in the core (u32::MAX itself is reserved).
-MAX_ID = (1 << 32) - 1
 
 
 def read(
@@ -247,7 +181,8 @@ def _added_tokens(raw: dict, p: Path, declared: set[str]) -> list[AddedToken]:
     next_id = len(vocab)
     for n, t in enumerate(raw.get("added_tokens") or [], start=1):
         if not isinstance(t, dict) or not isinstance(t.get("content"), str) or not t["content"]:
-            raise FormatError(f"{p}: added token #{n} is {json.dumps(t)[:100]}, not an object with a non-empty 'content'")
+            raise FormatError(f"{p}: added token #{n} is {json.dumps(t)[:100]}, "
+                              "not an object with a non-empty 'content'")
         i = t.get("id")
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < MAX_ID:
             raise FormatError(f"{p}: added token {t['content']!r} has id {i!r}, not an integer id below {MAX_ID}")
@@ -394,3 +329,36 @@ def _parse_merges(lines: Iterable[tuple[int, str]], vocab: dict[str, int], path:
             raise FormatError(f"{path}: line {lineno}: the merge result {a + b!r} is not in the vocabulary")
         merges.append((a, b))
     return merges
+
+
+def read_tiktoken(path: str | os.PathLike) -> dict[bytes, int]:
+    """Reads a tiktoken rank file (``base64(token) rank`` per line)."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{p}: no such file") from None
+    ranks: dict[bytes, int] = {}
+    seen: dict[int, int] = {}
+    for lineno, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise FormatError(f"{p}: line {lineno}: expected 'base64-token rank', got {line[:80]!r}")
+        try:
+            tok = base64.b64decode(parts[0], validate=True)
+            rank = int(parts[1])
+        except ValueError:
+            raise FormatError(f"{p}: line {lineno}: bad token or rank {line[:80]!r}") from None
+        if rank < 0:
+            raise FormatError(f"{p}: line {lineno}: negative rank {rank}")
+        if tok in ranks:
+            raise FormatError(f"{p}: line {lineno}: token {tok!r} already has rank {ranks[tok]}")
+        if rank in seen:
+            raise FormatError(f"{p}: line {lineno}: rank {rank} already used on line {seen[rank]}")
+        ranks[tok] = rank
+        seen[rank] = lineno
+    if not ranks:
+        raise FormatError(f"{p}: no tokens")
+    return ranks

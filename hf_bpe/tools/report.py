@@ -23,9 +23,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from .artifacts import write_file
-from .bpe import BPE
-from .viz import show
+from hf_bpe.formats.files import write_file
+from hf_bpe.bpe import BPE
+from hf_bpe.tools.viz import show
 
 __all__ = ["compute", "write_report"]
 
@@ -132,11 +132,13 @@ def _bars(title: str, labels: list[str], series: list[tuple[str, list[float]]], 
                    f'<text x="{left + j * 160 + 14}" y="13" font-size="11">{html.escape(name)}</text>')
     for i, lab in enumerate(labels):
         y = 24 + i * row
-        out.append(f'<text x="{left - 6}" y="{y + row / 2 + 3}" font-size="11" text-anchor="end">{html.escape(lab)}</text>')
+        out.append(f'<text x="{left - 6}" y="{y + row / 2 + 3}" font-size="11" text-anchor="end">'
+                   f'{html.escape(lab)}</text>')
         for j, (_, vals) in enumerate(series):
             v = vals[i]
             w = width * v / top
-            out.append(f'<rect x="{left}" y="{y + j * bar}" width="{w:.1f}" height="{bar - 2}" fill="{COLOURS[j % 2]}"/>'
+            out.append(f'<rect x="{left}" y="{y + j * bar}" width="{w:.1f}" '
+                       f'height="{bar - 2}" fill="{COLOURS[j % 2]}"/>'
                        f'<text x="{left + w + 4:.1f}" y="{y + j * bar + 9}" font-size="10">{fmt.format(v)}</text>')
     out.append("</svg>")
     return "".join(out)
@@ -161,16 +163,18 @@ def render(reports: list[tuple[str, dict[str, Any]]]) -> str:
     corpora = [c["name"] for c in first["corpora"]]
     parts.append("<h2>Bytes per token, per corpus</h2>")
     parts.append(_bars("bytes per token per corpus", corpora + ["all"],
-                       [(n, [c["bytes_per_token"] for c in r["corpora"]] + [r["total"]["bytes"] / max(r["total"]["tokens"], 1)])
+                       [(n, [c["bytes_per_token"] for c in r["corpora"]]
+                         + [r["total"]["bytes"] / max(r["total"]["tokens"], 1)])
                         for n, r in reports]))
     parts.append(_table(["tokenizer", "corpus", "bytes", "tokens", "bytes/token"],
                         [[n, c["name"], f"{c['bytes']:,}", f"{c['tokens']:,}", f"{c['bytes_per_token']:.3f}"]
                          for n, r in reports for c in r["corpora"]]))
     scripts = list(first["scripts"])
-    parts.append(f"<h2>Bytes per token, per Unicode script</h2><p>From the first {first['sample_bytes']:,} bytes of each "
-                 "corpus, each word encoded on its own.</p>")
+    parts.append("<h2>Bytes per token, per Unicode script</h2><p>From the first "
+                 f"{first['sample_bytes']:,} bytes of each corpus, each word encoded on its own.</p>")
     parts.append(_bars("bytes per token per script", scripts,
-                       [(n, [r["scripts"].get(s, {}).get("bytes_per_token", 0.0) for s in scripts]) for n, r in reports]))
+                       [(n, [r["scripts"].get(s, {}).get("bytes_per_token", 0.0) for s in scripts])
+                        for n, r in reports]))
     parts.append(_table(["tokenizer", "script", "bytes", "tokens", "bytes/token"],
                         [[n, s, f"{v['bytes']:,}", f"{v['tokens']:,}", f"{v['bytes_per_token']:.3f}"]
                          for n, r in reports for s, v in r["scripts"].items()]))
@@ -178,18 +182,23 @@ def render(reports: list[tuple[str, dict[str, Any]]]) -> str:
     parts.append("<h2>Token lengths (bytes)</h2>")
     labels = [f"{k}+" if k == LONG else str(k) for k in lens]
     parts.append(_bars("tokens of each length in the vocabulary", labels,
-                       [(f"{n}: vocabulary", [float(_bucket(r["lengths_vocab"], k)) for k in lens]) for n, r in reports], "{:,.0f}"))
+                       [(f"{n}: vocabulary", [float(_bucket(r["lengths_vocab"], k)) for k in lens])
+                        for n, r in reports], "{:,.0f}"))
     parts.append(_bars("share of the corpus tokens (special tokens aside) of each length (%)", labels,
-                       [(f"{n}: corpus tokens, %", [100 * _bucket(r["lengths_used"], k) / max(sum(r["lengths_used"].values()), 1) for k in lens])
+                       [(f"{n}: corpus tokens, %",
+                         [100 * _bucket(r["lengths_used"], k) / max(sum(r["lengths_used"].values()), 1)
+                          for k in lens])
                         for n, r in reports], "{:.1f}"))
     for n, r in reports:
-        parts.append(f"<h2>{html.escape(n)}: vocabulary never used</h2><p>{r['unused']:,} of {r['vocab_tokens']:,} tokens "
+        parts.append(f"<h2>{html.escape(n)}: vocabulary never used</h2>"
+                     f"<p>{r['unused']:,} of {r['vocab_tokens']:,} tokens "
                      f"({100 * r['unused_share']:.1f}%) never occur in these corpora; the longest: "
                      f"<code>{html.escape(' '.join(r['unused_examples']))}</code></p>")
         parts.append(f"<h2>{html.escape(n)}: most frequent tokens</h2>")
         parts.append(_table(["token", "id", "count"], [[t, i, f"{c:,}"] for t, i, c in r["top"]]))
     style = ("body{font:14px/1.45 system-ui,sans-serif;max-width:1000px;margin:1.5em auto;padding:0 1em}"
-             "table{border-collapse:collapse;margin:.5em 0 1em}td,th{border-bottom:1px solid #ddd;padding:.15em .8em .15em 0;"
+             "table{border-collapse:collapse;margin:.5em 0 1em}"
+             "td,th{border-bottom:1px solid #ddd;padding:.15em .8em .15em 0;"
              "text-align:left;font-family:ui-monospace,monospace}h2{font-size:1.05em;margin-top:1.6em}")
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>hf-bpe report</title>'
             f'<link rel="icon" href="data:,"><style>{style}</style></head><body>{"".join(parts)}</body></html>')

@@ -1,4 +1,4 @@
-"""Patterns: which one a pattern is (:func:`pattern_name`, :func:`pattern_key`), and a pattern of
+r"""Patterns: which one a pattern is (:func:`pattern_name`, :func:`pattern_key`), and a pattern of
 ours as Oniguruma must read it, for a ``tokenizer.json`` (``tokenizers`` compiles
 ``Split`` regexes with Oniguruma's Ruby syntax). The reverse, a ``tokenizer.json`` regex read by
 us, is the core's (``_core.from_oniguruma``, ``src/pretok/onig.rs``, which lists what differs).

@@ -1,0 +1,10 @@
+"""Training: options (:mod:`~hf_bpe.training.options`), counting documents and files
+(:mod:`~hf_bpe.training.counting`) into word counts as data (:mod:`~hf_bpe.training.counts`),
+the trainers (:mod:`~hf_bpe.training.trainer`) and extending a vocabulary
+(:mod:`~hf_bpe.training.extending`). Below the ``transformers`` adapter, above ``BPE``."""
+
+from hf_bpe.training.counting import count, count_files
+from hf_bpe.training.extending import extend
+from hf_bpe.training.trainer import train, train_files, train_from_counts
+
+__all__ = ["count", "count_files", "extend", "train", "train_files", "train_from_counts"]
