@@ -13,19 +13,22 @@ Usage: python scripts/ab_count.py DIR_A DIR_B [--rounds 5] [--files ../shared/da
 import argparse
 import json
 import statistics
-import subprocess
 import sys
+from pathlib import Path
+
+from benchlib import child_json
 
 CHILD = r"""
 import json, sys, time
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], sys.argv[4]]
 import hf_bpe
+from benchlib import status_kib
 paths, threads = json.loads(sys.argv[2]), int(sys.argv[3])
 hf_bpe.count_files(paths, num_threads=threads, progress=False)
 t = time.perf_counter()
 c = hf_bpe.count_files(paths, num_threads=threads, progress=False)
 dt = time.perf_counter() - t
-peak = next(int(l.split()[1]) // 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+peak = status_kib("VmHWM") // 1024
 print(json.dumps({"s": dt, "words": len(c), "peak": peak}))
 """
 
@@ -40,9 +43,8 @@ def main() -> None:
     for _ in range(a.rounds):
         for threads in (1, 2):
             for d in a.dirs:
-                out = subprocess.run([sys.executable, "-c", CHILD, d, json.dumps(a.files), str(threads)],
-                                     check=True, capture_output=True, text=True).stdout
-                res.setdefault((d, threads), []).append(json.loads(out))
+                cmd = [sys.executable, "-c", CHILD, d, json.dumps(a.files), str(threads), str(Path(__file__).parent)]
+                res.setdefault((d, threads), []).append(child_json(cmd, d))
     print(f"count_files {' '.join(a.files)}, median of {a.rounds} rounds:")
     print(f"{'build':<30} {'threads':>7} {'s':>8} {'ratio':>6} {'peak MiB':>9} {'words':>10}")
     for threads in (1, 2):

@@ -17,14 +17,16 @@ With `--check` the calls keep the default `disallowed_special` (every special di
 Usage: python scripts/ab_encode.py DIR_A DIR_B [--rounds 3] [--only "o200k english,gpt2 code"] [--check]
 """
 import argparse
-import json
-import subprocess
 import sys
+from pathlib import Path
+
+from benchlib import DATA, child_json
 
 CHILD = r"""
-import gzip, json, sys, time
-sys.path.insert(0, sys.argv[1])
+import json, sys, time
+sys.path[:0] = [sys.argv[1], sys.argv[5]]
 import hf_bpe
+from benchlib import chunks, corpus_text, times
 data = sys.argv[2]
 only = [c for c in sys.argv[3].split(",") if c]
 kw = {} if sys.argv[4] == "check" else {"disallowed_special": ()}
@@ -39,41 +41,34 @@ for voc in ("gpt2", "o200k"):
         else:
             bpe = hf_bpe.BPE.from_tiktoken(f"{data}/tiktoken/o200k_base.tiktoken", pattern="o200k",
                                           special_tokens={"<|endoftext|>": 199999, "<|endofprompt|>": 200018})
-        raw = gzip.open(f"{data}/corpus/{corpus}.txt.gz", "rb").read(20_000_000)
-        text = raw.decode("utf-8", "ignore")
+        text = corpus_text(corpus, 20_000_000, data)
+        size = len(text.encode())
         if not kw:
             # (The corpora separate documents with <|endoftext|>: with the check on, drop it.)
             text = text.replace("<|endoftext|>", "\n\n")
-        docs = [text[i:i + 10_000] for i in range(0, len(text), 10_000)]
+        docs = chunks(text)
         bpe.encode_batch_flat(docs, num_threads=1, **kw)
-        best = float("inf")
-        for _ in range(7):
-            t = time.thread_time()
-            bpe.encode_batch_flat(docs, num_threads=1, **kw)
-            best = min(best, time.thread_time() - t)
-        res[f"{voc} {corpus}"] = len(raw) / best / 1e6
+        best = min(times(lambda: bpe.encode_batch_flat(docs, num_threads=1, **kw), 7, clock=time.thread_time))
+        res[f"{voc} {corpus}"] = size / best / 1e6
 print(json.dumps(res))
 """
 
 
 def main() -> None:
-    from pathlib import Path
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default="", help='comma-separated configs, e.g. "o200k english,gpt2 code" (default: all six)')
     ap.add_argument("--check", action="store_true", help="keep the default disallowed_special (time the special-token check)")
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    ap.add_argument("--data", default=str(DATA))
     args = ap.parse_args()
     env = {"OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
     results = {d: [] for d in args.dirs}
     for _ in range(args.rounds):
         for d in args.dirs:
-            out = subprocess.run([sys.executable, "-c", CHILD, d, args.data, args.only, "check" if args.check else ""], capture_output=True, text=True, env=env)
-            if out.returncode != 0:
-                sys.exit(f"{d}: {out.stderr.strip().splitlines()[-1]}")
-            results[d].append(json.loads(out.stdout))
+            check = "check" if args.check else ""
+            cmd = [sys.executable, "-c", CHILD, d, args.data, args.only, check, str(Path(__file__).parent)]
+            results[d].append(child_json(cmd, d, env=env))
     keys = list(results[args.dirs[0]][0])
     print("MB per thread CPU second, best of 7 calls x", args.rounds, "rounds")
     print("config".ljust(20), *[Path(d).name[-14:].rjust(14) for d in args.dirs])

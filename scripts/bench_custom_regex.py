@@ -18,14 +18,13 @@ a custom regex, before and after, medians of `--runs`.
 Usage: python scripts/bench_custom_regex.py --before /tmp/before [--rounds 3] [--runs 3] [--mb 8]
 """
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+from benchlib import CORPORA, DATA, ROOT, child_json
+
+SCRIPTS = Path(__file__).resolve().parent
 CL100K = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"
 O200K = "|".join([
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
@@ -38,17 +37,15 @@ REGEXES = {
     "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     "deepseek-v3": r"\p{N}{1,3}|[一-龥぀-ゟ゠-ヿ]+|[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+|.",
 }
-CORPORA = ("english", "code", "multilingual")
 
 CHILD = r"""
-import base64, gzip, json, statistics, sys, time
+import json, statistics, sys
 tool, root, data, regex, mb, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), int(sys.argv[6])
-sys.path.insert(0, root)
+sys.path[:0] = [root, sys.argv[7]]
+from benchlib import CORPORA, chunks, corpus_text, tiktoken_from_ranks, wall_and_cpu
 path = f"{data}/tiktoken/cl100k_base.tiktoken"
 if tool == "tiktoken":
-    import tiktoken
-    ranks = {base64.b64decode(t): int(r) for t, r in (l.split() for l in open(path, "rb").read().splitlines() if l)}
-    enc = tiktoken.Encoding("bench", pat_str=regex, mergeable_ranks=ranks, special_tokens={})
+    enc = tiktoken_from_ranks(path, regex)
     call = lambda docs, n: enc.encode_ordinary_batch(docs, num_threads=n)
     engine = "fancy-regex"
 else:
@@ -59,42 +56,30 @@ else:
     call = lambda docs, n: bpe.encode_batch_flat(docs, num_threads=n, disallowed_special=())
     engine = _core.pattern_engine(pat) if hasattr(_core, "pattern_engine") else "fancy-regex"
 res = {"engine": engine}
-for corpus in ("english", "code", "multilingual"):
-    raw = gzip.open(f"{data}/corpus/{corpus}.txt.gz", "rb").read(int(mb * 1e6))
-    text = raw.decode("utf-8", "ignore")
-    docs = [text[i:i + 10_000] for i in range(0, len(text), 10_000)]
+for corpus in CORPORA:
+    text = corpus_text(corpus, int(mb * 1e6), data)
+    size, docs = len(text.encode()), chunks(text)
     for n in (1, 2):
         call(docs, n)
-        wall, cpu = [], []
-        for _ in range(runs):
-            t, c = time.perf_counter(), time.process_time()
-            call(docs, n)
-            wall.append(time.perf_counter() - t)
-            cpu.append(time.process_time() - c)
-        res[f"{corpus} {n}"] = (len(raw) / statistics.median(wall) / 1e6, len(raw) / statistics.median(cpu) / 1e6)
+        wall, cpu = wall_and_cpu(lambda: call(docs, n), runs)
+        res[f"{corpus} {n}"] = (size / statistics.median(wall) / 1e6, size / statistics.median(cpu) / 1e6)
 print(json.dumps(res))
 """
 
 TRAIN = r"""
-import gzip, json, statistics, sys, time
-sys.path.insert(0, sys.argv[1])
+import json, sys
+sys.path[:0] = [sys.argv[1], sys.argv[5]]
 import hf_bpe
-raw = gzip.open(f"{sys.argv[2]}/corpus/english.txt.gz", "rb").read(4_000_000).decode("utf-8", "ignore")
-docs = raw.split("\n<|endoftext|>\n")
-times = []
-for _ in range(int(sys.argv[4])):
-    t = time.perf_counter()
-    hf_bpe.train(docs, vocab_size=2_000, pattern=sys.argv[3], progress=False, num_threads=1)
-    times.append(time.perf_counter() - t)
-print(json.dumps(statistics.median(times)))
+from benchlib import SEP, corpus_text, median_time
+docs = corpus_text("english", 4_000_000, sys.argv[2]).split(SEP)
+train = lambda: hf_bpe.train(docs, vocab_size=2_000, pattern=sys.argv[3], progress=False, num_threads=1)
+print(json.dumps(median_time(train, int(sys.argv[4]))))
 """
 
 
 def run(code: str, *args) -> object:
-    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True)
-    if out.returncode:
-        raise SystemExit(out.stderr)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    """Runs a child (CHILD or TRAIN) with ``args`` and benchlib's folder last; returns its JSON."""
+    return child_json([sys.executable, "-c", code, *map(str, args), SCRIPTS], f"child {args[0]}")
 
 
 def main() -> None:
@@ -105,7 +90,7 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=8)
     ap.add_argument("--only", default="", help="semicolon-separated regex names")
     args = ap.parse_args()
-    roots = {"before": args.before, "after": str(REPO), "tiktoken": str(REPO), "builtin": str(REPO)}
+    roots = {"before": args.before, "after": str(ROOT), "tiktoken": str(ROOT), "builtin": str(ROOT)}
     names = [n for n in REGEXES if not args.only or n in args.only.split(";")]
     results: dict = {}
     for _ in range(args.rounds):
@@ -114,7 +99,7 @@ def main() -> None:
                 r = run(CHILD, tool, roots[tool], DATA, REGEXES[name], args.mb, args.runs)
                 results.setdefault((name, tool), []).append(r)
         results.setdefault(("(cl100k scanner)", "builtin"), []).append(
-            run(CHILD, "builtin", REPO, DATA, "", args.mb, args.runs))
+            run(CHILD, "builtin", ROOT, DATA, "", args.mb, args.runs))
     keys = [f"{c} {n}" for c in CORPORA for n in (1, 2)]
     print(f"cl100k ranks, {args.mb:g} MB per corpus, 10 kB texts; median of {args.rounds} rounds of median-of-{args.runs}.")
     print("MB/s wall (MB per CPU second)\n")
@@ -131,7 +116,7 @@ def main() -> None:
     print("| regex | before | after |\n|---|---|---|")
     for name in names:
         b = run(TRAIN, args.before, DATA, REGEXES[name], args.runs)
-        a = run(TRAIN, REPO, DATA, REGEXES[name], args.runs)
+        a = run(TRAIN, ROOT, DATA, REGEXES[name], args.runs)
         print(f"| {name} | {b:.2f} | {a:.2f} |")
 
 

@@ -5,7 +5,7 @@
 
 What is measured
   * Inputs: the first ``--mb`` MB of whole documents of each corpus in
-    /work/shared/data/corpus/{english,code,multilingual}.txt.gz (documents are separated by
+    ../shared/data/corpus/{english,code,multilingual}.txt.gz (documents are separated by
     ``\\n<|endoftext|>\\n``). They are decompressed once into ``bench_out/corpus/`` as one text
     file with the documents joined by ``<|endoftext|>`` (the input of the file paths); the batch
     APIs get the same documents as a list of Python ``str``.
@@ -67,11 +67,9 @@ cl100k and o200k built in.
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -82,11 +80,9 @@ from typing import Callable
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path("/work/shared/data")
-EOT = "<|endoftext|>"
-CORPUS_SEP = f"\n{EOT}\n"
-CORPORA = ("english", "code", "multilingual")
+from benchlib import (CORPORA, DATA, EOT, ROOT, TOKENIZERS1_VENV, corpus_docs, emit, ensure_tokenizers1, git_state,
+                      machine_info, package_version, pin, thread_env, tiktoken_from_ranks)
+from benchlib import run_worker as run_script
 
 # Vocabularies. The OpenAI ones use tiktoken's own constructor (in tiktoken_ext.openai_public)
 # with the local rank file; the model ones are a rank file with a model's regex ("pat"), and
@@ -137,10 +133,6 @@ class Paths:
     def reference(self, vocab: str, name: str, mb: float, which: str = "all") -> Path:
         return self.cache / "reference" / f"{vocab}-{name}-{mb:g}MB-{which}.npz"
 
-    @property
-    def venv_tokenizers1(self) -> Path:
-        return self.cache / "venv-tokenizers1"
-
     def tokenizer_json(self, vocab: str) -> Path:
         if vocab == "gpt2":
             return DATA / "gpt2" / "tokenizer.json"
@@ -162,21 +154,7 @@ def prepare_corpus(paths: Paths, name: str, mb: float) -> Path:
     out = paths.corpus(name, mb)
     if out.exists():
         return out
-    budget = int(mb * 1e6)
-    docs, size, buf = [], 0, ""
-    with gzip.open(DATA / "corpus" / f"{name}.txt.gz", "rt", encoding="utf-8") as f:
-        while size < budget:
-            chunk = f.read(1 << 22)
-            buf += chunk
-            *whole, buf = buf.split(CORPUS_SEP)
-            if not chunk:  # end of the corpus: the rest is the last document
-                whole.append(buf)
-            for d in whole:
-                if d and EOT not in d and size < budget:
-                    docs.append(d)
-                    size += len(d.encode("utf-8"))
-            if not chunk:
-                break
+    docs = corpus_docs(name, mb)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     tmp.write_text(EOT.join(docs), encoding="utf-8")
@@ -211,17 +189,6 @@ def utf8_cached(docs: list[str]) -> list[str]:
     return docs
 
 
-def ensure_tokenizers1(paths: Paths) -> Path:
-    """The Python of a virtual environment with HF tokenizers 1.0 (release candidates), made once."""
-    venv = paths.venv_tokenizers1
-    py = venv / "bin" / "python"
-    if not py.exists():
-        print(f"creating {venv} (tokenizers 1.0) ...", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "--pre", "tokenizers>=1.0.0rc0", "numpy"], check=True)
-    return py
-
-
 def tiktoken_encoding(vocab: str):
     """tiktoken's own definition of the encoding (pattern, special tokens), with the ranks read
     from the local file instead of downloaded; for a model vocabulary, its ranks and regex."""
@@ -233,8 +200,7 @@ def tiktoken_encoding(vocab: str):
     if "rank_file" not in v:
         raise ValueError(f"{vocab} has no tiktoken equivalent")
     if "tiktoken_name" not in v:
-        ranks = tiktoken.load.load_tiktoken_bpe(str(v["rank_file"]))
-        return tiktoken.Encoding(vocab, pat_str=v["pat"], mergeable_ranks=ranks, special_tokens=v["specials"])
+        return tiktoken_from_ranks(v["rank_file"], v["pat"], v["specials"], name=vocab)
     local = lambda _url, expected_hash=None: tiktoken.load.load_tiktoken_bpe(str(v["rank_file"]), expected_hash)  # noqa: E731
     saved = openai_public.load_tiktoken_bpe
     openai_public.load_tiktoken_bpe = local
@@ -499,9 +465,8 @@ FASTEST_PEERS = ("gigatoken arrays", "tokenizers 1.0")
 
 def worker(spec: dict) -> None:
     threads = spec["threads"]
-    cpus = sorted(os.sched_getaffinity(0))
     if spec["pin"]:
-        os.sched_setaffinity(0, cpus[:threads])
+        pin(threads)
     sys.path[:0] = [str(ROOT), spec["peers"]]
     paths = Paths(Path(spec["cache"]))
     ctx = Ctx(paths, spec["mb"], threads)
@@ -619,24 +584,15 @@ def wait_quiet(max_wait: float, threshold: float = 0.3) -> float:
         time.sleep(2.0)
 
 
-def emit(obj: dict) -> None:
-    print("RESULT " + json.dumps(obj), flush=True)
-
-
 def run_worker(spec: dict) -> list[dict]:
     threads = spec["threads"]
-    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), FASTOKENS_BPE_THREADS=str(threads), OPENBLAS_NUM_THREADS="1",
-               TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
-               WORDCHIPPER_CACHE_DIR=str(Paths(Path(spec["cache"])).wordchipper_cache),
-               PYTHONPATH=os.pathsep.join([str(ROOT), spec["peers"], os.environ.get("PYTHONPATH", "")]))
-    python = spec.get("python") or sys.executable
-    proc = subprocess.run([python, __file__, "--worker", json.dumps(spec)], env=env, capture_output=True, text=True)
-    results = [json.loads(line[7:]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    env = thread_env(threads, pythonpath=(ROOT, spec["peers"]), FASTOKENS_BPE_THREADS=str(threads),
+                     WORDCHIPPER_CACHE_DIR=str(Paths(Path(spec["cache"])).wordchipper_cache))
+    results, code, err = run_script(__file__, spec, env, spec.get("python"))
     states = ["tokbench"] if spec.get("tokbench") else spec["states"]
     done = {(r["corpus"], r["state"]) for r in results}
-    if proc.returncode != 0 or len(done) < len(spec["corpora"]) * len(states):
-        err = (proc.stderr.strip().splitlines() or ["?"])[-1]
-        results += [{**spec, "corpus": c, "state": st, "error": f"worker exit {proc.returncode}: {err}"}
+    if code != 0 or len(done) < len(spec["corpora"]) * len(states):
+        results += [{**spec, "corpus": c, "state": st, "error": f"worker exit {code}: {err}"}
                     for c in spec["corpora"] for st in states if (c, st) not in done]
     return results
 
@@ -651,38 +607,16 @@ def mbps(r: dict) -> float | None:
     return r["bytes"] / 1e6 / statistics.median(r["times"])
 
 
-def machine_info() -> dict:
-    model = "?"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"nproc": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)), "cpu": model,
-            "python": platform.python_version(), "kernel": platform.release()}
-
-
 def versions(peers: str) -> dict:
-    from importlib import metadata
-
     sys.path.insert(0, peers)
-    out = {}
-    for pkg in ("tiktoken", "tokenizers", "gigatoken", "tokie", "fastokens", "wordchipper", "kitoken", "bpe_openai", "awkward", "numpy"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            dist = next(Path(peers).glob(f"{pkg}-*.dist-info"), None)
-            out[pkg] = dist.name.split("-")[1] if dist else None
-    venv_py = Path(peers).parent / "venv-tokenizers1" / "bin" / "python"
+    out = {pkg: package_version(pkg, peers) for pkg in ("tiktoken", "tokenizers", "gigatoken", "tokie", "fastokens",
+                                                        "wordchipper", "kitoken", "bpe_openai", "awkward", "numpy")}
+    venv_py = Path(peers).parent / TOKENIZERS1_VENV / "bin" / "python"
     if venv_py.exists():
         out["tokenizers 1.0"] = subprocess.run([str(venv_py), "-c", "import tokenizers; print(tokenizers.__version__)"],
                                                capture_output=True, text=True).stdout.strip() or None
     try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "-uno"], capture_output=True, text=True).stdout.strip()
-        out["hf_bpe"] = f"{ROOT.name}@{commit}{'+dirty' if dirty else ''}"
+        out["hf_bpe"] = f"{ROOT.name}@{git_state(ROOT)}"
     except OSError:
         out["hf_bpe"] = str(ROOT)
     return out
@@ -862,7 +796,7 @@ def main(argv=None) -> None:
         for v in args.vocabs:
             prepare_reference(paths, v, c, args.mb, "tokbench" if args.tokbench else "B")
     prepare_vocab_files(paths, args.vocabs)
-    pythons = {"tokenizers1": str(ensure_tokenizers1(paths))} if any(t.venv for t in tools) else {}
+    pythons = {"tokenizers1": str(ensure_tokenizers1(paths.cache))} if any(t.venv for t in tools) else {}
 
     info, vers = machine_info(), versions(str(paths.peers))
     load_before = os.getloadavg()

@@ -24,23 +24,15 @@ Ratios against the issue's targets are printed beside them.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import os
-import statistics
-import subprocess
 import sys
-import time
-from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-SEP = "\n<|endoftext|>\n"
+from benchlib import DATA, SEP, child_json, corpus_text, median_time, pin, thread_env, tiktoken_from_ranks
 
 
 def rows_of(name: str, max_bytes: int, length: int) -> list[str]:
     """The corpus cut into rows of about ``length`` characters, at line breaks or spaces."""
-    with gzip.open(SHARED / "corpus" / f"{name}.txt.gz", "rb") as f:
-        text = f.read(max_bytes).decode("utf-8", errors="ignore").replace(SEP, "\n\n")
+    text = corpus_text(name, max_bytes).replace(SEP, "\n\n")
     out, start = [], 0
     while start < len(text):
         end = start + length
@@ -51,48 +43,30 @@ def rows_of(name: str, max_bytes: int, length: int) -> list[str]:
     return out
 
 
-def median_time(fn, fresh, warm_up, runs: int) -> float:
-    """Median time of ``fn()`` over ``runs`` runs, each after ``fresh()`` (new caches) and then
-    ``warm_up()`` when given (the cache state)."""
-    times = []
-    for _ in range(runs):
-        fresh()
-        if warm_up is not None:
-            warm_up()
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
 def worker(a) -> None:
     import datasets
     import numpy as np
-    import tiktoken
     from transformers import GPT2TokenizerFast
 
     import hf_bpe
 
     datasets.disable_progress_bars()
     datasets.disable_caching()
-    tok = hf_bpe.BPETokenizer.from_pretrained(SHARED / "gpt2")
+    tok = hf_bpe.BPETokenizer.from_pretrained(DATA / "gpt2")
     bpe = tok.bpe
-    fast = GPT2TokenizerFast.from_pretrained(SHARED / "gpt2")
+    fast = GPT2TokenizerFast.from_pretrained(DATA / "gpt2")
     fast.pad_token = fast.eos_token
     tok.pad_token = tok.eos_token
     try:
-        import tiktoken.load
-
-        ranks = tiktoken.load.load_tiktoken_bpe(str(SHARED / "tiktoken" / "r50k_base.tiktoken"))
-        enc = tiktoken.Encoding("r50k", pat_str=r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""",
-                                mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 50256})
+        r50k = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+        enc = tiktoken_from_ranks(DATA / "tiktoken" / "r50k_base.tiktoken", r50k, {"<|endoftext|>": 50256}, name="r50k")
     except Exception:  # noqa: BLE001 - the peer is optional
         enc = None
     peer: dict = {}
 
     def fresh() -> None:  # new word caches: ours rebuilt from its state, the peer's reloaded
         bpe.cache_bytes = bpe.cache_bytes
-        peer["fast"] = GPT2TokenizerFast.from_pretrained(SHARED / "gpt2")
+        peer["fast"] = GPT2TokenizerFast.from_pretrained(DATA / "gpt2")
 
     out = []
     for name in a.corpora.split(","):
@@ -126,11 +100,15 @@ def worker(a) -> None:
                                                             batched=True), max(1, a.runs // 2))
             for state in a.states.split(","):
                 warm_rows = {"cold": None, "warm": (other, ds_other), "primed": (rows, ds)}[state]
-                t = {k: median_time(lambda f=f: f(rows, ds), fresh,
-                                    None if warm_rows is None else (lambda f=f: f(*warm_rows)), n)
+
+                def before(f) -> None:  # fresh caches, then the cache state
+                    fresh()
+                    if warm_rows is not None:
+                        f(*warm_rows)
+                t = {k: median_time(lambda f=f: f(rows, ds), n, before=lambda f=f: before(f))
                      for k, (f, n) in calls.items()}
                 t["floor"] = median_time(lambda: ds.map(floor, batched=True, with_indices=True, new_fingerprint="floor"),
-                                         lambda: None, None, a.runs)
+                                         a.runs)
                 out.append({"corpus": name, "len": length, "state": state, "rows": len(rows), "mb": mb,
                             "rate": {k: mb / v for k, v in t.items()}})
                 print(json.dumps(out[-1]), file=sys.stderr, flush=True)
@@ -151,15 +129,10 @@ def main() -> None:
         return worker(a)
     results = {}
     for n in map(int, a.threads.split(",")):
-        env = dict(os.environ, RAYON_NUM_THREADS=str(n), TOKENIZERS_PARALLELISM="true", OPENBLAS_NUM_THREADS="1")
-        cpus = sorted(os.sched_getaffinity(0))[:n]
         cmd = [sys.executable, __file__, "--worker", "--mb", str(a.mb), "--runs", str(a.runs), "--lens", a.lens,
                "--corpora", a.corpora, "--states", a.states]
-        res = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                             preexec_fn=lambda c=cpus: os.sched_setaffinity(0, c))
-        if res.returncode:
-            sys.exit(res.stderr[-3000:])
-        results[n] = json.loads(res.stdout.strip().splitlines()[-1])
+        results[n] = child_json(cmd, f"the {n}-thread worker", env=thread_env(n, tokenizers_parallelism=True),
+                                preexec_fn=lambda n=n: pin(n))
     cols = ["flat", "lists", "tok", "tok np", "map", "floor", "fast map", "tiktoken map"]
     print(f"MB/s of text, median of {a.runs}; GPT-2 vocabulary; ds.map with batch_size 1000, in memory, no cache\n")
     print("| threads | corpus | row chars | state | " + " | ".join(cols)

@@ -29,17 +29,15 @@ import argparse
 import base64
 import gzip
 import json
-import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 import unicodedata
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_encode import DATA, ROOT, VOCABS, Paths, ensure_tokenizers1, load_ours, prepare_vocab_files  # noqa: E402
+from bench_encode import VOCABS, Paths, load_ours, prepare_vocab_files
+from benchlib import DATA, EOT, ROOT, corpus_text, emit, ensure_tokenizers1, pin, run_worker, thread_env
 
 INPUTS = ("a", "base64", "cjk")
 DOCUMENT_MB = 8
@@ -74,8 +72,7 @@ def make_document(folder: Path) -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"document-{DOCUMENT_MB}MB.txt"
     if not path.exists():
-        with gzip.open(DATA / "corpus" / "english.txt.gz", "rb") as f:
-            text = f.read(DOCUMENT_MB * 10**6).decode("utf-8", errors="ignore").replace("<|endoftext|>", "")
+        text = corpus_text("english", DOCUMENT_MB * 10**6).replace(EOT, "")
         path.write_text(text)
     return {"document": path}
 
@@ -99,7 +96,7 @@ def build(tool: str, vocab: str, paths: Paths, threads: int = 1):
 
 
 def worker(spec: dict) -> None:
-    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:spec["threads"]])
+    pin(spec["threads"])
     paths = Paths(Path(spec["cache"]))
     for name, file in spec["inputs"].items():
         text = Path(file).read_text()
@@ -113,17 +110,12 @@ def worker(spec: dict) -> None:
             ids = to_ids(out)
         res = {"tool": spec["tool"], "vocab": spec["vocab"], "input": name, "bytes": len(text.encode()), "times": times,
                "tokens": len(ids), "checksum": sum((i + 1) * (k % 1000 + 1) for k, i in enumerate(ids))}
-        print("RESULT " + json.dumps(res), flush=True)
+        emit(res)
 
 
 def run(spec: dict, python: str) -> list[dict]:
-    n = spec["threads"]
-    env = dict(os.environ, RAYON_NUM_THREADS=str(n), TOKENIZERS_PARALLELISM="true" if n > 1 else "false", OPENBLAS_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([python, __file__, "--worker", json.dumps(spec)], env=env, capture_output=True, text=True)
-    out = [json.loads(line[7:]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode != 0:
-        err = (proc.stderr.strip().splitlines() or ["?"])[-1]
+    out, code, err = run_worker(__file__, spec, thread_env(spec["threads"]), python)
+    if code != 0:
         out.append({"tool": spec["tool"], "vocab": spec["vocab"], "error": err})
         print(f"  {spec['tool']} {spec['vocab']}: {err}", file=sys.stderr)
     return out
@@ -174,7 +166,7 @@ def main(argv=None) -> None:
     made = make_document(paths.cache / "long") if args.document else make_inputs(paths.cache / "long")
     inputs = {k: str(v) for k, v in made.items()}
     prepare_vocab_files(paths, vocabs)
-    tk1 = str(ensure_tokenizers1(paths))
+    tk1 = str(ensure_tokenizers1(paths.cache))
     results = []
     for vocab in vocabs:
         for tool in TOOLS:

@@ -16,20 +16,13 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path("/work/shared/data")
-SEP = "\n<|endoftext|>\n"
+from benchlib import CORPORA, DATA, ROOT, SEP, child_json, corpus_path, status_kib
 
 
 def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
+    return status_kib("VmRSS") / 1024
 
 
 def batches(mb: float, size: int = 1 << 20):
@@ -37,8 +30,8 @@ def batches(mb: float, size: int = 1 << 20):
     a time (so the script's own text stays small next to what it measures)."""
     left = mb * 1e6
     while True:
-        for name in ("english", "code", "multilingual"):
-            with gzip.open(DATA / "corpus" / f"{name}.txt.gz", "rt", encoding="utf-8") as f:
+        for name in CORPORA:
+            with gzip.open(corpus_path(name), "rt", encoding="utf-8") as f:
                 while left > 0 and (chunk := f.read(8_000_000)):
                     docs = chunk.split(SEP)
                     for k in range(0, len(docs), 64):
@@ -92,9 +85,8 @@ def main(argv=None) -> None:
     print(f"| vocab | import hf_bpe | + load | + first encode | after {args.mb:g} MB (RSS) | cache peak (cache_bytes {args.cache_mib} MiB) | kept output buffers |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for vocab in ("gpt2", "o200k"):
-        out = subprocess.run([sys.executable, __file__, "--worker", vocab, "--mb", str(args.mb), "--cache-mib", str(args.cache_mib)],
-                             capture_output=True, text=True, check=True, cwd=ROOT).stdout
-        r = json.loads(out.strip().splitlines()[-1])
+        cmd = [sys.executable, __file__, "--worker", vocab, "--mb", str(args.mb), "--cache-mib", str(args.cache_mib)]
+        r = child_json(cmd, f"the {vocab} worker", cwd=ROOT)
         print(f"| {vocab} | {r['import']} MiB | {r['loaded']} MiB | {r['first_encode']} MiB | {r['after_run']} MiB | "
               f"{r['cache_peak_mib']} MiB | {r['kept_output_mib']} MiB |")
         print(f"<!-- {vocab} (MB encoded, RSS MiB, cache MiB): {r['trace']} -->")

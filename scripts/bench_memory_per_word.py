@@ -22,16 +22,16 @@ import json
 import os
 import random
 import string
-import subprocess
 import sys
 import tempfile
+
+from benchlib import child_json, status_kib
 
 
 def peak_rss() -> int:
     """This process's peak RSS in bytes. (Not ``getrusage``: after ``exec`` its maximum still
     holds the parent's RSS at the fork, which is bigger than the child's when it has counted.)"""
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+    return status_kib("VmHWM") * 1024
 
 
 def child(kind: str, src: str, vocab: int) -> dict:
@@ -58,11 +58,8 @@ def child(kind: str, src: str, vocab: int) -> dict:
 
 def run_child(kind: str, paths: list[str], vocab: int, words: int) -> dict:
     env = dict(os.environ, BENCH_WORDS=str(words))
-    r = subprocess.run([sys.executable, __file__, "--child", kind, json.dumps(paths), "--vocab", str(vocab)],
-                       capture_output=True, text=True, env=env)
-    if r.returncode:
-        sys.exit(f"the {kind} child failed:\n{r.stderr}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return child_json([sys.executable, __file__, "--child", kind, json.dumps(paths), "--vocab", str(vocab)],
+                      f"the {kind} child", env=env)
 
 
 def recombined(paths: list[str], n: int, folder: str) -> str:

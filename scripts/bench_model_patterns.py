@@ -14,38 +14,18 @@ DeepSeek-V3's three splits are not one regex, so tiktoken has no row for it.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import os
 import statistics
-import subprocess
 import sys
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-SEP = "\n<|endoftext|>\n"
+from benchlib import CORPORA, DATA, child_json, corpus_docs, pin, thread_env, tiktoken_from_ranks, wall_and_cpu
+
 PATTERNS = ["cl100k", "llama3", "qwen2", "qwen3.5", "nemotron", "deepseek-v3"]
-CORPORA = ["english", "code", "multilingual"]
-
-
-def docs(name: str, mb: float) -> list[str]:
-    out, size = [], 0
-    with gzip.open(DATA / "corpus" / f"{name}.txt.gz", "rt", encoding="utf-8") as f:
-        buf = f.read(int(mb * 1e6 * 1.3) + 200_000)
-    for d in buf.split(SEP)[:-1]:
-        if size >= mb * 1e6:
-            break
-        if "<|endoftext|>" not in d:
-            out.append(d)
-            size += len(d.encode())
-    return out
 
 
 def worker(args) -> None:
-    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.threads])
-    texts = docs(args.corpus, args.mb)
+    pin(args.threads)
+    texts = corpus_docs(args.corpus, args.mb)
     nbytes = sum(len(t.encode()) for t in texts)
     ranks_path = DATA / "tiktoken" / "cl100k_base.tiktoken"
     if args.tool == "hf_bpe":
@@ -54,21 +34,12 @@ def worker(args) -> None:
         bpe = hf_bpe.BPE.from_tiktoken(str(ranks_path), pattern=args.pattern)
         run = lambda: bpe.encode_batch_flat(texts, num_threads=args.threads)  # noqa: E731
     else:
-        import tiktoken
-        from tiktoken.load import load_tiktoken_bpe
-
         from hf_bpe import _core
 
-        src = _core.pattern_source(args.pattern)
-        enc = tiktoken.Encoding("bench", pat_str=src, mergeable_ranks=load_tiktoken_bpe(str(ranks_path)), special_tokens={})
+        enc = tiktoken_from_ranks(ranks_path, _core.pattern_source(args.pattern))
         run = lambda: enc.encode_ordinary_batch(texts, num_threads=args.threads)  # noqa: E731
     run()
-    walls, cpus = [], []
-    for _ in range(args.runs):
-        c0, t0 = time.process_time(), time.perf_counter()
-        run()
-        walls.append(time.perf_counter() - t0)
-        cpus.append(time.process_time() - c0)
+    walls, cpus = wall_and_cpu(run, args.runs)
     print(json.dumps({"mbps": nbytes / 1e6 / statistics.median(walls), "cpu_mbps": nbytes / 1e6 / statistics.median(cpus)}))
 
 
@@ -86,7 +57,6 @@ def main() -> None:
     if args.worker:
         args.threads = args.threads_one
         return worker(args)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
     rows = []
     for threads in [int(t) for t in args.threads.split(",")]:
         for pattern in args.patterns.split(","):
@@ -96,10 +66,7 @@ def main() -> None:
                 for tool in tools:
                     cmd = [sys.executable, __file__, "--worker", "--tool", tool, "--pattern", pattern, "--corpus", corpus,
                            "--thread-count", str(threads), "--mb", str(args.mb), "--runs", str(args.runs)]
-                    out = subprocess.run(cmd, env={**env, "RAYON_NUM_THREADS": str(threads)}, capture_output=True, text=True)
-                    if out.returncode:
-                        sys.exit(out.stderr)
-                    res[tool] = json.loads(out.stdout.strip().splitlines()[-1])
+                    res[tool] = child_json(cmd, f"{tool} {pattern} {corpus}", env=thread_env(threads))
                 rows.append((threads, pattern, corpus, res))
                 r = res["hf_bpe"]
                 t = res.get("tiktoken")

@@ -15,30 +15,15 @@ machine; `--clock wall` uses `time.perf_counter` instead.
 Usage: python scripts/bench_pretokenize.py [--mb 8] [--runs 5] [--clock thread|wall]
 """
 import argparse
-import gzip
-import statistics
 import sys
 import time
-from pathlib import Path
 
 import regex
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchlib import CORPORA, ROOT, corpus_text, median_time
+
+sys.path.insert(0, str(ROOT))
 from hf_bpe import _core  # noqa: E402
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus"
-
-
-CLOCK = time.thread_time
-
-
-def median_time(fn, runs):
-    ts = []
-    for _ in range(runs):
-        t = CLOCK()
-        fn()
-        ts.append(CLOCK() - t)
-    return statistics.median(ts)
 
 
 def main():
@@ -48,23 +33,20 @@ def main():
     ap.add_argument("--slow-runs", type=int, default=3, help="runs for regex/fancy-regex")
     ap.add_argument("--clock", choices=["thread", "wall"], default="thread")
     args = ap.parse_args()
-    global CLOCK
-    CLOCK = time.thread_time if args.clock == "thread" else time.perf_counter
+    clock = time.thread_time if args.clock == "thread" else time.perf_counter
     rows = []
-    for corpus in ["english", "code", "multilingual"]:
-        with gzip.open(CORPUS / f"{corpus}.txt.gz", "rb") as fh:
-            raw = fh.read(int(args.mb * 1e6))
-        text = raw.decode("utf-8", errors="ignore")
+    for corpus in CORPORA:
+        text = corpus_text(corpus, int(args.mb * 1e6))
         nbytes = len(text.encode("utf-8")) / 1e6
         for name in ["gpt2", "cl100k", "o200k"]:
             src = _core.pattern_source(name)
             rx = regex.compile(src)
             n_ours = _core.count_pieces(name, text)
             n_fancy = _core.count_pieces("(?:" + src + ")", text)
-            t_ours = median_time(lambda: _core.count_pieces(name, text), args.runs)
-            t_list = median_time(lambda: _core.pretokenize(name, text), args.slow_runs)
-            t_fancy = median_time(lambda: _core.count_pieces("(?:" + src + ")", text), args.slow_runs)
-            t_re = median_time(lambda: rx.findall(text), args.slow_runs)
+            t_ours = median_time(lambda: _core.count_pieces(name, text), args.runs, clock=clock)
+            t_list = median_time(lambda: _core.pretokenize(name, text), args.slow_runs, clock=clock)
+            t_fancy = median_time(lambda: _core.count_pieces("(?:" + src + ")", text), args.slow_runs, clock=clock)
+            t_re = median_time(lambda: rx.findall(text), args.slow_runs, clock=clock)
             note = "" if n_ours == n_fancy else f" (fancy-regex pieces differ: {n_fancy} vs {n_ours})"
             rows.append((corpus, name, nbytes / t_ours, nbytes / t_list, nbytes / t_fancy, nbytes / t_re, note))
             print(f"  {corpus:12} {name:7} done", file=sys.stderr)

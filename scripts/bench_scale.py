@@ -25,14 +25,14 @@ import threading
 import time
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+from benchlib import corpus_path
 
 
 def corpus(size_mb: int, where: Path) -> Path:
     """The English corpus as plain text, repeated to about ``size_mb`` MB (made once)."""
     out = where / f"english-{size_mb}mb.txt"
     if not out.exists():
-        with gzip.open(SHARED / "corpus" / "english.txt.gz", "rb") as f:
+        with gzip.open(corpus_path("english"), "rb") as f:
             text = f.read()
         tmp = out.with_suffix(".tmp")
         with open(tmp, "wb") as f:

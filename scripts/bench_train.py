@@ -35,7 +35,6 @@ import argparse
 import gzip
 import json
 import os
-import platform
 import resource
 import shutil
 import signal
@@ -44,13 +43,12 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "english.txt.gz"
-SPECIAL = "<|endoftext|>"
-DOC_SEP = b"\n<|endoftext|>\n"  # how the corpus joins its documents
+from benchlib import EOT, ROOT, SEP, corpus_path, git_state, machine_info, package_version, status_kib
+
+DEFAULT_CORPUS = corpus_path("english")
+DOC_SEP = SEP.encode()  # how the corpus joins its documents
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 ALL_TOOLS = ("ours", "ours-iter", "tokenizers", "tokenizers-files", "gigatoken", "rustbpe", "bpeasy")
 DEFAULT_TOOLS = "ours,ours-iter,tokenizers,gigatoken,rustbpe,bpeasy"
@@ -105,7 +103,7 @@ def iter_documents(path: str, block: int = 1 << 20):
             chunk = f.read(block)
             if not chunk:
                 break
-            pieces = (pending + chunk).split(SPECIAL)
+            pieces = (pending + chunk).split(EOT)
             pending = pieces.pop()
             yield from pieces
         yield pending
@@ -136,11 +134,11 @@ def setup_tool(name: str):
 
         def run(path, vocab):
             if name == "ours-iter":
-                bpe = hf_bpe.train(iter_documents(path), vocab_size=vocab, special_tokens=[SPECIAL],
+                bpe = hf_bpe.train(iter_documents(path), vocab_size=vocab, special_tokens=[EOT],
                                    pattern="gpt2", progress=False)
             else:
                 tie = "hf" if name == "ours-hf" else "lexicographic"
-                bpe = hf_bpe.train_files([path], vocab_size=vocab, special_tokens=[SPECIAL], pattern="gpt2",
+                bpe = hf_bpe.train_files([path], vocab_size=vocab, special_tokens=[EOT], pattern="gpt2",
                                          tie_break=tie, progress=False)
 
             def finish():
@@ -155,7 +153,7 @@ def setup_tool(name: str):
         def run(path, vocab):
             tok = Tokenizer(models.BPE())
             tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-            trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=[SPECIAL], show_progress=False,
+            trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=[EOT], show_progress=False,
                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
             if name == "tokenizers":
                 tok.train_from_iterator(iter_documents(path), trainer=trainer)
@@ -175,8 +173,8 @@ def setup_tool(name: str):
         import gigatoken
 
         def run(path, vocab):
-            source = gigatoken.TextFileSource([path], separator=SPECIAL)
-            vocab_map, merges = gigatoken.train_bpe(source, vocab, [SPECIAL], tie_breaking="huggingface")
+            source = gigatoken.TextFileSource([path], separator=EOT)
+            vocab_map, merges = gigatoken.train_bpe(source, vocab, [EOT], tie_breaking="huggingface")
 
             def finish():
                 return [a + b for a, b in merges], [tuple(m) for m in merges], len(vocab_map)
@@ -214,9 +212,8 @@ def _max_rss_mib() -> float:
     process's own peak is VmHWM: after ``exec``, ``ru_maxrss`` still holds the parent's RSS at
     the fork."""
     try:
-        with open("/proc/self/status") as f:
-            own = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
-    except (OSError, StopIteration):
+        own = status_kib("VmHWM")
+    except (OSError, KeyError):
         own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return max(own, kids) / 1024  # Linux reports KiB
@@ -290,7 +287,7 @@ def prepare_input(corpus: Path, label: str, limit: int | None, cache: Path) -> P
 def describe_input(path: Path) -> str:
     size = path.stat().st_size
     with open(path, "rb") as f:
-        docs = sum(block.count(SPECIAL.encode()) for block in iter(lambda: f.read(1 << 22), b"")) + 1
+        docs = sum(block.count(EOT.encode()) for block in iter(lambda: f.read(1 << 22), b"")) + 1
     return f"`{path.name}`, {size:,} bytes, {docs} documents"
 
 
@@ -362,43 +359,21 @@ def compare_tokens(tokens: list[bytes], reference: list[bytes]) -> str:
 # Report
 # --------------------------------------------------------------------------------------------
 
-def machine_info() -> list[str]:
-    cpu = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = "?"
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                mem = f"{int(line.split()[1]) / 1024**2:.1f} GiB"
-    except OSError:
-        pass
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return [f"- machine: {cpu}, nproc {usable} (os.cpu_count {os.cpu_count()}), RAM {mem}",
-            f"- {platform.platform()}, Python {platform.python_version()}"]
+def machine_lines() -> list[str]:
+    m = machine_info()
+    return [f"- machine: {m['cpu']}, nproc {m['affinity']} (os.cpu_count {m['nproc']}), RAM {m['mem']}",
+            f"- {m['platform']}, Python {m['python']}"]
 
 
 def versions() -> str:
     parts = []
     for pkg in PACKAGES:
-        try:
-            v = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            v = "not installed"
+        v = package_version(pkg) or "not installed"
         if pkg == "hf_bpe":
             try:
                 import hf_bpe
                 where = Path(hf_bpe.__file__).parent.parent
-                commit = subprocess.run(["git", "-C", str(where), "rev-parse", "--short", "HEAD"],
-                                        capture_output=True, text=True).stdout.strip()
-                dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
-                                       capture_output=True, text=True).stdout.strip()
-                v = f"{hf_bpe.__version__} ({where}, git {commit}{'+dirty' if dirty else ''})"
+                v = f"{hf_bpe.__version__} ({where}, git {git_state(where)})"
             except Exception as e:  # noqa: BLE001 - reported, not fatal
                 v = f"import failed: {e}"
         parts.append(f"{pkg} {v}")
@@ -449,7 +424,7 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=600, help="seconds per run before it is killed [600]")
     p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="text or .gz corpus, documents joined by "
                    "'\\n<|endoftext|>\\n'")
-    p.add_argument("--cache", type=Path, default=REPO / "bench_out", help="inputs, logs and dumps [bench_out/]")
+    p.add_argument("--cache", type=Path, default=ROOT / "bench_out", help="inputs, logs and dumps [bench_out/]")
     p.add_argument("--check", action="store_true", help="also check that hf_bpe with tie_break='hf' learns exactly "
                    "tokenizers' merges, on the smallest size")
     p.add_argument("--out-md", type=Path, help="also write the report to this markdown file")
@@ -526,7 +501,7 @@ def main() -> None:
         check_lines = ["", f"--check, {label}: hf_bpe `train_files(tie_break='hf')` vs tokenizers merges: {verdict}"]
 
     report = [f"## BPE training benchmark: vocab {args.vocab}, corpus `{args.corpus.name}`", "",
-              *machine_info(), versions(),
+              *machine_lines(), versions(),
               f"- load average (1/5/15 min) before {'/'.join(f'{x:.1f}' for x in load_before)}, after "
               f"{'/'.join(f'{x:.1f}' for x in load_after)}: other work on the machine inflates wall time, "
               "CPU time (user + system, all threads) much less",

@@ -15,18 +15,16 @@ import random
 import statistics
 import time
 import urllib.request
-from pathlib import Path
 
 import hf_bpe
+from benchlib import DATA, corpus_path
 from hf_bpe.tools import viz
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tokenizer", default=str(REPO.parent / "shared" / "data" / "gpt2"))
-    ap.add_argument("--corpus", default=str(REPO.parent / "shared" / "data" / "corpus" / "english.txt.gz"))
+    ap.add_argument("--tokenizer", default=str(DATA / "gpt2"))
+    ap.add_argument("--corpus", default=str(corpus_path("english")))
     ap.add_argument("--bytes", type=int, default=10_000)
     ap.add_argument("--updates", type=int, default=200)
     a = ap.parse_args()
@@ -42,7 +40,8 @@ def main() -> None:
     def once(k: int | None) -> float:
         body = json.dumps({"name": "tokenizer", "text": text, "merges": k}).encode()
         t = time.perf_counter()
-        with urllib.request.urlopen(urllib.request.Request(url, data=body)) as r:
+        request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request) as r:
             r.read()
         return (time.perf_counter() - t) * 1000
 

@@ -21,7 +21,6 @@ else `other`. Prints counts per (vocabulary, peer); exits 1 if any mismatch is `
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import random
 import sys
@@ -29,10 +28,9 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data"
+from benchlib import CORPORA, DATA, ROOT, corpus_path, corpus_text
 
+sys.path.insert(0, str(ROOT))
 import hf_bpe  # noqa: E402
 from hf_bpe import _core  # noqa: E402
 
@@ -58,13 +56,7 @@ def random_codepoint(rng: random.Random) -> str:
 
 
 def corpus_slices() -> list[str]:
-    out = []
-    for name in ("english", "code", "multilingual"):
-        p = DATA / "corpus" / f"{name}.txt.gz"
-        if p.exists():
-            text = gzip.open(p, "rb").read(2_000_000).decode("utf-8", "ignore")
-            out.append(text)
-    return out
+    return [corpus_text(name, 2_000_000) for name in CORPORA if corpus_path(name).exists()]
 
 
 def make_text(rng: random.Random, real: list[str]) -> str:

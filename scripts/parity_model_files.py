@@ -14,23 +14,17 @@ any difference.
 from __future__ import annotations
 
 import argparse
-import gzip
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchlib import CORPORA, DATA, ROOT, SEP, corpus_text
+
 sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data"
-SEP = "\n<|endoftext|>\n"
-
 from hf_bpe import BPE  # noqa: E402
 
 
 def docs_of(name: str, mb: float | None) -> list[str]:
-    with gzip.open(DATA / "corpus" / f"{name}.txt.gz", "rb") as f:
-        raw = f.read(int(mb * 2**20) if mb else -1)
-    return [d for d in raw.decode("utf-8", errors="ignore").split(SEP) if d]
+    return [d for d in corpus_text(name, int(mb * 2**20) if mb else -1).split(SEP) if d]
 
 
 def main() -> int:
@@ -46,7 +40,7 @@ def main() -> int:
             continue
         path = folder / "tokenizer.json"
         bpe, ref = BPE.load(path), tokenizers.Tokenizer.from_file(str(path))
-        for corpus in ("english", "code", "multilingual"):
+        for corpus in CORPORA:
             docs = docs_of(corpus, args.mb)
             size = sum(len(d.encode()) for d in docs) / 1e6
             t = time.perf_counter()

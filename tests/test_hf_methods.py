@@ -210,3 +210,18 @@ def test_truncation_and_padding_sections_of_a_tokenizer_json(tmp_path, truncatio
             continue
         a, b = ours(texts, **kw), ref(texts, **kw)
         assert a["input_ids"] == b["input_ids"] and a["attention_mask"] == b["attention_mask"], kw
+
+
+def test_extend_and_train_new_keep_the_same_settings(docs):
+    """Both rebuild the tokenizer around a new BPE the same way (one keep-list): its settings,
+    ``add_bos_token``/``add_eos_token`` included, and the tokens they add."""
+    tok = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2", model_max_length=77, padding_side="left",
+                                              bos_token="<|endoftext|>", add_bos_token=True, add_eos_token=True)
+    trained = tok.train_new_from_iterator(docs[:40], 400, progress=False)
+    extended = hf_bpe.extend(tok, docs[:40], len(tok) + 20, progress=False)
+    for new in (trained, extended):
+        assert type(new) is hf_bpe.BPETokenizer
+        assert (new.model_max_length, new.padding_side, new.add_bos_token, new.add_eos_token) == (77, "left", True, True)
+        eot = new.convert_tokens_to_ids("<|endoftext|>")
+        ids = new("a cat")["input_ids"]
+        assert ids[0] == eot and ids[-1] == eot and len(ids) > 2
