@@ -5,6 +5,7 @@
 //! (streaming corpora) with `cuts` (where text may be cut), `decode`; `keys` and `outbuf` are shared helpers. The Python bindings
 //! live apart, in `bindings`.
 
+pub mod alphabet;
 pub mod batch;
 mod bindings;
 pub mod cache;

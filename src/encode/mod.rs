@@ -87,7 +87,7 @@ impl Encoder {
             let added_ids: rustc_hash::FxHashSet<u32> = added.iter().map(|t| t.id).collect();
             let by_bytes: rustc_hash::FxHashMap<&[u8], u32> =
                 vocab.iter().filter(|(i, _)| !added_ids.contains(i)).map(|(i, b)| (&b[..], *i)).collect();
-            let unbyte = crate::train::unbyte_table();
+            let unbyte = crate::alphabet::unbyte_table();
             let id_of = |s: &str| -> Option<u32> {
                 if let Some(t) = added.iter().find(|t| t.content == s) {
                     return Some(t.id);

@@ -144,7 +144,7 @@ impl Pipeline {
         };
         let mut missing = Box::new([Missing::Present; 256]);
         let mut fallbacks = Vec::new();
-        let alphabet = crate::train::byte_alphabet();
+        let alphabet = crate::alphabet::byte_alphabet();
         for (b, m) in missing.iter_mut().enumerate() {
             if (look.has_byte)(b as u8) {
                 continue;
@@ -310,7 +310,7 @@ impl Pipeline {
             // A char outside the byte alphabet is not in the vocabulary: as a missing byte token,
             // it becomes the `<0xNN>` tokens of its UTF-8 bytes, or unk, or nothing.
             Piece::Text(s) => {
-                let syms = s.chars().map(|c| match split::alphabet_byte(c) {
+                let syms = s.chars().map(|c| match crate::alphabet::alphabet_byte(c) {
                     Some(b) => Sym::Byte(b, self.missing[b as usize]),
                     None => Sym::Char(c),
                 });
