@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
 use crate::pretok::Pattern;
-use crate::reader::INTERRUPTED;
+use crate::corpus::read::INTERRUPTED;
 
 pub(crate) fn value_error(e: String) -> PyErr {
     PyValueError::new_err(e)

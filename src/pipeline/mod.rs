@@ -189,7 +189,7 @@ impl Pipeline {
         self.normalizer.is_some() || self.pre.is_some() || self.missing_any
     }
 
-    /// Whether text may be cut at [`crate::cuts::ascii_safe_cut`]s without changing the ids:
+    /// Whether text may be cut at [`crate::corpus::cuts::ascii_safe_cut`]s without changing the ids:
     /// the pre-tokenizer is the encoder's (built-in) pattern, the normalizer is local
     /// ([`Normalizer::is_local`]), and
     /// no token matched in the normalized text (`inner`) could straddle such a cut: none holds
