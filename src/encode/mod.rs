@@ -35,7 +35,7 @@ use crate::decode::TokenBytes;
 use std::sync::Arc;
 
 use crate::pipeline::{Lookup, Pipeline};
-use crate::pretok::Pattern;
+use crate::pretok::{Builtin, Pattern};
 use crate::specials::{disallowed_error, AddedToken, Automaton, Item, SpecialSet, Specials};
 
 pub use crate::cache::DEFAULT_CACHE_BYTES;
@@ -107,7 +107,7 @@ impl Encoder {
                 let spec = p.spec_name().map(str::to_string).unwrap_or_else(|| p.regex_source().to_string());
                 (p, spec)
             }
-            (None, Some(pre)) => (Pattern::Gpt2, pre.json.clone()),
+            (None, Some(pre)) => (Pattern::Builtin(Builtin::Gpt2), pre.json.clone()),
             (None, None) => (Pattern::from_spec(pattern_spec)?, pattern_spec.to_string()),
         };
         // Two groups of added tokens when tokenizers' two passes can differ from one.

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::{field_bool, kind, Literal};
 use crate::alphabet::alphabet_byte;
-use crate::pretok::{Pattern, Regex};
+use crate::pretok::{Builtin, Pattern, Regex};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Behavior {
@@ -120,7 +120,7 @@ impl PreTokenizer {
     /// that only maps bytes.
     pub fn as_pattern(&self) -> Option<Pattern> {
         match &self.steps[..] {
-            [Step::ByteLevel { add_prefix_space: false, use_regex: true }] => Some(Pattern::Gpt2),
+            [Step::ByteLevel { add_prefix_space: false, use_regex: true }] => Some(Pattern::Builtin(Builtin::Gpt2)),
             [Step::Split { pattern: Literal::Regex(r, raw), behavior, invert }, Step::ByteLevel { add_prefix_space: false, use_regex: false }] => {
                 // a built-in pattern by its written spelling (unless it holds `}+` or `}?`, which
                 // Oniguruma reads otherwise than the built-in: tiktoken's cl100k `\p{N}{1,3}+`);
@@ -226,7 +226,7 @@ impl Step {
                     })
                 };
                 if *use_regex {
-                    Pattern::Gpt2.for_each_piece_dyn(s, &mut |a, b| push(&s[a..b]))?;
+                    Pattern::Builtin(Builtin::Gpt2).for_each_piece_dyn(s, &mut |a, b| push(&s[a..b]))?;
                 } else {
                     push(s);
                 }
