@@ -1,7 +1,7 @@
 //! Batches: many documents (or one huge one) encoded in parallel, in three steps.
 //!
 //! * **Plan.** Each document is split at its allowed special tokens into *items*; with a pool,
-//!   text items longer than 1.5 units are cut at safe places (`cuts::segments`, built-in
+//!   text items longer than 1.5 units are cut at safe places (`corpus::cuts::segments`, built-in
 //!   patterns only), so one 100 MB line spreads over all cores like a batch of documents.
 //! * **Units.** Consecutive items are grouped into units of roughly equal size (64 KiB-1 MiB,
 //!   about 32 per thread) so the last ones finish close together.
@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use crate::encode::Encoder;
-use crate::cuts::segments_where;
+use crate::corpus::cuts::segments_where;
 use crate::specials::{Item, SpecialSet};
 
 /// Largest work unit; text items longer than 1.5 units are cut at safe places.

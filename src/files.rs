@@ -1,5 +1,5 @@
 //! Files: a text, `.gz` or `.jsonl` corpus streamed through the encoder into a `.npy` of ids.
-//! Blocks come from `crate::reader` (the same reader as training, cut where the result cannot
+//! Blocks come from `crate::corpus::read` (the same reader as training, cut where the result cannot
 //! change) and go through `crate::batch`; the output is written to a temporary file and renamed
 //! into place at the end, so an interrupted run leaves no output file.
 
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::batch::encode_docs;
 use crate::encode::Encoder;
-use crate::reader::{read_corpus, Block, CutRule, Progress, ReadOptions, Utf8Errors};
+use crate::corpus::read::{read_corpus, Block, CutRule, Progress, ReadOptions, Utf8Errors};
 use crate::specials::SpecialSet;
 
 /// Options of [`encode_file`].

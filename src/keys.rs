@@ -1,5 +1,5 @@
-//! Packing short byte strings into a `u128` key, shared by the pre-token counter (`count.rs`)
-//! and the encoder's word cache (`encode.rs`).
+//! Packing short byte strings into a `u128` key, shared by the pre-token counter (`count/`)
+//! and the encoder's word cache (`cache/`, filled from `encode/queue.rs`).
 //!
 //! Layout: the bytes, zero padded, little-endian, with the length in the top byte. Keys of
 //! different strings differ (the length byte tells trailing zero bytes from padding), and the
@@ -65,7 +65,7 @@ pub fn pack_in(buf: &[u8], s: usize, e: usize) -> u128 {
 /// In general-purpose registers, as two words (the encoder hashes and queues the two words):
 /// the 16-byte vector load and mask of [`pack_in`] then took a move and a two-µop extract to
 /// get the words out, and the length byte a shift and an or. With the slot as a byte offset
-/// (`encode.rs`), the encoder's per-piece loop went from 33 to 27 instructions; ab_encode
+/// (`encode/queue.rs`), the encoder's per-piece loop went from 33 to 27 instructions; ab_encode
 /// (3 rounds, MB per CPU second): o200k English 888 -> 944, code 732 -> 782; GPT-2 English
 /// 966 -> 1,040, code 677 -> 722, multilingual 331 -> 346.
 ///

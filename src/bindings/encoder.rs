@@ -8,7 +8,8 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use super::{no_panic, threads, value_error, with_progress};
 use crate::specials::{AddedToken, SpecialSet};
 use crate::spans::{self, CharPolicy};
-use crate::{batch, encode, files, outbuf, reader};
+use crate::corpus::read::Utf8Errors;
+use crate::{batch, encode, files, outbuf};
 
 /// Owner of a batch's ids behind a numpy array (its `base`): when the array and all its views
 /// are gone, the buffer goes back to `outbuf::POOL` for the next batch.
@@ -398,7 +399,7 @@ impl Encoder {
             Some(a) => allowed_of(Some(a))?,
         };
         let disallowed = disallowed_of(disallowed_special)?;
-        let errors = reader::Utf8Errors::parse(errors).map_err(value_error)?;
+        let errors = Utf8Errors::parse(errors).map_err(value_error)?;
         let separator = match separator {
             None => None,
             Some(s) => Some(self.inner.specials().id(s).ok_or_else(|| value_error(format!("separator {s:?} is not a special token")))?),

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
 use crate::pretok::Pattern;
-use crate::reader::INTERRUPTED;
+use crate::corpus::read::INTERRUPTED;
 
 pub(crate) fn value_error(e: String) -> PyErr {
     PyValueError::new_err(e)
@@ -143,7 +143,7 @@ fn count_pieces(py: Python<'_>, pattern: &str, text: &str) -> PyResult<usize> {
 /// GPT-2's byte-level alphabet: `[b]` is the printable character that stands for byte `b`.
 #[pyfunction]
 fn byte_alphabet() -> Vec<String> {
-    crate::train::byte_alphabet().iter().map(|c| c.to_string()).collect()
+    crate::alphabet::byte_alphabet().iter().map(|c| c.to_string()).collect()
 }
 
 /// The regex source that a pattern name stands for.

@@ -5,7 +5,7 @@
 //! every distinct pre-token is counted once with a 64-bit count.
 //!
 //! * **Work units.** Documents are cut into segments of about [`SEGMENT_BYTES`] at *safe cuts*
-//!   (`crate::cuts::safe_cut`: places where every built-in pattern ends a piece). A custom
+//!   (`crate::corpus::cuts::safe_cut`: places where every built-in pattern ends a piece). A custom
 //!   regex may match across anything but a special token, so its documents are cut only after
 //!   special tokens. Segments are counted on the threads of a fork-aware pool (`crate::pool`).
 //! * **No merging until training.** Each pool thread owns one shard of counts (indexed by
@@ -14,7 +14,7 @@
 //!   counted in an open-addressing table ([`tables`]); the update trails the scanner by a queue
 //!   of 64 keys whose slots were prefetched. Why, and what was tried:
 //!   [log](../../docs/performance.md#counting).
-//! * **Bounded memory.** Files are streamed by `crate::reader` (at most a few blocks in flight),
+//! * **Bounded memory.** Files are streamed by `crate::corpus::read` (at most a few blocks in flight),
 //!   so memory is the distinct words plus a few blocks, whatever the corpus size (with a custom
 //!   pattern: plus the text up to the next special token). The tables hold a distinct word in
 //!   32-40 bytes (short) or ~27 plus its bytes (long), and gathering them into the flat form
@@ -29,11 +29,11 @@ use rayon::prelude::*;
 use crate::counts::Flat;
 use crate::keys::{pack_in, unpack_into};
 use crate::pretok::Pattern;
-use crate::cuts::segments_keeping;
-use crate::reader::{read_corpus, Block, CutRule, ReadOptions};
+use crate::corpus::cuts::segments_keeping;
+use crate::corpus::read::{read_corpus, Block, CutRule, ReadOptions};
 use crate::specials::{SpecialSet, Specials};
 use tables::{LongTable, Short, ShortTable};
-pub use crate::reader::{Progress, Utf8Errors, INTERRUPTED};
+pub use crate::corpus::read::{Progress, Utf8Errors, INTERRUPTED};
 
 /// Target size of one unit of parallel work.
 pub const SEGMENT_BYTES: usize = 1 << 20;
@@ -111,7 +111,7 @@ pub struct Counter {
     /// Documents counted so far (files count their lines for JSON lines, else one each).
     pub documents: u64,
     /// What the reader did with the last file (see `ReadStats`).
-    pub last_read: crate::reader::ReadStats,
+    pub last_read: crate::corpus::read::ReadStats,
 }
 
 impl Counter {
@@ -194,7 +194,7 @@ impl Counter {
 
     /// Streams one file (plain text, `.gz`, `.jsonl`/`.jsonl.gz` with a `text` field) into the
     /// counts. `progress` receives the number of file bytes read so far.
-    /// `range`: only the bytes `start..end` of a plain file, a shard cut by `cuts::shard_cuts`
+    /// `range`: only the bytes `start..end` of a plain file, a shard cut by `corpus::cuts::shard_cuts`
     /// (the file counts as one document in the shard that starts at 0).
     pub fn add_file(&mut self, file_path: &std::path::Path, errors: Utf8Errors, text_field: &str, range: Option<(u64, u64)>, progress: Progress) -> Result<(), String> {
         let path = file_path.display();
@@ -202,7 +202,7 @@ impl Counter {
             if e < s {
                 return Err(format!("{path}: byte range {s}..{e} ends before it starts"));
             }
-            if !self.pattern.is_builtin() && !crate::reader::is_jsonl(file_path) {
+            if !self.pattern.is_builtin() && !crate::corpus::read::is_jsonl(file_path) {
                 return Err(format!("{path}: text counted with a custom regex is read whole, not in byte ranges"));
             }
         }
@@ -223,21 +223,21 @@ impl Counter {
             }
         });
         self.last_read = r?;
-        if !crate::reader::is_jsonl(file_path) && range.is_none_or(|(s, _)| s == 0) {
+        if !crate::corpus::read::is_jsonl(file_path) && range.is_none_or(|(s, _)| s == 0) {
             self.documents += 1; // the whole file is one document
         }
         Ok(())
     }
 
-    /// Where shards of `path` start, for byte offsets `targets` (`cuts::shard_cuts` with this
+    /// Where shards of `path` start, for byte offsets `targets` (`corpus::cuts::shard_cuts` with this
     /// counter's special tokens). A custom regex may match across any cut but a special token,
     /// so its text files are counted whole (an error here).
     pub fn shard_cuts(&self, path: &std::path::Path, targets: &[u64]) -> Result<Vec<u64>, String> {
-        let jsonl = crate::reader::is_jsonl(path);
+        let jsonl = crate::corpus::read::is_jsonl(path);
         if !jsonl && !self.pattern.is_builtin() {
             return Err(format!("{}: text counted with a custom regex is read whole, not in byte ranges", path.display()));
         }
-        crate::cuts::shard_cuts(path, targets, jsonl, &self.specials)
+        crate::corpus::cuts::shard_cuts(path, targets, jsonl, &self.specials)
     }
 
     /// Number of distinct pre-tokens so far.

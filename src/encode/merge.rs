@@ -243,7 +243,7 @@ impl Ranks {
     /// Builds the tables from the mergeable tokens (`by_bytes`: bytes -> id, specials left out)
     /// and, in merges mode, the merges in rank order (their ids; checked here).
     /// A byte without a token (merges mode only, see `vocab.rs`) keeps `u32::MAX`: such
-    /// bytes never reach the merge (`crate::pipeline` takes them out first).
+    /// bytes never reach the merge (the general path, `general.rs`, takes them out first).
     /// With `ignore_merges` (merges mode, as `tokenizers`), a piece that is a token is that token.
     pub fn new(by_bytes: &FxHashMap<&[u8], u32>, vocab: &[(u32, Box<[u8]>)], merges: Option<&[(u32, u32)]>, ignore_merges: bool) -> Result<Self, String> {
         let token = |id: u32| vocab.binary_search_by_key(&id, |(v, _)| *v).ok().map(|i| &*vocab[i].1);

@@ -4,7 +4,9 @@
 //! the merge ([`merge`]), the decoder table (`crate::decode`), the special tokens
 //! (`crate::specials`), the pre-tokenizer (`crate::pretok`) and the word caches
 //! (`crate::cache`). A piece of text goes: scanner -> queue -> cache lookup -> on a miss, the
-//! merge; the hot loop is [`queue`].
+//! merge; the hot loop is [`queue`]. Text the hot path cannot take (an imported
+//! `tokenizer.json`'s normalizer or pre-tokenizer steps, missing byte tokens, a second group
+//! of added tokens) takes the general path, [`general`], over the parsed `crate::pipeline`.
 //!
 //! Design drivers, each measured ([log](../../docs/performance.md#encoder)):
 //! * **Cache first.** After warm-up nearly every piece is one lookup in a table entry that holds
@@ -15,6 +17,7 @@
 //! * **Bounded memory.** `cache_bytes` bounds all slots together; `0` disables caching.
 
 mod fold;
+mod general;
 mod long;
 mod merge;
 mod pairs;
@@ -32,7 +35,7 @@ use crate::decode::TokenBytes;
 use std::sync::Arc;
 
 use crate::pipeline::{Lookup, Pipeline};
-use crate::pretok::Pattern;
+use crate::pretok::{Builtin, Pattern};
 use crate::specials::{disallowed_error, AddedToken, Automaton, Item, SpecialSet, Specials};
 
 pub use crate::cache::DEFAULT_CACHE_BYTES;
@@ -50,7 +53,7 @@ pub struct Encoder {
     caches: Caches,
     /// The imported tokenizer.json components (always present; plain for our own vocabularies).
     pipeline: Pipeline,
-    /// Whether ordinary text takes the pipeline's path instead of the hot path.
+    /// Whether ordinary text takes the general path (`general.rs`) instead of the hot path.
     generic: bool,
     /// The normalized group's matcher with no special allowed (see `Specials::inner_automaton`).
     inner_plain: Option<Arc<Automaton>>,
@@ -87,7 +90,7 @@ impl Encoder {
             let added_ids: rustc_hash::FxHashSet<u32> = added.iter().map(|t| t.id).collect();
             let by_bytes: rustc_hash::FxHashMap<&[u8], u32> =
                 vocab.iter().filter(|(i, _)| !added_ids.contains(i)).map(|(i, b)| (&b[..], *i)).collect();
-            let unbyte = crate::train::unbyte_table();
+            let unbyte = crate::alphabet::unbyte_table();
             let id_of = |s: &str| -> Option<u32> {
                 if let Some(t) = added.iter().find(|t| t.content == s) {
                     return Some(t.id);
@@ -104,7 +107,7 @@ impl Encoder {
                 let spec = p.spec_name().map(str::to_string).unwrap_or_else(|| p.regex_source().to_string());
                 (p, spec)
             }
-            (None, Some(pre)) => (Pattern::Gpt2, pre.json.clone()),
+            (None, Some(pre)) => (Pattern::Builtin(Builtin::Gpt2), pre.json.clone()),
             (None, None) => (Pattern::from_spec(pattern_spec)?, pattern_spec.to_string()),
         };
         // Two groups of added tokens when tokenizers' two passes can differ from one.
@@ -143,7 +146,7 @@ impl Encoder {
         })
     }
 
-    /// Whether ordinary text takes the general path (`crate::pipeline`) rather than the hot
+    /// Whether ordinary text takes the general path ([`general`]) rather than the hot
     /// path: batches then never cut a text, and the disallowed check is never fused.
     pub fn is_generic(&self) -> bool {
         self.generic
@@ -177,7 +180,7 @@ impl Encoder {
         self.specials.inner_automaton(allowed)
     }
 
-    /// The hot path on ordinary text, whatever the pipeline (for the pipeline's own stretches).
+    /// The hot path on ordinary text, whatever the pipeline (for the general path's own stretches).
     pub fn encode_plain(&self, cache: &mut WordCache, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
         self.encode_text_inner(cache, text, out, false)
     }
@@ -186,10 +189,15 @@ impl Encoder {
     /// `inner`: the general path when the encoder needs it, else [`Self::encode_text`].
     pub fn encode_text_with(&self, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, out: &mut Vec<u32>) -> Result<(), String> {
         if self.generic {
-            self.pipeline.encode(self, cache, text, inner, out)
+            self.general().encode(cache, text, inner, out)
         } else {
             self.encode_text_inner(cache, text, out, false)
         }
+    }
+
+    /// The general path (`general.rs`): this encoder with its pipeline.
+    fn general(&self) -> general::General<'_> {
+        general::General { enc: self, pipe: &self.pipeline }
     }
 
     /// Room to reserve for the ids of `bytes` bytes of text: 1/8 more than the last batch's
@@ -313,7 +321,7 @@ impl Encoder {
     /// ([`crate::spans`]). The ids are those of [`Self::encode_text_with`].
     pub fn encode_pieces(&self, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, f: &mut dyn FnMut(usize, usize, &[u32], bool)) -> Result<(), String> {
         if self.generic {
-            return self.pipeline.encode_pieces(self, cache, text, inner, f);
+            return self.general().encode_pieces(cache, text, inner, f);
         }
         let b = text.as_bytes();
         let mut ids = Vec::new();

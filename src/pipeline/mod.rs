@@ -1,15 +1,15 @@
-//! The parts of a `tokenizer.json` around the model, for byte-level BPE: the normalizer, the
-//! pre-tokenizer, the model's options, and (checked here, applied by the Python adapter) the
-//! post-processor and decoder. `tokenizers` runs, per text: split at the raw-matched added
-//! tokens -> normalize each stretch -> split at the normalized added tokens -> pre-tokenize
-//! -> BPE each piece; this module does the same, with the same ids.
+//! The parts of a `tokenizer.json` around the model, for byte-level BPE, parsed and checked:
+//! the normalizer (`normalize.rs`), the pre-tokenizer (`split.rs`), the model's options, what
+//! each byte without a token becomes ([`Missing`]), and (checked here, applied by the Python
+//! adapter) the post-processor and decoder. This is data: the encoder runs it (its general
+//! path, `encode/general.rs`), and nothing here calls the encoder.
 //!
 //! * **Fast when it can be.** A pre-tokenizer that amounts to one scanner or regex
 //!   ([`PreTokenizer::as_pattern`]) becomes the encoder's pattern, and a tokenizer with nothing
 //!   else to do (no normalizer, one group of added tokens, every byte token that UTF-8 text can
-//!   need) never comes here: it runs on the encoder's hot path.
-//! * **Nothing ignored.** A component or option this module cannot reproduce exactly fails to
-//!   load with an error naming it (`dropout`, a `continuing_subword_prefix`, Metaspace, ...).
+//!   need) never takes the general path: it runs on the encoder's hot path.
+//! * **Nothing ignored.** A component or option the general path cannot reproduce exactly fails
+//!   to load with an error naming it (`dropout`, a `continuing_subword_prefix`, Metaspace, ...).
 //! * **Missing byte tokens** (vocabularies that leave out bytes, as GPT-NeoX's): as
 //!   `tokenizers`, such a byte becomes its `<0xNN>` token with `byte_fallback`, else the
 //!   `unk_token` (consecutive ones fused with `fuse_unk`), else it is dropped and its
@@ -18,18 +18,12 @@
 mod normalize;
 mod split;
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 
-use crate::cache::WordCache;
-use crate::encode::Encoder;
 use crate::pretok::{Pattern, Regex};
-use crate::specials::{Automaton, Item};
-use split::Piece;
 
 pub use normalize::Normalizer;
-pub use split::PreTokenizer;
+pub use split::{Piece, PreTokenizer};
 
 /// A `{"String": ..}` or `{"Regex": ..}` pattern of a Split or Replace: a regex is compiled as
 /// Oniguruma reads it (`crate::pretok::from_oniguruma`), its source as written kept beside.
@@ -56,7 +50,8 @@ pub(crate) fn field_str<'a>(v: &'a Value, key: &str, what: &str) -> Result<&'a s
 
 /// What a byte without a token becomes.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Missing {
+pub enum Missing {
+    /// The byte has its token.
     Present,
     Drop,
     Unk(u32),
@@ -74,24 +69,18 @@ pub struct Pipeline {
     /// None when the pre-tokenizer is the encoder's pattern.
     pub pre: Option<PreTokenizer>,
     pub ignore_merges: bool,
-    missing: Box<[Missing; 256]>,
-    fallback: Vec<Vec<u32>>,
-    fuse_unk: bool,
+    /// What each byte becomes.
+    pub missing: Box<[Missing; 256]>,
+    /// The ids of each [`Missing::Fallback`].
+    pub fallback: Vec<Vec<u32>>,
+    pub fuse_unk: bool,
     /// Whether some byte that UTF-8 text can hold lacks a token.
-    missing_any: bool,
+    pub missing_any: bool,
     /// For a char outside the byte alphabet ([`Piece::Text`]): the model's unk token, whether it
     /// falls back to bytes, and the `<0xNN>` token of each byte.
-    unk: Option<u32>,
-    byte_fallback: bool,
-    byte_ids: Box<[Option<u32>; 256]>,
-}
-
-/// A symbol of a piece with missing tokens: a byte (and what its token is), or a char outside
-/// the byte alphabet.
-#[derive(Clone, Copy)]
-enum Sym {
-    Byte(u8, Missing),
-    Char(char),
+    pub unk: Option<u32>,
+    pub byte_fallback: bool,
+    pub byte_ids: Box<[Option<u32>; 256]>,
 }
 
 /// What [`Pipeline::parse`] needs to know of the vocabulary.
@@ -144,7 +133,7 @@ impl Pipeline {
         };
         let mut missing = Box::new([Missing::Present; 256]);
         let mut fallbacks = Vec::new();
-        let alphabet = crate::train::byte_alphabet();
+        let alphabet = crate::alphabet::byte_alphabet();
         for (b, m) in missing.iter_mut().enumerate() {
             if (look.has_byte)(b as u8) {
                 continue;
@@ -200,7 +189,7 @@ impl Pipeline {
         self.normalizer.is_some() || self.pre.is_some() || self.missing_any
     }
 
-    /// Whether text may be cut at [`crate::cuts::ascii_safe_cut`]s without changing the ids:
+    /// Whether text may be cut at [`crate::corpus::cuts::ascii_safe_cut`]s without changing the ids:
     /// the pre-tokenizer is the encoder's (built-in) pattern, the normalizer is local
     /// ([`Normalizer::is_local`]), and
     /// no token matched in the normalized text (`inner`) could straddle such a cut: none holds
@@ -216,191 +205,6 @@ impl Pipeline {
         match &self.normalizer {
             Some(n) => n.apply(s),
             None => Ok(s.to_string()),
-        }
-    }
-
-    /// Encodes one stretch of text between raw-matched added tokens; `inner` matches the
-    /// normalized group.
-    pub fn encode(&self, enc: &Encoder, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, out: &mut Vec<u32>) -> Result<(), String> {
-        let norm: Cow<str> = match &self.normalizer {
-            Some(n) => n.apply_cow(text)?,
-            None => Cow::Borrowed(text),
-        };
-        if inner.is_none() {
-            return self.encode_stretch(enc, cache, &norm, out);
-        }
-        let mut items = Vec::new();
-        enc.specials().split_with(inner, &norm, 0, &mut items);
-        for it in items {
-            match it {
-                Item::Special(id, _, _) => out.push(id),
-                Item::Text(s, e) => self.encode_stretch(enc, cache, &norm[s..e], out)?,
-            }
-        }
-        Ok(())
-    }
-
-    /// One stretch cut as [`Self::encode`] cuts it, each piece with its ids: `f(start, end, ids)`
-    /// in text order, byte ranges of `text`; an added token of the normalized group is a piece
-    /// of its own (`f`'s last argument: the range is the token's). Fails when the normalizer changes this text or the pre-tokenizer adds to it
-    /// (the ranges would not lie in the text).
-    pub fn encode_pieces(&self, enc: &Encoder, cache: &mut WordCache, text: &str, inner: Option<&Automaton>, f: &mut dyn FnMut(usize, usize, &[u32], bool)) -> Result<(), String> {
-        if let Some(n) = &self.normalizer {
-            if n.apply_cow(text)? != text {
-                return Err(format!("offsets and words are not available for this text: the tokenizer.json normalizer changes it ({:?}...)", text.chars().take(40).collect::<String>()));
-            }
-        }
-        let mut items = Vec::new();
-        enc.specials().split_with(inner, text, 0, &mut items);
-        let mut ids = Vec::new();
-        for it in items {
-            let (s, e) = match it {
-                Item::Special(id, s, e) => {
-                    f(s, e, &[id], true);
-                    continue;
-                }
-                Item::Text(s, e) => (s, e),
-            };
-            let t = &text[s..e];
-            match &self.pre {
-                None => enc.pattern.for_each_piece_dyn(t, &mut |a: usize, b: usize| {
-                    ids.clear();
-                    self.encode_piece(enc, cache, &t.as_bytes()[a..b], &mut ids);
-                    f(s + a, s + b, &ids, false);
-                })?,
-                Some(pre) => {
-                    let mut pos = 0;
-                    for p in pre.pieces(t)? {
-                        let b = match &p {
-                            Piece::Bytes(b) => &b[..],
-                            Piece::Text(s) => s.as_bytes(),
-                        };
-                        let a = pos + memchr::memmem::find(&t.as_bytes()[pos..], b).ok_or_else(|| {
-                            format!("offsets and words are not available for this text: the tokenizer.json pre_tokenizer adds to it (piece {:?})", String::from_utf8_lossy(b))
-                        })?;
-                        ids.clear();
-                        self.encode_model_piece(enc, cache, &p, &mut ids);
-                        f(s + a, s + a + b.len(), &ids, false);
-                        pos = a + b.len();
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn encode_stretch(&self, enc: &Encoder, cache: &mut WordCache, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
-        match &self.pre {
-            // One pattern and every byte a token: the encoder's hot loop.
-            None if !self.missing_any => enc.encode_plain(cache, text, out),
-            None => enc.pattern.for_each_piece_dyn(text, &mut |s: usize, e: usize| self.encode_piece(enc, cache, &text.as_bytes()[s..e], out)),
-            Some(pre) => {
-                for p in pre.pieces(text)? {
-                    self.encode_model_piece(enc, cache, &p, out);
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// One piece of the pre-tokenizer's: its bytes, or text with chars the model lacks.
-    fn encode_model_piece(&self, enc: &Encoder, cache: &mut WordCache, piece: &Piece, out: &mut Vec<u32>) {
-        match piece {
-            Piece::Bytes(b) => self.encode_piece(enc, cache, b, out),
-            // A char outside the byte alphabet is not in the vocabulary: as a missing byte token,
-            // it becomes the `<0xNN>` tokens of its UTF-8 bytes, or unk, or nothing.
-            Piece::Text(s) => {
-                let syms = s.chars().map(|c| match split::alphabet_byte(c) {
-                    Some(b) => Sym::Byte(b, self.missing[b as usize]),
-                    None => Sym::Char(c),
-                });
-                self.encode_symbols(enc, cache, syms, out);
-            }
-        }
-    }
-
-    /// One piece: as the encoder does, but a missing byte token is handled as described above.
-    fn encode_piece(&self, enc: &Encoder, cache: &mut WordCache, piece: &[u8], out: &mut Vec<u32>) {
-        if piece.iter().all(|&b| self.missing[b as usize] == Missing::Present) {
-            enc.encode_piece(cache, piece, out);
-            return;
-        }
-        if self.ignore_merges {
-            if let Some(id) = enc.whole_token(piece) {
-                out.push(id);
-                return;
-            }
-        }
-        self.encode_symbols(enc, cache, piece.iter().map(|&b| Sym::Byte(b, self.missing[b as usize])), out);
-    }
-
-    /// A piece with missing tokens, symbol by symbol, in the order `tokenizers` builds its word:
-    /// dropped symbols leave their neighbours adjacent; fallback tokens stand between their
-    /// neighbours at once, while an unk token waits until the next token of the vocabulary or
-    /// the piece's end (so fallback tokens met meanwhile come before it, and `fuse_unk` joins
-    /// unks across them).
-    fn encode_symbols(&self, enc: &Encoder, cache: &mut WordCache, syms: impl Iterator<Item = Sym>, out: &mut Vec<u32>) {
-        let mut run: Vec<u8> = Vec::new();
-        let mut pending: Option<u32> = None;
-        let mut char_ids: Vec<u32> = Vec::new();
-        let flush = |run: &mut Vec<u8>, cache: &mut WordCache, out: &mut Vec<u32>| {
-            if !run.is_empty() {
-                enc.encode_piece(cache, run, out);
-                run.clear();
-            }
-        };
-        for sym in syms {
-            // what the symbol becomes: a byte of the run, tokens at once, an unk, or nothing
-            let ids: &[u32] = match sym {
-                Sym::Byte(b, Missing::Present) => {
-                    if let Some(u) = pending.take() {
-                        out.push(u);
-                    }
-                    run.push(b);
-                    continue;
-                }
-                Sym::Byte(_, Missing::Drop) => continue,
-                Sym::Byte(_, Missing::Unk(u)) => {
-                    flush(&mut run, cache, out);
-                    self.unk_after(&mut pending, u, out);
-                    continue;
-                }
-                Sym::Byte(_, Missing::Fallback(k)) => &self.fallback[k as usize],
-                Sym::Char(c) => {
-                    let mut utf8 = [0u8; 4];
-                    char_ids.clear();
-                    let fallback = self.byte_fallback
-                        && c.encode_utf8(&mut utf8).bytes().all(|x| self.byte_ids[x as usize].map(|id| char_ids.push(id)).is_some());
-                    match (fallback, self.unk) {
-                        (true, _) => &char_ids,
-                        (false, Some(u)) => {
-                            flush(&mut run, cache, out);
-                            self.unk_after(&mut pending, u, out);
-                            continue;
-                        }
-                        (false, None) => continue,
-                    }
-                }
-            };
-            flush(&mut run, cache, out);
-            out.extend_from_slice(ids);
-        }
-        flush(&mut run, cache, out);
-        out.extend(pending);
-    }
-}
-
-impl Pipeline {
-    /// An unk token becomes pending (see [`Self::encode_symbols`]); one already pending is
-    /// written first, or fused with it.
-    fn unk_after(&self, pending: &mut Option<u32>, u: u32, out: &mut Vec<u32>) {
-        match *pending {
-            Some(_) if self.fuse_unk => {}
-            Some(p) => {
-                out.push(p);
-                *pending = Some(u);
-            }
-            None => *pending = Some(u),
         }
     }
 }

@@ -15,7 +15,8 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use super::{field_bool, kind, Literal};
-use crate::pretok::{Pattern, Regex};
+use crate::alphabet::alphabet_byte;
+use crate::pretok::{Builtin, Pattern, Regex};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Behavior {
@@ -51,19 +52,6 @@ pub enum Piece {
     /// Text with a char outside the byte alphabet (no `ByteLevel` mapped it): such a char is
     /// a token the model lacks.
     Text(String),
-}
-
-/// The byte an alphabet char stands for (the inverse of `train::byte_alphabet`).
-pub fn alphabet_byte(c: char) -> Option<u8> {
-    static INV: OnceLock<Vec<Option<u8>>> = OnceLock::new();
-    let inv = INV.get_or_init(|| {
-        let mut v = vec![None; 0x200];
-        for (b, ch) in crate::train::byte_alphabet().iter().enumerate() {
-            v[*ch as usize] = Some(b as u8);
-        }
-        v
-    });
-    inv.get(c as usize).copied().flatten()
 }
 
 fn behavior(v: &Value, what: &str, default: Behavior) -> Result<Behavior, String> {
@@ -132,7 +120,7 @@ impl PreTokenizer {
     /// that only maps bytes.
     pub fn as_pattern(&self) -> Option<Pattern> {
         match &self.steps[..] {
-            [Step::ByteLevel { add_prefix_space: false, use_regex: true }] => Some(Pattern::Gpt2),
+            [Step::ByteLevel { add_prefix_space: false, use_regex: true }] => Some(Pattern::Builtin(Builtin::Gpt2)),
             [Step::Split { pattern: Literal::Regex(r, raw), behavior, invert }, Step::ByteLevel { add_prefix_space: false, use_regex: false }] => {
                 // a built-in pattern by its written spelling (unless it holds `}+` or `}?`, which
                 // Oniguruma reads otherwise than the built-in: tiktoken's cl100k `\p{N}{1,3}+`);
@@ -230,7 +218,7 @@ impl Step {
                 } else {
                     s
                 };
-                let alphabet = map.then(crate::train::byte_alphabet);
+                let alphabet = map.then(crate::alphabet::byte_alphabet);
                 let mut push = |p: &str| {
                     out.push(match &alphabet {
                         Some(a) => p.bytes().map(|b| a[b as usize]).collect(),
@@ -238,7 +226,7 @@ impl Step {
                     })
                 };
                 if *use_regex {
-                    Pattern::Gpt2.for_each_piece_dyn(s, &mut |a, b| push(&s[a..b]))?;
+                    Pattern::Builtin(Builtin::Gpt2).for_each_piece_dyn(s, &mut |a, b| push(&s[a..b]))?;
                 } else {
                     push(s);
                 }

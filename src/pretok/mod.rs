@@ -1,7 +1,7 @@
 //! Pre-tokenization: splitting text into the pieces ("pre-tokens") that BPE merges never cross.
 //!
-//! Built-in patterns (`gpt2`/`r50k`, `cl100k`, `o200k`, and the released models' variants:
-//! `llama3`, `qwen2`, `qwen3.5`, `nemotron`, `deepseek-v3`, `kimi`; names and sources in `spec.rs`) use
+//! Built-in patterns (GPT-2's, cl100k, o200k and released models' variants; one table in
+//! `spec.rs` gives each its names, regex sources, other spellings and scanner) use
 //! hand-written scanners (`cl100k.rs` and `o200k.rs` are generic over the rules the variants
 //! change) that produce exactly the splits of the regex as the Python `regex` module runs it;
 //! any other regex goes through `regex.rs` (a DFA where provably equal, else fancy-regex).
@@ -98,27 +98,7 @@ pub use onig::from_oniguruma;
 mod regex;
 pub use regex::Regex;
 pub mod spec;
-use spec::Known;
-pub use spec::{DEEPSEEK_V3_SPLITS, KIMI_PATTERN, LLAMA3_PATTERN, NEMOTRON_PATTERN, QWEN2_PATTERN, QWEN35_PATTERN};
-
-pub const GPT2_PATTERN: &str =
-    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
-pub const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
-pub const O200K_PATTERN: &str = concat!(
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    "|",
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    "|",
-    r"\p{N}{1,3}",
-    "|",
-    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
-    "|",
-    r"\s*[\r\n]+",
-    "|",
-    r"\s+(?!\S)",
-    "|",
-    r"\s+"
-);
+pub use spec::Builtin;
 
 /// Receives the pieces of a text (`start, end` byte ranges, in order). Any `FnMut(usize,
 /// usize)` is one; the encoder implements it on its piece queue with `#[inline(always)]`,
@@ -194,52 +174,23 @@ mod v3 {
     }
 }
 
-/// Runs a scanner: its x86-64-v3 copy where the CPU has the features, else the baseline one.
-macro_rules! run_scanner {
-    ($name:ident $(::<$($g:tt),*>)?, $mod:ident, $text:expr, $f:expr) => {{
-        #[cfg(target_arch = "x86_64")]
-        if v3::available() {
-            // SAFETY: the CPU has the features `v3` is compiled for (checked).
-            unsafe { v3::$name $(::<$($g),*>)?($text, $f) };
-            return Ok(());
-        }
-        $mod::scan $(::<$($g),*>)?($text, $f);
-        return Ok(());
-    }};
-}
-
-/// Which splitter to use. Built-in names map to hand-written scanners; anything else is a regex.
+/// Which splitter to use: a built-in pattern's hand-written scanner, or any other regex.
 pub enum Pattern {
-    Gpt2,
-    Cl100k,
-    O200k,
-    /// Llama-3 / OLMo-2: cl100k without `\s++$`.
-    Llama3,
-    /// Qwen2 / Qwen2.5 / Qwen3: Llama-3's with single numbers.
-    Qwen2,
-    /// Qwen3.5: Qwen2's with marks in words.
-    Qwen35,
-    /// Mistral's Tekken (Nemotron): o200k without contractions, single numbers.
-    Nemotron,
-    /// DeepSeek-V3: three `Isolated` splits in sequence ([`DEEPSEEK_V3_SPLITS`]).
-    DeepSeekV3,
-    /// Kimi-K2 / K3: o200k with Han runs first and Han out of its letter classes, and no `/`
-    /// in the punctuation tail ([`KIMI_PATTERN`]).
-    Kimi,
+    Builtin(Builtin),
     Custom { source: String, regex: Regex },
 }
 
 impl Pattern {
-    /// A known name (`"gpt2"` (alias `"r50k"`), `"cl100k"`, `"o200k"`, `"llama3"`, `"qwen2"`,
-    /// `"qwen3.5"`, `"nemotron"`, `"deepseek-v3"`, `"kimi"`, aliases in [`spec::NAMES`]), the regex source
-    /// of one of them (as tiktoken or a tokenizer.json writes it), or any regex (look-around
-    /// allowed). A spec made only of `[A-Za-z0-9_.-]` that is no known name is an error.
+    /// A built-in's name (any of those in `spec.rs`, e.g. `"gpt2"`, `"cl100k"`, `"llama3"`), the
+    /// regex source of one of them (as tiktoken or a tokenizer.json writes it), or any regex
+    /// (look-around allowed). A spec made only of `[A-Za-z0-9_.-]` that is no known name is an
+    /// error.
     pub fn from_spec(spec: &str) -> Result<Pattern, String> {
         if spec.is_empty() {
             return Err("pattern is empty".into());
         }
-        if let Some(k) = spec::by_name(spec).or_else(|| spec::by_source(spec)) {
-            return Ok(Pattern::known(k));
+        if let Some(b) = spec::by_name(spec).or_else(|| spec::by_source(spec)) {
+            return Ok(Pattern::Builtin(b));
         }
         if spec::looks_like_name(spec) {
             return Err(spec::unknown_name(spec));
@@ -248,24 +199,10 @@ impl Pattern {
         Ok(Pattern::Custom { source: spec.to_string(), regex })
     }
 
-    /// The scanner for a Sequence of `Isolated` Splits with these regexes (one known source,
-    /// or DeepSeek-V3's three), or `None` (then the splits need the general pipeline).
+    /// The scanner for a Sequence of `Isolated` Splits with these regexes (one built-in's
+    /// source, or DeepSeek-V3's three), or `None` (then the splits need the general pipeline).
     pub fn from_splits(regexes: &[&str]) -> Option<Pattern> {
-        spec::by_splits(regexes).map(Pattern::known)
-    }
-
-    fn known(k: Known) -> Pattern {
-        match k {
-            Known::Gpt2 => Pattern::Gpt2,
-            Known::Cl100k => Pattern::Cl100k,
-            Known::O200k => Pattern::O200k,
-            Known::Llama3 => Pattern::Llama3,
-            Known::Qwen2 => Pattern::Qwen2,
-            Known::Qwen35 => Pattern::Qwen35,
-            Known::Nemotron => Pattern::Nemotron,
-            Known::DeepSeekV3 => Pattern::DeepSeekV3,
-            Known::Kimi => Pattern::Kimi,
-        }
+        spec::by_splits(regexes).map(Pattern::Builtin)
     }
 
     /// The name of a built-in pattern (None for a custom regex).
@@ -284,35 +221,18 @@ impl Pattern {
     /// The regexes of the Sequence of `Isolated` splits this pattern stands for, in order (one
     /// for all but DeepSeek-V3).
     pub fn split_sources(&self) -> Vec<&str> {
-        vec![match self {
-            Pattern::Gpt2 => GPT2_PATTERN,
-            Pattern::Cl100k => CL100K_PATTERN,
-            Pattern::O200k => O200K_PATTERN,
-            Pattern::Llama3 => LLAMA3_PATTERN,
-            Pattern::Qwen2 => QWEN2_PATTERN,
-            Pattern::Qwen35 => QWEN35_PATTERN,
-            Pattern::Nemotron => NEMOTRON_PATTERN,
-            Pattern::Kimi => KIMI_PATTERN,
-            Pattern::DeepSeekV3 => return DEEPSEEK_V3_SPLITS.to_vec(),
-            Pattern::Custom { source, .. } => source,
-        }]
+        match self {
+            Pattern::Builtin(b) => b.def().splits.to_vec(),
+            Pattern::Custom { source, .. } => vec![source],
+        }
     }
 
     /// The canonical name of a built-in pattern (`None` for a custom regex).
     pub fn name(&self) -> Option<&'static str> {
-        let k = match self {
-            Pattern::Gpt2 => Known::Gpt2,
-            Pattern::Cl100k => Known::Cl100k,
-            Pattern::O200k => Known::O200k,
-            Pattern::Llama3 => Known::Llama3,
-            Pattern::Qwen2 => Known::Qwen2,
-            Pattern::Qwen35 => Known::Qwen35,
-            Pattern::Nemotron => Known::Nemotron,
-            Pattern::DeepSeekV3 => Known::DeepSeekV3,
-            Pattern::Kimi => Known::Kimi,
-            Pattern::Custom { .. } => return None,
-        };
-        spec::canonical_name(k)
+        match self {
+            Pattern::Builtin(b) => Some(b.name()),
+            Pattern::Custom { .. } => None,
+        }
     }
 
     /// True for the built-in patterns, whose pieces never span a `'\n'` followed by a
@@ -334,20 +254,13 @@ impl Pattern {
     /// The pieces tile `text` exactly: with a custom regex, the text between two matches is a
     /// piece too.
     pub fn for_each_piece(&self, text: &str, mut f: impl PieceSink) -> Result<(), String> {
-        let f = &mut f;
-        let re: &Regex = match self {
-            Pattern::Custom { regex, .. } => regex,
-            Pattern::Gpt2 => run_scanner!(gpt2, gpt2, text, f),
-            Pattern::Cl100k => run_scanner!(cl100k::<3, true, false>, cl100k, text, f),
-            Pattern::Llama3 => run_scanner!(cl100k::<3, false, false>, cl100k, text, f),
-            Pattern::Qwen2 => run_scanner!(cl100k::<1, false, false>, cl100k, text, f),
-            Pattern::Qwen35 => run_scanner!(cl100k::<1, false, true>, cl100k, text, f),
-            Pattern::O200k => run_scanner!(o200k::<true, 3, false>, o200k, text, f),
-            Pattern::Nemotron => run_scanner!(o200k::<false, 1, false>, o200k, text, f),
-            Pattern::Kimi => run_scanner!(o200k::<true, 3, true>, o200k, text, f),
-            Pattern::DeepSeekV3 => run_scanner!(deepseek, deepseek, text, f),
-        };
-        re.for_each_piece(text, f)
+        match self {
+            Pattern::Builtin(b) => {
+                b.scan(text, &mut f);
+                Ok(())
+            }
+            Pattern::Custom { regex, .. } => regex.for_each_piece(text, &mut f),
+        }
     }
 }
 
@@ -362,7 +275,10 @@ mod tests {
         v
     }
 
-    const ALL: [&str; 9] = ["gpt2", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "nemotron", "deepseek-v3", "kimi"];
+    /// The canonical name of every built-in.
+    fn all() -> impl Iterator<Item = &'static str> {
+        Builtin::ALL.iter().map(|b| b.name())
+    }
 
     #[test]
     fn model_variants_exact() {
@@ -387,10 +303,10 @@ mod tests {
         let e = Pattern::from_spec("gpt4").err().unwrap();
         assert!(e.contains("unknown pattern name") && e.contains("llama3"), "{e}");
         assert!(Pattern::from_spec(r"\w+|\s").is_ok());
-        assert!(matches!(Pattern::from_spec(LLAMA3_PATTERN), Ok(Pattern::Llama3)));
-        let ds: Vec<&str> = DEEPSEEK_V3_SPLITS.to_vec();
-        assert!(matches!(Pattern::from_splits(&ds), Some(Pattern::DeepSeekV3)));
-        assert_eq!(Pattern::DeepSeekV3.split_sources(), ds);
+        assert!(matches!(Pattern::from_spec(Builtin::Llama3.def().splits[0]), Ok(Pattern::Builtin(Builtin::Llama3))));
+        let ds: Vec<&str> = Builtin::DeepSeekV3.def().splits.to_vec();
+        assert!(matches!(Pattern::from_splits(&ds), Some(Pattern::Builtin(Builtin::DeepSeekV3))));
+        assert_eq!(Pattern::Builtin(Builtin::DeepSeekV3).split_sources(), ds);
         assert!(Pattern::from_splits(&ds[..2]).is_none());
     }
 
@@ -424,7 +340,7 @@ mod tests {
     fn window_reads_stay_inside_the_text() {
         // Texts ending right at a window's end with an apostrophe or a start of a contraction:
         // the window path must not look past the end (`at` asserts it in debug builds).
-        for p in ALL {
+        for p in all() {
             for tail in ["'", "a'", "a'r", "'l", "a's", " '", "\r\n", " \n", "1234", "\u{e9}'"] {
                 for n in 60..140usize {
                     let t = "a".repeat(n.saturating_sub(tail.len())) + tail;
@@ -459,20 +375,16 @@ mod tests {
                 scan(t, &mut |s, e| v.push((s, e)));
                 v
             }
-            // SAFETY (all v3 calls): `v3::available()` was checked above.
-            assert_eq!(run(&t, |t, f| gpt2::scan(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::gpt2(t, &mut &mut *f) }), "{t:?}");
-            assert_eq!(run(&t, |t, f| cl100k::scan::<3, true, false>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::cl100k::<3, true, false>(t, &mut &mut *f) }), "{t:?}");
-            assert_eq!(run(&t, |t, f| cl100k::scan::<1, false, true>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::cl100k::<1, false, true>(t, &mut &mut *f) }), "{t:?}");
-            assert_eq!(run(&t, |t, f| o200k::scan::<true, 3, false>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::o200k::<true, 3, false>(t, &mut &mut *f) }), "{t:?}");
-            assert_eq!(run(&t, |t, f| o200k::scan::<false, 1, false>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::o200k::<false, 1, false>(t, &mut &mut *f) }), "{t:?}");
-            assert_eq!(run(&t, |t, f| o200k::scan::<true, 3, true>(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::o200k::<true, 3, true>(t, &mut &mut *f) }), "{t:?}");
-            assert_eq!(run(&t, |t, f| deepseek::scan(t, &mut &mut *f)), run(&t, |t, f| unsafe { v3::deepseek(t, &mut &mut *f) }), "{t:?}");
+            for &p in Builtin::ALL {
+                // SAFETY: `v3::available()` was checked above.
+                assert_eq!(run(&t, |t, f| p.scan_baseline(t, &mut &mut *f)), run(&t, |t, f| unsafe { p.scan_v3(t, &mut &mut *f) }), "{p:?} {t:?}");
+            }
         }
     }
 
     #[test]
     fn never_panics_on_odd_inputs() {
-        for p in ALL {
+        for p in all() {
             for t in ["", " ", "\n", "'", "\u{301}", "a", "\r\n \u{3000}", "😀\u{200d}😀", "'\u{17f}"] {
                 let pieces = split(p, t);
                 assert_eq!(pieces.concat(), t);

@@ -3,7 +3,7 @@
 //! Each step picks the most frequent adjacent pair (ties by [`TieBreak`]), records it, and
 //! replaces its occurrences (left to right, non-overlapping) by the merged token. The stages,
 //! one module each: [`words`] (the words, flat), [`pairs`] (pair counts and the pair -> words
-//! index), [`heap`] (the lazy max-heap), [`tokens`] (token strings and the byte alphabet).
+//! index), [`heap`] (the lazy max-heap), [`tokens`] (token strings).
 //! A merge touches only the words listed for its pair, and in them only the pairs next to each
 //! occurrence ([`words::Words::merge`] returns those deltas).
 //!
@@ -30,8 +30,6 @@ use tokens::Tokens;
 use words::{Delta, Sym, Words};
 
 use crate::counts::{Flat, FlatRef};
-
-pub use tokens::{byte_alphabet, hf_byte_rank, unbyte_table};
 
 /// How to choose among pairs with the same count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! Streaming a corpus file (plain text, gzip, JSON lines) as decoded blocks, for both training
-//! (`count.rs`) and file encoding (`batch.rs`).
+//! (`crate::count`) and file encoding (`crate::files`).
 //!
 //! * The file is opened and sniffed: gzip by its magic bytes (whatever the name), JSON lines by
 //!   the name (`.jsonl`, `.jsonl.gz`).
@@ -7,8 +7,8 @@
 //!   bounded channel (two in flight), so reading overlaps the work and memory stays bounded.
 //! * Bytes wait in a *carry* buffer until they can be cut off without changing the result:
 //!   - JSON lines: after the last `'\n'`; the sink gets the documents of complete lines;
-//!   - text with a built-in pattern ([`CutRule::Safe`]): at [`crate::cuts::last_safe_cut`], a place where every
-//!     built-in pattern ends a piece and no special token straddles;
+//!   - text with a built-in pattern ([`CutRule::Safe`]): at [`super::cuts::last_safe_cut`], a
+//!     place where every built-in pattern ends a piece and no special token straddles;
 //!   - text with a custom regex ([`CutRule::AfterSpecial`]): a regex may match across anything
 //!     except a special token, so only right after an allowed special token (found by the one
 //!     matcher, `crate::specials`). The carry then holds all text up to the next special token:
@@ -26,7 +26,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::thread::JoinHandle;
 use std::sync::Arc;
 
-use crate::cuts::{last_safe_cut_from, CUT_CONTEXT};
+use super::cuts::{last_safe_cut_from, CUT_CONTEXT};
 use crate::specials::{SpecialSet, Specials};
 
 /// Size of one read from a file. Up to four blocks are alive at once (two queued, one being
@@ -66,7 +66,7 @@ impl Utf8Errors {
 /// Where plain text may be cut.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CutRule {
-    /// Built-in patterns: at [`crate::cuts::last_safe_cut`].
+    /// Built-in patterns: at [`super::cuts::last_safe_cut`].
     Safe,
     /// Custom regex: only right after a special token.
     AfterSpecial,
@@ -81,7 +81,7 @@ pub struct ReadOptions<'a> {
     /// ([`CutRule::AfterSpecial`]).
     pub specials: &'a Specials,
     pub allowed: &'a SpecialSet,
-    /// Read only the bytes `start..end` of a plain file (a shard cut by [`crate::cuts::shard_cuts`]).
+    /// Read only the bytes `start..end` of a plain file (a shard cut by [`super::cuts::shard_cuts`]).
     pub range: Option<(u64, u64)>,
 }
 
