@@ -141,3 +141,20 @@ def peer_python(name: str, requirement: str) -> Path:
         pytest.skip(f"{requirement} could not be installed ({why}): no network?")
     (venv / "ready").write_text(requirement)
     return python
+
+
+# The files that take minutes (parity grids against the peers, transformers' own suite, a Ray
+# cluster, Chromium, fresh virtual environments, the Rust unit tests): `pytest -m "not slow"` is
+# the quick loop; CI runs everything.
+SLOW_FILES = frozenset({
+    "test_transformers_suite.py", "test_transformers4.py", "test_tokenizers1.py", "test_hf.py", "test_hf_methods.py",
+    "test_extend.py", "test_rust_units.py", "test_distributed.py", "test_model_files.py", "test_tiktoken_export.py",
+    "test_encoder_core.py", "test_model_patterns.py", "test_custom_regex.py", "test_fuzz_parity.py",
+    "test_viz_browser.py", "test_readme.py", "test_reliability.py",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)

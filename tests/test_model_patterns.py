@@ -315,7 +315,7 @@ def test_pathological_inputs_are_linear(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_word_counter_cuts_do_not_change_pieces(name):
-    # The word counter cuts long texts after "\n" (count.rs, reader.rs): the pieces must not
+    # The word counter cuts long texts after "\n" (count/, corpus/read.rs): the pieces must not
     # change (they never span such a cut for the built-in patterns).
     from collections import Counter
 

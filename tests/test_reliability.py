@@ -170,7 +170,7 @@ def test_the_cache_budget_is_a_public_knob(tmp_path, gpt2_dir):
     assert tok.bpe.cache_bytes == 12345
 
 
-BLOCK = 2 << 20  # the reader's block (src/reader.rs BLOCK_BYTES)
+BLOCK = 2 << 20  # the reader's block (src/corpus/read.rs BLOCK_BYTES)
 LINES = {
     "cjk": "日本語の文章はスペースを使わずに書かれ、句読点で区切られる。東京都は人口が多い都市です\n",
     "cyrillic": "Съешь же ещё этих мягких французских булок, да выпей чаю. Пример текста номер 42\n",

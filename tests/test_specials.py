@@ -111,7 +111,7 @@ def _big_text(specials_at: list[int], size: int) -> str:
     return "".join(out) + "<a><b>"
 
 
-BLOCK = 2 << 20  # the reader's block size (src/reader.rs BLOCK_BYTES)
+BLOCK = 2 << 20  # the reader's block size (src/corpus/read.rs BLOCK_BYTES)
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)

@@ -139,7 +139,7 @@ def test_native_matches_reference_min_frequency_and_max_len():
 
 def _first_reuse(merges):
     """Index of the first merge whose string already existed (HF-exact runs may differ from the
-    naive reference only after such a merge; see the note in src/train.rs)."""
+    naive reference only after such a merge; see the note in src/train/mod.rs)."""
     seen = set()
     for i, (a, b) in enumerate(merges):
         if a + b in seen:
