@@ -72,6 +72,27 @@ def corpus_slice(name: str, max_bytes: int, offset: int = 0) -> str:
     return raw.decode("utf-8", errors="ignore")
 
 
+# Big files of one script: one line repeated, written a reader's block at a time (the tests of
+# reading files in blocks, of peak memory and of a killed encode_file).
+READ_BLOCK = 2 << 20  # the reader's block (src/corpus/read.rs BLOCK_BYTES)
+SCRIPT_LINES = {
+    "cjk": "日本語の文章はスペースを使わずに書かれ、句読点で区切られる。東京都は人口が多い都市です\n",
+    "cyrillic": "Съешь же ещё этих мягких французских булок, да выпей чаю. Пример текста номер 42\n",
+    "indented": "                if value is not None and count > limit:\n                    return compute(value, 1)\n",
+}
+
+
+def script_file(tmp_path: Path, kind: str, mb: int) -> Path:
+    """``SCRIPT_LINES[kind]`` repeated to about ``mb`` MB (``mb // 2`` blocks), in ``tmp_path``."""
+    path = tmp_path / f"{kind}-{mb}.txt"
+    line = SCRIPT_LINES[kind]
+    block = (line * (READ_BLOCK // len(line.encode()) + 1))
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(mb // 2):
+            f.write(block)
+    return path
+
+
 @pytest.fixture
 def gpt2_dir() -> Path:
     return shared_data() / "gpt2"
@@ -150,7 +171,7 @@ SLOW_FILES = frozenset({
     "test_transformers_suite.py", "test_transformers4.py", "test_tokenizers1.py", "test_hf.py", "test_hf_methods.py",
     "test_extend.py", "test_rust_units.py", "test_distributed.py", "test_model_files.py", "test_tiktoken_export.py",
     "test_encoder_core.py", "test_model_patterns.py", "test_custom_regex.py", "test_fuzz_parity.py",
-    "test_viz_browser.py", "test_readme.py", "test_reliability.py",
+    "test_viz_browser.py", "test_readme.py",
 })
 
 

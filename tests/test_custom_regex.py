@@ -4,7 +4,8 @@ For tokenizer regexes given as `pattern=` (GPT-2 / cl100k / o200k sources edited
 recognised as built-in, Qwen2's, DeepSeek-V3's Split regexes, ...) the pieces of
 `_core.pretokenize` must be those of `regex.finditer` with the gaps-become-pieces rule of
 `Pattern::for_each_piece`: on real corpus slices, hypothesis text, and every code point. Ids
-through `hf_bpe.BPE(..., pattern=regex)` must equal tiktoken's with the same ranks and regex.
+through `hf_bpe.BPE(..., pattern=regex)` must equal tiktoken's with the same ranks and regex, and
+short custom regexes split as `tokenizers`' `Split(behavior="isolated")`, in a saved folder too.
 
 Unicode versions: the engines use regex-syntax's tables, older than the `regex` module's. The
 code points classed differently (`CAVEAT`, found per code point and per class below, all
@@ -165,3 +166,36 @@ def test_ids_equal_tiktoken(name):
     docs = [clean(d) for c in ("english", "code", "multilingual") for d in corpus_docs(c, 300_000)]
     docs += ["", " ", "a  b\n\n c \n", "x'\u017f 12345 \u3000\u3000y\r\n\r\n"]
     assert bpe.encode_batch(docs, disallowed_special=()) == tt.encode_batch(docs, disallowed_special=())
+
+
+# Against tokenizers: the Split(behavior="isolated") we write into a tokenizer.json.
+CUSTOM = [r"\p{L}+", "a*", r"\d+|[a-z]+", r"(?<=a)b", r" ?\w+", r"\b", "x?", r"[A-Z][a-z]*|\d{2}"]
+text_st = st.lists(st.sampled_from(list("ab xyzAB12,!\n\té") + ["ab", "  ", "日本"]), max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=st.sampled_from(CUSTOM), text=text_st)
+def test_a_custom_regex_splits_like_tokenizers_isolated_split_and_keeps_all_text(pattern, text):
+    pytest.importorskip("tokenizers")
+    from tokenizers import Regex, pre_tokenizers
+
+    # Text between matches is a piece of its own and an empty match cuts where it stands, as the
+    # Split(behavior="isolated") we write into tokenizer.json.
+    theirs = [s for s, _ in pre_tokenizers.Split(Regex(pattern), "isolated").pre_tokenize_str(text)]
+    assert _core.pretokenize(pattern, text) == theirs
+    assert "".join(_core.pretokenize(pattern, text)) == text
+
+
+def test_a_custom_regex_vocabulary_gives_back_its_text_and_matches_tokenizers(tmp_path):
+    pytest.importorskip("tokenizers")
+    from tokenizers import Tokenizer
+
+    bpe = hf_bpe.train(["the cat sat"] * 5, vocab_size=300, pattern=r"\p{L}+", progress=False)
+    for text in ["a b, c!", "the cat sat on the mat.", "  x\n"]:
+        assert bpe.decode(bpe.encode(text)) == text
+    bpe.save(tmp_path / "t")
+    tok = Tokenizer.from_file(str(tmp_path / "t" / "tokenizer.json"))
+    for text in ["a b, c!", "the cat sat on the mat.", "cats and hats"]:
+        assert bpe.encode(text) == tok.encode(text).ids
+    star = hf_bpe.train(["the cat"] * 5, vocab_size=260, pattern="a*", progress=False)
+    assert star.decode(star.encode("the cat")) == "the cat"

@@ -1,5 +1,6 @@
 """Encoding through the public `BPE` API with vocabularies trained by hf_bpe: ids equal those of
-real `tokenizers` and `tiktoken` objects built from the saved files, for both tie rules."""
+real `tokenizers` and `tiktoken` objects built from the saved files, for both tie rules; bad
+arguments are refused naming the argument."""
 
 from __future__ import annotations
 
@@ -191,3 +192,18 @@ def test_from_tiktoken_equals_tiktoken(tmp_path):
     tt = tiktoken.Encoding("cl100k_local", pat_str=CL100K_PAT, mergeable_ranks=ranks, special_tokens=specials)
     for text in texts_for_parity():
         assert bpe.encode(text, allowed_special="all") == tt.encode(text, allowed_special="all")
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda b: b.encode_batch("hello"), TypeError, "single str"),
+    (lambda b: b.encode_batch_flat("hello"), TypeError, "single str"),
+    (lambda b: b.decode(b"hi"), TypeError, "sequence of token ids, got bytes"),
+    (lambda b: b.decode("hi"), TypeError, "sequence of token ids, got str"),
+    (lambda b: b.decode([104.0]), ValueError, "not a valid id"),
+    (lambda b: b.encode_batch(["a"], num_threads=-1), ValueError, "num_threads=-1 must be 0 or more"),
+    (lambda b: b.encode_batch(["a"], num_threads=10**6), ValueError, "is more than 1024 threads"),
+])
+def test_bad_arguments_are_refused_naming_the_argument(call, exc, match):
+    bpe = hf_bpe.train(["the cat sat on the mat"] * 5, vocab_size=270, progress=False)
+    with pytest.raises(exc, match=match):
+        call(bpe)

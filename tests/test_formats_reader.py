@@ -1,16 +1,11 @@
-"""One reader decides what a path holds (`formats.read`), the core validates the tables once (its
-errors name the file), a `BPE` pickles as its core's state, and the package keeps its boundaries
-(no import cycle, the transformers adapter uses public names only, small modules)."""
+"""One reader decides what a path holds (`formats.read`): every kind of path gives the same tables,
+the core's rejections name the file, and entries no merge builds stay ordinary tokens."""
 
 from __future__ import annotations
 
-import ast
 import json
-import os
-import pickle
 import shutil
-import subprocess
-import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -18,7 +13,6 @@ import pytest
 import hf_bpe
 from hf_bpe import BPE, FormatError, formats
 
-PKG = Path(hf_bpe.__file__).resolve().parent
 DOCS = ["the cat sat on the mat. The hat is on the cat!", "héllo wörld 🙂 日本語 tests 123 <|x|> y"] * 20
 
 
@@ -30,9 +24,6 @@ def small() -> BPE:
 @pytest.fixture
 def saved(small, tmp_path) -> Path:
     return small.save(tmp_path / "tok")
-
-
-# ---- what a path holds --------------------------------------------------------------------
 
 
 def test_every_kind_of_path_gives_the_same_tables(small, saved, tmp_path):
@@ -127,67 +118,25 @@ def test_core_rejections_name_the_file(saved, tmp_path):
         BPE.from_tiktoken(p, pattern="gpt2", special_tokens={"<|e|>": 0})
 
 
-def test_constructor_errors_come_from_the_core():
-    vocab = {i: bytes([i]) for i in range(256)}
-    with pytest.raises(ValueError, match=r"lacks 1 of the 256 byte tokens \(e\.g\. byte 0x00\)"):
-        BPE({i: b for i, b in vocab.items() if i}, None)
-    with pytest.raises(ValueError, match=r"merge #0 \(b'a', b'b'\) uses b'ab', which is not in the vocabulary"):
-        BPE(vocab, [(b"a", b"b")])
-    with pytest.raises(ValueError, match="special token"):
-        BPE(vocab, None, {"<|s|>": 97})  # (tiktoken ranks; in merges mode an added token may take a spelled id)
-    with pytest.raises(ValueError, match="does not compile"):
-        BPE(vocab, [], {}, "(unclosed")
+def test_vocabulary_entries_no_merge_builds_are_ordinary_tokens(gpt2_dir, tmp_path):
+    # A merges.txt cut in half: the entries it no longer builds stay ordinary tokens, which
+    # encoding never produces (as in tokenizers), and loading warns with their count.
+    pytest.importorskip("tokenizers")
+    d = tmp_path / "half"
+    d.mkdir()
+    shutil.copy(gpt2_dir / "vocab.json", d / "vocab.json")
+    lines = (gpt2_dir / "merges.txt").read_text(encoding="utf-8").split("\n")
+    (d / "merges.txt").write_text("\n".join(lines[: len(lines) // 2]) + "\n", encoding="utf-8")
+    with pytest.warns(UserWarning, match=r"merges\.txt: \d+ vocabulary entries are made by no merge"):
+        bpe = hf_bpe.BPE.load(d)
+    assert bpe.special_tokens == {}
+    from tokenizers import Tokenizer, models, pre_tokenizers
 
-
-# ---- one serialized form ------------------------------------------------------------------
-
-
-def test_pickle_is_the_core_state_and_keeps_name_and_kind(small, tmp_path):
-    clone = pickle.loads(pickle.dumps(small))
-    assert clone == small and clone.pattern == "gpt2" and not clone.is_tiktoken
-    assert pickle.dumps(clone) == pickle.dumps(small)
-    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
-    for pattern in ("o200k", r"\w+|\s+"):
-        for merges in ([(b"a", b"b")], None):
-            bpe = BPE(vocab, merges, {"<|s|>": 300}, pattern)
-            back = pickle.loads(pickle.dumps(bpe))
-            assert back == bpe and back.pattern == pattern and back.is_tiktoken == (merges is None)
-            assert back.vocab[300] == b"<|s|>" and back.encode("ab<|s|>", allowed_special="all") == [256, 300]
-
-
-def test_pickle_bytes_are_identical_across_processes(saved):
-    code = ("import sys, hashlib, pickle, hf_bpe; b = hf_bpe.BPE.load(sys.argv[1]); b.encode('warm the cache'); "
-            "print(hashlib.sha256(pickle.dumps(b)).hexdigest())")
-    runs = {subprocess.run([sys.executable, "-c", code, str(saved)], capture_output=True, text=True, check=True,
-                           timeout=120).stdout.strip() for _ in range(2)}
-    import hashlib
-
-    assert runs == {hashlib.sha256(pickle.dumps(BPE.load(saved))).hexdigest()}
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_forked_child_gets_a_fresh_core(small):
-    small.encode_batch(["the cat sat"] * 64, num_threads=2)
-    assert small.cache_info()["misses"] > 0
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: a new core (an empty cache) that encodes the same
-        try:
-            fresh = small.cache_info()["misses"] == 0
-            ok = small.encode_batch(["the cat sat"] * 64, num_threads=2) == [small.encode("the cat sat")] * 64
-            os.write(w, b"1" if fresh and ok else b"0")
-        finally:
-            os._exit(0)
-    os.close(w)
-    os.waitpid(pid, 0)
-    assert os.read(r, 1) == b"1"
-
-
-def test_byte_alphabet_comes_from_the_core():
-    from hf_bpe import _core
-    from hf_bpe.reference import hf_byte_rank
-
-    alphabet = _core.byte_alphabet()
-    assert formats.bytes_to_unicode() == dict(enumerate(alphabet))
-    by_code_point = sorted(range(256), key=lambda b: ord(alphabet[b]))
-    assert [by_code_point.index(b) for b in range(256)] == hf_byte_rank()  # the oracle's own computation
+    tok = Tokenizer(models.BPE.from_file(str(d / "vocab.json"), str(d / "merges.txt")))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    for t in ["School design", "the quick brown fox", "Zebra stripes 2024"]:
+        assert bpe.encode(t) == tok.encode(t).ids
+    # The full folder (with its tokenizer.json) has no such entries and warns about nothing.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert hf_bpe.BPE.load(gpt2_dir).special_tokens == {"<|endoftext|>": 50256}

@@ -1,6 +1,6 @@
 """The malformed-input catalogue: every bad file or argument gets the exact error class and a
 message that names the file and line, the token, or the argument at fault, never a panic or a
-bare OverflowError/TypeError from deep inside."""
+bare OverflowError/TypeError from deep inside (also for a vocabulary saved here and then broken)."""
 from __future__ import annotations
 
 import gzip
@@ -169,3 +169,91 @@ def test_a_bad_argument_is_named_in_the_error(call, exc, pattern):
 
 def test_the_catalogue_is_large_enough():
     assert len(FILES) + len(ARGS) >= 40
+
+
+# ---- the same defects in a vocabulary saved here ------------------------------------------
+
+
+def small_bpe(tmp_path: Path) -> BPE:
+    docs = ["the cat sat on the mat. The hat is on the cat!", "héllo wörld 🙂 日本語 tests 123"] * 20
+    return hf_bpe.train(docs, vocab_size=300, tie_break="lexicographic", progress=False)
+
+
+def write_pair(d: Path, vocab_text: str | bytes, merges_text: str | bytes) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "vocab.json").write_bytes(vocab_text.encode() if isinstance(vocab_text, str) else vocab_text)
+    (d / "merges.txt").write_bytes(merges_text.encode() if isinstance(merges_text, str) else merges_text)
+    return d
+
+
+@pytest.fixture
+def good_pair(tmp_path):
+    bpe = small_bpe(tmp_path)
+    out = bpe.save(tmp_path / "good")
+    return (out / "vocab.json").read_text(), (out / "merges.txt").read_text()
+
+
+def test_truncated_vocab_json_names_file_and_line(tmp_path, good_pair):
+    vocab, merges = good_pair
+    d = write_pair(tmp_path / "bad", vocab[: len(vocab) // 2], merges)
+    with pytest.raises(FormatError, match=r"vocab\.json: line 1 column \d+: invalid JSON"):
+        BPE.load(d)
+
+
+def test_merge_with_unknown_token_names_line(tmp_path, good_pair):
+    vocab, merges = good_pair
+    lines = merges.split("\n")
+    lines[3] = "Ġzz qq"
+    d = write_pair(tmp_path / "bad", vocab, "\n".join(lines))
+    with pytest.raises(FormatError, match=r"merges\.txt: line 4: token 'Ġzz' is not in the vocabulary"):
+        BPE.load(d)
+
+
+def test_duplicate_ids_are_rejected(tmp_path, good_pair):
+    vocab, merges = good_pair
+    v = json.loads(vocab)
+    v["Ġcompletely_new"] = 5
+    d = write_pair(tmp_path / "bad", json.dumps(v), merges)
+    with pytest.raises(FormatError, match=r"vocab\.json: id 5 is used by both"):
+        BPE.load(d)
+
+
+def test_bad_header(tmp_path, good_pair):
+    vocab, merges = good_pair
+    d = write_pair(tmp_path / "bad", vocab, "#version: 9.9\n" + merges.split("\n", 1)[1])
+    with pytest.raises(FormatError, match=r"merges\.txt: line 1: unknown header"):
+        BPE.load(d)
+
+
+def test_non_utf8_merges_line(tmp_path, good_pair):
+    vocab, merges = good_pair
+    raw = merges.encode().split(b"\n")
+    raw[5] = b"\xff\xfe bad"
+    d = write_pair(tmp_path / "bad", vocab, b"\n".join(raw))
+    with pytest.raises(FormatError, match=r"merges\.txt: line 6: not valid UTF-8"):
+        BPE.load(d)
+
+
+def test_malformed_merge_line(tmp_path, good_pair):
+    vocab, merges = good_pair
+    lines = merges.split("\n")
+    lines[2] = "onlyonetoken"
+    d = write_pair(tmp_path / "bad", vocab, "\n".join(lines))
+    with pytest.raises(FormatError, match=r"merges\.txt: line 3: expected two tokens"):
+        BPE.load(d)
+
+
+def test_missing_folder_and_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        BPE.load(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="neither vocab.json"):
+        BPE.load(tmp_path / "empty")
+
+
+def test_bad_tiktoken_file(tmp_path):
+    p = tmp_path / "x.tiktoken"
+    good = "".join(f"{__import__('base64').b64encode(bytes([b])).decode()} {b}\n" for b in range(256))
+    p.write_text(good + "!!notbase64 256\n")
+    with pytest.raises(FormatError, match=r"x\.tiktoken: line 257"):
+        BPE.from_tiktoken(p, pattern="gpt2")

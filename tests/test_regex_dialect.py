@@ -1,7 +1,8 @@
 """A regex means what Oniguruma means when it comes from a ``tokenizer.json`` (``tokenizers``
 compiles Split regexes with Oniguruma), and a pattern we write there means to Oniguruma what it
-means to us: classes compared over every code point, whole patterns on generated text, and the
-constructs without an exact rewrite refused by name."""
+means to us: classes compared over every code point, whole patterns on generated text, possessive
+repeats written as atomic groups (cl100k's digit runs), and the constructs without an exact
+rewrite refused by name."""
 
 from __future__ import annotations
 
@@ -181,3 +182,42 @@ def test_a_builtins_tiktoken_spelling_in_a_tokenizer_json_is_read_as_oniguruma_r
     bpe, ref = hf_bpe.BPE.load(tmp_path / "tokenizer.json"), tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
     for t in ["abc 1234567 x", "it's 12 and 123456789\n\n  y"]:
         assert bpe.encode(t) == ref.encode(t, add_special_tokens=False).ids, t
+
+
+@pytest.fixture(scope="module")
+def cl100k():
+    path = shared_data() / "tiktoken" / "cl100k_base.tiktoken"
+    if not path.exists():
+        pytest.skip(f"{path} is missing")
+    return hf_bpe.BPE.from_tiktoken(path, pattern="cl100k", special_tokens={"<|endoftext|>": 100257})
+
+
+def test_a_saved_cl100k_tokenizer_splits_numbers_alike_in_tokenizers(cl100k, tmp_path):
+    cl100k.save(tmp_path / "cl")
+    tok = tokenizers.Tokenizer.from_file(str(tmp_path / "cl" / "tokenizer.json"))
+    texts = ["1948", "12345678 x 1234567", "a 99999 b", "3.14159265358979", "tel. 0049 30 123456789"]
+    for t in texts:
+        assert cl100k.encode(t) == tok.encode(t).ids, t
+    # And it loads back as the built-in pattern (the fast scanner), not as a custom regex.
+    assert hf_bpe.BPE.load(tmp_path / "cl").pattern == "cl100k"
+
+
+def test_a_trained_cl100k_vocabulary_agrees_with_tokenizers_on_digit_runs(tmp_path):
+    texts = [f"in {y} there were {n} people, {n * 7} cats" for y, n in zip(range(1900, 2000), range(1000, 100000, 997))]
+    bpe = hf_bpe.train(texts * 3, vocab_size=400, pattern="cl100k", progress=False)
+    bpe.save(tmp_path / "t")
+    tok = tokenizers.Tokenizer.from_file(str(tmp_path / "t" / "tokenizer.json"))
+    for t in texts[::7] + ["123456789012", "x1234y"]:
+        assert bpe.encode(t) == tok.encode(t).ids, t
+
+
+@pytest.mark.parametrize("src, want", [
+    (r"\p{N}{1,3}+", r"(?>[\p{N}]{1,3})"),
+    (r"a{2}+b", r"(?>a{2})b"),
+    (r"(?:x{1,}+)+", r"(?:(?>x{1,}))+"),
+    (r"[a{]{1,2}+|\d++", r"(?>[a{]{1,2})|\d++"),
+    (r"a{1,3}|b+", r"a{1,3}|b+"),
+    (r"\{1,3}+", r"\{1,3}+"),
+])
+def test_possessive_bounded_repeats_are_written_as_atomic_groups(src, want):
+    assert for_oniguruma(src) == want

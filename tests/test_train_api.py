@@ -1,4 +1,5 @@
-"""The public training API: inputs of every kind, special tokens, ids, and bad input."""
+"""The public training API: inputs of every kind (lone surrogates repaired), special tokens, ids
+(`tie_break="hf"` and its layout), and bad input or options."""
 
 from __future__ import annotations
 
@@ -209,3 +210,30 @@ def test_custom_pattern_file_counts_are_exact(tmp_path):
     assert dict(c.words()) == dict(expect)
     # The built-in cut rule would have split runs such as "beta\ngamma" that this regex keeps.
     assert any(b"\n" in w and len(w) > 3 for w in expect)
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    ({"vocab_size": 1000.0}, TypeError, "vocab_size must be an int, not float"),
+    ({"vocab_size": True}, TypeError, "vocab_size must be an int, not bool"),
+    ({"vocab_size": 2**64}, ValueError, "above the largest vocabulary"),
+    ({"num_threads": -1}, ValueError, "num_threads=-1 must be 0 or more"),
+])
+def test_bad_training_options_are_refused(kw, exc, match):
+    with pytest.raises(exc, match=match):
+        hf_bpe.train(["the cat"] * 3, **{"vocab_size": 300, "progress": False, **kw})
+
+
+def test_a_lone_surrogate_is_repaired_in_training_as_in_encoding():
+    text = "ab\ud800cd ab"
+    bpe = hf_bpe.train([text] * 5, vocab_size=270, progress=False)
+    assert bpe.decode(bpe.encode(text)) == "ab\ufffdcd ab"
+
+
+def test_hf_tie_break_vocab_layout(tmp_path):
+    """tie_break='hf': specials first, then the byte alphabet by code point, then merges."""
+    docs = ["the cat sat on the mat. The hat is on the cat!", "héllo wörld 🙂 日本語 tests 123"] * 20
+    bpe = hf_bpe.train(docs, vocab_size=300, tie_break="hf", progress=False)
+    assert bpe.special_tokens == {"<|endoftext|>": 0}
+    assert bpe.vocab[1] == b"!" and bpe.vocab[256] == b"\xad"
+    chars = [formats.token_to_str(bpe.vocab[i]) for i in range(1, 257)]
+    assert chars == sorted(chars, key=ord) and len(set(chars)) == 256

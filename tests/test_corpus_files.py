@@ -1,0 +1,82 @@
+"""Corpus files: read a block at a time whatever their script (memory stays flat, work linear,
+the counts those of the whole text), and opened by the bytes of their name."""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+import hf_bpe
+from hf_bpe import _core
+from conftest import READ_BLOCK, SCRIPT_LINES, script_file
+
+
+@pytest.mark.parametrize("kind", sorted(SCRIPT_LINES))
+def test_files_in_any_script_are_cut_so_memory_stays_flat_and_work_linear(tmp_path, kind):
+    path = script_file(tmp_path, kind, 12)
+    wc = _core.WordCounter("o200k", [], 2)
+    wc.add_file(str(path))
+    max_carry, rescanned = wc.read_stats
+    # Held: a block and what a cut left over, never the file (before: 12 MB held and rescanned).
+    assert max_carry <= READ_BLOCK + 4096, max_carry
+    assert rescanned <= 8 * 64, rescanned
+    # And the cuts change nothing: the counts equal those of the whole text at once.
+    whole = _core.WordCounter("o200k", [], 2)
+    whole.add_texts([path.read_text(encoding="utf-8")])
+    assert wc.words() == whole.words()
+
+
+def _peak_rss_mib(code: str) -> float:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code + "\nimport resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return int(out.stdout.split()[-1]) / 1024
+
+
+@pytest.mark.parametrize("kind", ["cjk", "cyrillic"])
+def test_peak_memory_does_not_grow_with_the_file(tmp_path, kind):
+    small, big = script_file(tmp_path, kind, 8), script_file(tmp_path, kind, 32)
+    tok = tmp_path / "tok"
+    hf_bpe.train(SCRIPT_LINES[kind].split() * 50, vocab_size=300, pattern="o200k", progress=False).save(tok)
+    rss = {}
+    for name, path in (("small", small), ("big", big)):
+        rss[name] = _peak_rss_mib(
+            f"import hf_bpe; b = hf_bpe.BPE.load({str(tok)!r}, cache_bytes=0)\n"
+            f"b.encode_file({str(path)!r}, {str(path) + '.npy'!r}, progress=False)\n"
+            f"hf_bpe.train_files([{str(path)!r}], vocab_size=300, pattern='o200k', progress=False)")
+    # Files built by repeating one block: the distinct words do not grow, so neither may memory
+    # (before: the whole file was held, +24 MB of text and more for its decoded copy).
+    assert rss["big"] - rss["small"] < 12, rss
+
+
+def test_a_file_name_that_is_not_utf8_opens_that_very_file(tmp_path, gpt2_dir):
+    # Paths go to the core by their bytes: a lossy conversion opened the twin named with U+FFFD.
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    d = os.fsencode(tmp_path)
+    real, twin = d + b"/caf\xe9.txt", d + "/caf\ufffd.txt".encode()
+    with open(real, "wb") as f:
+        f.write(b"the real file, the real words\n")
+    with open(twin, "wb") as f:
+        f.write(b"twin\n")
+    bpe = hf_bpe.BPE.load(gpt2_dir)
+    for path in (real, os.fsdecode(real)):
+        out = tmp_path / "ids.npy"
+        bpe.encode_file(path, out, progress=False)
+        assert bpe.decode(np.load(out).tolist()) == "the real file, the real words\n"
+    counts = hf_bpe.count_files([os.fsdecode(real)], progress=False)
+    assert dict(counts.items())[b" real"] == 2 and b"twin" not in dict(counts.items())
+    trained = hf_bpe.train_files([os.fsdecode(real)], vocab_size=258, progress=False)
+    assert len(trained) == 258
+    # The CLI gets the name as the shell gives it.
+    run = subprocess.run([sys.executable, "-m", "hf_bpe", "stats", "--tokenizer", str(gpt2_dir), os.fsdecode(real)],
+                         capture_output=True)
+    out = run.stdout.decode(errors="surrogateescape") + run.stderr.decode(errors="surrogateescape")
+    assert run.returncode == 0 and re.search(r"caf.\.txt\s+30\s+8\s", out), out  # (the twin has 5 bytes)
