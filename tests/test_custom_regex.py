@@ -14,7 +14,6 @@ the difference is only that.
 """
 import base64
 import functools
-import os
 
 import pytest
 import regex
@@ -24,6 +23,7 @@ from hypothesis import strategies as st
 import hf_bpe
 from hf_bpe import _core
 from conftest import CL100K_PAT, GPT2_PAT, O200K_PAT, corpus_docs, shared_data
+from pretok_harness import assert_same_pieces, code_points, isolated, mixed_text, pretok_settings
 
 FAST = {
     "gpt2-n12": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}{1,2}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
@@ -48,7 +48,7 @@ SLOW = {
 ALL = {**FAST, **SLOW}
 COMPILED = {k: regex.compile(v) for k, v in ALL.items()}
 CLASSES = [r"\p{L}", r"\p{Lu}", r"\p{Ll}", r"\p{Lt}", r"\p{Lm}", r"\p{Lo}", r"\p{N}", r"\p{M}", r"\p{P}", r"\p{S}", r"\s", r"\w"]
-EVERY = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+EVERY = "".join(code_points())
 
 
 @functools.cache
@@ -72,26 +72,8 @@ def clean(text: str) -> str:
     return text.translate(dict.fromkeys(caveat()))
 
 
-def expected(name: str, text: str) -> list[str]:
-    out, last = [], 0
-    for m in COMPILED[name].finditer(text):
-        if m.start() > last:
-            out.append(text[last:m.start()])
-        if m.end() > m.start():
-            out.append(m.group())
-        last = m.end()
-    if last < len(text):
-        out.append(text[last:])
-    return out
-
-
 def check(name: str, text: str) -> None:
-    got, want = _core.pretokenize(ALL[name], text), expected(name, text)
-    if got != want:
-        k = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-        pos = sum(len(p) for p in want[:k])
-        raise AssertionError(f"{name}: piece {k} (char {pos}) differs\n  context: {text[max(0, pos - 40):pos + 40]!r}\n"
-                             f"  ours : {got[max(0, k - 3):k + 4]!r}\n  regex: {want[max(0, k - 3):k + 4]!r}")
+    assert_same_pieces(name, text, _core.pretokenize(ALL[name], text), isolated(COMPILED[name], text))
 
 
 def test_engines_chosen():
@@ -136,9 +118,8 @@ FRAGMENTS = [
     "\u041f\u0440\u0438\u0432\u0435\u0442", "/", "//", ".", ",", "!", "?", "-", "$", "\"", "(", ")", "\u2014",
     "\u201c", "...", "_", "#", "->", "+=", "\\", "`", "\u00a9", "\u20ac",
 ]
-texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.characters(exclude_categories=["Cs"])), max_size=50).map("".join)
-SETTINGS = settings(max_examples=int(os.environ.get("PRETOK_EXAMPLES", "150")), deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+texts = mixed_text(FRAGMENTS, st.characters(exclude_categories=["Cs"]), max_size=50)
+SETTINGS = pretok_settings(150)
 
 
 @pytest.mark.parametrize("name", list(ALL))
@@ -150,7 +131,7 @@ def test_generated_text(name, text):
 
 @pytest.mark.parametrize("name", list(FAST))
 def test_every_code_point(name):
-    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000 and c not in caveat()]
+    chars = [c for c in code_points() if ord(c) not in caveat()]
     check(name, "".join(f"a{c} " for c in chars))
     check(name, "".join(f"'{c}\n" for c in chars[::5]))
 

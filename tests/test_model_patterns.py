@@ -15,15 +15,17 @@ scripts/fuzz_parity.py's classifier and conftest.peer_stable_chars).
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import CL100K_PAT, SHARED, corpus_slice, shared_data
+from conftest import CL100K_PAT, corpus_slice, shared_data
 from hf_bpe import _core
+from pretok_harness import (ASSIGNED_CATEGORIES, assert_same_pieces, block_text, category_chars, code_point_texts,
+                            code_points, fragment_text, isolated, leads, mixed_text, pretok_settings, trails,
+                            window_texts)
 
 # The regexes as the models' tokenizer.json files hold them (JSON-decoded), typed here on
 # purpose rather than read back from the extension.
@@ -71,21 +73,6 @@ ALIASES = [
 ]
 
 
-def isolated(compiled, text: str) -> list[str]:
-    """tokenizers' Split(behavior="Isolated") with the `regex` module: the matches, and the
-    text between them, as pieces."""
-    out, last = [], 0
-    for m in compiled.finditer(text):
-        if m.start() > last:
-            out.append(text[last:m.start()])
-        if m.end() > m.start():
-            out.append(m.group())
-        last = m.end()
-    if last < len(text):
-        out.append(text[last:])
-    return out
-
-
 def reference(name: str, text: str) -> list[str]:
     pieces = [text] if text else []
     for c in COMPILED[name]:
@@ -98,15 +85,7 @@ def check(name: str, text: str, spec: str | None = None) -> None:
     want = reference(name, text)
     if len(COMPILED[name]) == 1:
         assert want == COMPILED[name][0].findall(text) or not text
-    if got != want:
-        k = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-        pos = sum(len(p) for p in want[:k])
-        raise AssertionError(
-            f"{name}: piece {k} (char {pos}) differs\n"
-            f"  context: {text[max(0, pos - 40):pos + 40]!r}\n"
-            f"  ours   : {got[max(0, k - 3):k + 4]!r}\n"
-            f"  regex  : {want[max(0, k - 3):k + 4]!r}"
-        )
+    assert_same_pieces(name, text, got, want)
 
 
 def test_sources_and_names():
@@ -205,12 +184,8 @@ FRAGMENTS = [
     # Han (Script=Han) beyond the ideographs: radicals (So), \u3007 (Nl), U+16FE2 (Po), U+16FF0 (Mc)
     "\u4e2d\u6587", "\u2e80", "\u2f00", "\u3007", "\u3021", "\U00016fe2", "\U00016ff0", "\uf900", "\U00020000",
 ]
-fragment_text = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
-interesting_chars = st.characters(
-    categories=["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Zs", "Zl", "Zp", "Cc", "Cf",
-                "Co", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So"]
-)
-mixed_text = st.lists(st.one_of(st.sampled_from(FRAGMENTS), interesting_chars), max_size=40).map("".join)
+fragment_texts = fragment_text(FRAGMENTS)
+mixed_texts = mixed_text(FRAGMENTS, category_chars(ASSIGNED_CATEGORIES))
 ASCII_FRAGMENTS = [
     "a", "Z", "the", "The", "HTTP", "x1", "1", "123", "4567", " ", "  ", "    ", "\t", "\n", "\r\n", "\n\n",
     "'", "'s", "'S", "'re", "'ll", "'x", ".", ",", "/", "//", "(", ")", "->", "_", "#", "\x00", "\r", " \n",
@@ -218,13 +193,9 @@ ASCII_FRAGMENTS = [
 ]
 NON_ASCII_FRAGMENTS = ["\xe9", "\u0301", "\xa0", "\u3000", "\u65e5", "\u30fc", "\U0001f600", "\u201c", "\u2014",
                        "\u017f", "\u0661", "\u0430\u0431", "\u02b0", "\u20ac", "\u4e2d\u6587", "\u2e80", "\u3007"]
-block_text = st.lists(
-    st.one_of(st.sampled_from(ASCII_FRAGMENTS), st.sampled_from(ASCII_FRAGMENTS), st.sampled_from(NON_ASCII_FRAGMENTS)),
-    min_size=20, max_size=400,
-).map("".join)
+block_texts = block_text(ASCII_FRAGMENTS, NON_ASCII_FRAGMENTS, ascii_weight=2)
 
-SETTINGS = settings(max_examples=int(os.environ.get("PRETOK_EXAMPLES", "300")), deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = pretok_settings(300)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -236,32 +207,28 @@ def test_arbitrary_text(name, text):
 
 @pytest.mark.parametrize("name", NAMES)
 @SETTINGS
-@given(text=fragment_text)
+@given(text=fragment_texts)
 def test_targeted_fragments(name, text):
     check(name, text)
 
 
 @pytest.mark.parametrize("name", NAMES)
 @SETTINGS
-@given(text=mixed_text)
+@given(text=mixed_texts)
 def test_mixed_categories(name, text):
     check(name, text)
 
 
 @pytest.mark.parametrize("name", NAMES)
 @SETTINGS
-@given(text=block_text)
+@given(text=block_texts)
 def test_long_texts(name, text):
     check(name, text)
 
 
 @pytest.mark.parametrize("name", NAMES)
 @SETTINGS
-@given(
-    lead=st.sampled_from(["", " ", "\t", "\n", "\u0301", " \u0301", "\u3000", "'", "\r\n ", "1"]),
-    body=fragment_text,
-    trail=st.lists(st.sampled_from([" ", "\t", "\n", "\r", "\r\n", "\xa0", "\u3000", "\x85", "1"]), max_size=6).map("".join),
-)
+@given(lead=leads(["1"]), body=fragment_texts, trail=trails(["1"]))
 def test_leading_and_trailing(name, lead, body, trail):
     check(name, lead + body + trail)
 
@@ -277,16 +244,13 @@ WINDOW_CASES = [
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("case", WINDOW_CASES)
 def test_window_edge_cases(name, case):
-    for pad in range(0, 70, 3):
-        check(name, "a" * pad + " " + case + " tail" * 20)
-        check(name, "a" * pad + case)
+    for text in window_texts(case):
+        check(name, text)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_code_point_in_context(name):
-    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
-    for ctx in ("a{}b", " {}'s", "'{}\n", "\u0301{}A", "{}\u65e5 "):
-        text = "".join(ctx.format(c) for c in chars[::7]) if ctx != "a{}b" else "".join(ctx.format(c) for c in chars)
+    for text in code_point_texts(("a{}b", " {}'s", "'{}\n", "\u0301{}A", "{}\u65e5 ")):
         check(name, text)
 
 
@@ -363,7 +327,7 @@ def test_kimi_v1_reads_the_source_as_the_reference():
     # reference: the same splits (no char full-folds into a contraction where simple folding
     # does not), on corpora and on every code point after an apostrophe and in a word.
     v1 = regex.compile(KIMI, regex.V1)
-    chars = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    chars = "".join(code_points())
     texts = [corpus_slice(n, 200_000, offset=3_000_000) for n in ("english", "code", "multilingual")]
     texts += ["".join("x'" + c + " " for c in chars), "".join("A" + c + "'re " for c in chars[::5])]
     for text in texts:

@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from hf_bpe import _core
 from conftest import CL100K_PAT, GPT2_PAT, O200K_PAT, shared_data
+from pretok_harness import (PATTERN_CATEGORIES, assert_same_pieces, block_text, category_chars, code_point_texts,
+                            fragment_text, leads, mixed_text, pretok_settings, trails, window_texts)
 
 GPT2, CL100K, O200K = GPT2_PAT, CL100K_PAT, O200K_PAT
 PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}
@@ -30,18 +32,7 @@ SLICE_CHARS = 3_000_000  # per corpus; whole documents
 
 
 def check(name: str, text: str) -> None:
-    got = _core.pretokenize(name, text)
-    want = COMPILED[name].findall(text)
-    if got != want:
-        # Report the first difference with some context instead of two huge lists.
-        k = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-        pos = sum(len(p) for p in want[:k])
-        raise AssertionError(
-            f"{name}: piece {k} (char {pos}) differs\n"
-            f"  context: {text[max(0, pos - 40):pos + 40]!r}\n"
-            f"  ours   : {got[max(0, k - 3):k + 4]!r}\n"
-            f"  regex  : {want[max(0, k - 3):k + 4]!r}"
-        )
+    assert_same_pieces(name, text, _core.pretokenize(name, text), COMPILED[name].findall(text))
 
 
 def test_pattern_sources_match_tiktoken():
@@ -116,17 +107,10 @@ FRAGMENTS = [
     "/", "//", ".", ",", "!", "?", "-", "$", "\"", "(", ")", "\u2014", "\u201c", "...", "<|endoftext|>", "_", "#", "->", "_x", "(A", "'tis",
 ]
 
-fragment_text = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
-interesting_chars = st.characters(
-    categories=["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Zs", "Zl", "Zp", "Cc", "Po", "Sm", "So"]
-)
-mixed_text = st.lists(
-    st.one_of(st.sampled_from(FRAGMENTS), interesting_chars), max_size=40
-).map("".join)
+fragment_texts = fragment_text(FRAGMENTS)
+mixed_texts = mixed_text(FRAGMENTS, category_chars(PATTERN_CATEGORIES))
 
-# Long, mostly ASCII texts: the scanners classify 64-byte windows at once (`pretok/masks.rs`),
-# so pieces, contractions and whitespace runs must also be right across window edges, right
-# before a non-ASCII char, and in windows full of short pieces.
+# Long, mostly ASCII texts (see pretok_harness.block_text).
 ASCII_FRAGMENTS = [
     "a", "Z", "the", "The", "HTTP", "x1", "1", "123", "4567", " ", " ", "  ", "    ", "\t", "\n", "\r\n",
     "\n\n", "\x0b", "\x0c", "'", "''", "'s", "'S", "'t", "'re", "'rE", "'ve", "'m", "'ll", "'lL", "'d", "'x",
@@ -138,21 +122,12 @@ NON_ASCII_FRAGMENTS = [
     "\xe9", "\xc9", "\u0301", "\xa0", "\u3000", "\u2028", "\u65e5", "\U0001f600", "\u201c", "\u201d", "\u2019",
     "\u2018", "\u2014", "\u017f", "\u0661", "\xb2", "\u0430\u0431", "\u01c5", "\u02b0", "\xd7", "\u20ac", "\u212a",
 ]
-block_text = st.lists(
-    st.one_of(
-        st.sampled_from(ASCII_FRAGMENTS),
-        st.sampled_from(ASCII_FRAGMENTS),
-        st.sampled_from(ASCII_FRAGMENTS),
-        st.sampled_from(NON_ASCII_FRAGMENTS),
-    ),
-    min_size=20, max_size=400,
-).map("".join)
-ascii_block_text = st.lists(
+block_texts = block_text(ASCII_FRAGMENTS, NON_ASCII_FRAGMENTS, ascii_weight=3)
+ascii_block_texts = st.lists(
     st.sampled_from(ASCII_FRAGMENTS * 20 + NON_ASCII_FRAGMENTS), min_size=20, max_size=400
 ).map("".join)
 
-# PRETOK_EXAMPLES=5000 for a deeper run.
-SETTINGS = settings(max_examples=int(os.environ.get("PRETOK_EXAMPLES", "400")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = pretok_settings(400)  # PRETOK_EXAMPLES=5000 for a deeper run
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -164,14 +139,14 @@ def test_arbitrary_text(name, text):
 
 @pytest.mark.parametrize("name", NAMES)
 @SETTINGS
-@given(text=fragment_text)
+@given(text=fragment_texts)
 def test_targeted_fragments(name, text):
     check(name, text)
 
 
 @pytest.mark.parametrize("name", NAMES)
 @SETTINGS
-@given(text=mixed_text)
+@given(text=mixed_texts)
 def test_mixed_categories(name, text):
     check(name, text)
 
@@ -189,25 +164,20 @@ WINDOW_CASES = [
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("case", WINDOW_CASES)
 def test_window_edge_cases(name, case):
-    for pad in range(0, 70, 3):
-        check(name, "a" * pad + " " + case + " tail" * 20)
-        check(name, "a" * pad + case)
+    for text in window_texts(case):
+        check(name, text)
 
 
 @pytest.mark.parametrize("name", NAMES)
 @SETTINGS
-@given(text=st.one_of(ascii_block_text, block_text))
+@given(text=st.one_of(ascii_block_texts, block_texts))
 def test_long_texts(name, text):
     check(name, text)
 
 
 @pytest.mark.parametrize("name", NAMES)
 @SETTINGS
-@given(
-    lead=st.sampled_from(["", " ", "\t", "\n", "\u0301", " \u0301", "\u3000", "'", "\r\n "]),
-    body=fragment_text,
-    trail=st.lists(st.sampled_from([" ", "\t", "\n", "\r", "\r\n", "\xa0", "\u3000", "\x85"]), max_size=6).map("".join),
-)
+@given(lead=leads(), body=fragment_texts, trail=trails())
 def test_leading_and_trailing(name, lead, body, trail):
     check(name, lead + body + trail)
 
@@ -216,9 +186,7 @@ def test_leading_and_trailing(name, lead, body, trail):
 def test_every_code_point_in_context(name):
     # Each non-surrogate code point between letters, after a space, and after an apostrophe:
     # catches any table entry that disagrees with the regex module.
-    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
-    for ctx in ("a{}b", " {}'s", "'{}\n", "\u0301{}A"):
-        text = "".join(ctx.format(c) for c in chars[::7]) if ctx != "a{}b" else "".join(ctx.format(c) for c in chars)
+    for text in code_point_texts(("a{}b", " {}'s", "'{}\n", "\u0301{}A")):
         check(name, text)
 
 
