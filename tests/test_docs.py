@@ -1,5 +1,5 @@
-"""The documented entry points work as documented: the package doctest and `hf-bpe demo`
-(the main job of the README's first set-up command)."""
+"""The documented entry points work as documented: the package doctest, `hf-bpe demo` (the main
+job of the README's first set-up command), and the stubs `_core.pyi` (the extension as it is)."""
 
 from __future__ import annotations
 
