@@ -57,6 +57,69 @@ impl<T: Copy + Default> Slots<T> {
     }
 }
 
+impl<T: Copy + Default> Slots<T> {
+    /// Whether this is its own mapping (then [`Self::grow_in_place`] can work).
+    pub fn is_mapped(&self) -> bool {
+        self.map.is_some()
+    }
+
+    /// Grows a mapped slice to `new_len` values (a multiple of 2 MiB of them in bytes), keeping
+    /// its pages: they move to a new 2 MiB-aligned range (`mremap`, page tables moved, nothing
+    /// copied) and only the added part is new memory, zero until written. Here first-touched
+    /// memory is the cost of a growth (a freed table's pages go back to the host, see
+    /// [log](../../docs/performance.md#the-miss-path)): the copying growth touched old + new.
+    /// False (nothing changed) when the slice is not mapped or the system refuses.
+    pub fn grow_in_place(&mut self, new_len: usize) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            const HUGE: usize = 2 << 20;
+            let (size, old) = (std::mem::size_of::<T>(), self.len * std::mem::size_of::<T>());
+            let bytes = new_len * size;
+            let Some((map_start, map_len)) = self.map else { return false };
+            if new_len <= self.len || bytes % HUGE != 0 || old % HUGE != 0 {
+                return false;
+            }
+            // SAFETY: a fresh reservation (checked), an aligned range inside it; the moved range
+            // is this slice's own pages (old bytes from `ptr`, inside its mapping); what is left
+            // of the old mapping and of the reservation is unmapped, nothing else is touched.
+            unsafe {
+                let res_len = bytes + HUGE;
+                let r = libc::mmap(std::ptr::null_mut(), res_len, libc::PROT_NONE,
+                                   libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0);
+                if r == libc::MAP_FAILED {
+                    return false;
+                }
+                let start = (r as usize + HUGE - 1) & !(HUGE - 1);
+                let moved = libc::mremap(self.ptr as *mut libc::c_void, old, bytes,
+                                         libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, start as *mut libc::c_void);
+                if moved == libc::MAP_FAILED {
+                    libc::munmap(r, res_len);
+                    return false;
+                }
+                let unmap = |a: usize, b: usize| {
+                    if b > a {
+                        libc::munmap(a as *mut libc::c_void, b - a);
+                    }
+                };
+                unmap(r as usize, start); // the reservation around the new range
+                unmap(start + bytes, r as usize + res_len);
+                unmap(map_start, self.ptr as usize); // the old mapping's slack around the moved pages
+                unmap(self.ptr as usize + old, map_start + map_len);
+                libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
+                // (Not an assignment: the old value's drop would unmap its range again, which
+                // another thread may have mapped since.)
+                std::ptr::write(self, Slots { ptr: start as *mut T, len: new_len, map: Some((start, bytes)) });
+            }
+            true
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = new_len;
+            false
+        }
+    }
+}
+
 impl<T> std::ops::Deref for Slots<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {

@@ -63,6 +63,8 @@ pub struct Table<K: TableKey> {
     /// 64 - log2(capacity) (63 for the 1-slot table, whose mask makes every slot 0).
     pub shift: u32,
     pub len: usize,
+    /// The longest distance of an entry from its home slot (what growing in place needs).
+    pub far: usize,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -78,7 +80,7 @@ impl<K: TableKey> Table<K> {
         let cap = cap.next_power_of_two().max(1);
         // SAFETY: an all-zero `Entry` is the empty entry (zero key, zero ids; no padding).
         let shift = 64 - cap.trailing_zeros().max(1);
-        Table { entries: unsafe { Slots::zeroed(cap) }, mask: cap - 1, shift, len: 0 }
+        Table { entries: unsafe { Slots::zeroed(cap) }, mask: cap - 1, shift, len: 0, far: 0 }
     }
 
     /// The home slot: the top bits of the multiplicative hash (its best-mixed bits).
@@ -132,7 +134,8 @@ impl<K: TableKey> Table<K> {
 
     pub fn insert(&mut self, key: K, val: [u32; 4]) {
         debug_assert!(!key.is_empty() && (self.len + 1) * 2 <= self.entries.len());
-        let mut i = self.slot(&key);
+        let home = self.slot(&key);
+        let mut i = home;
         loop {
             let e = &mut self.entries[i];
             if e.key == key {
@@ -143,6 +146,7 @@ impl<K: TableKey> Table<K> {
                 e.key = key;
                 e.val = val;
                 self.len += 1;
+                self.far = self.far.max(i.wrapping_sub(home) & self.mask);
                 return;
             }
             i = (i + 1) & self.mask;
@@ -168,6 +172,9 @@ impl<K: TableKey> Table<K> {
 
     /// Doubles the table; the disabled 1-slot sentinel grows straight to `first` slots.
     pub fn grow(&mut self, first: usize) {
+        if self.entries.len() > 1 && self.grow_in_place() {
+            return;
+        }
         let cap = if self.entries.len() <= 1 { first } else { self.entries.len() * 2 };
         let mut bigger = Table::with_capacity_pow2(cap);
         for e in self.entries.iter() {
@@ -178,23 +185,97 @@ impl<K: TableKey> Table<K> {
         *self = bigger;
     }
 
+    /// Doubles a mapped table keeping its pages ([`Slots::grow_in_place`]: only the added half
+    /// is new memory) and rehashes it where it lies. A home slot is the hash's top bits, so an
+    /// entry's new home is twice its old one, or one more: walking the old slots from the top
+    /// down, each entry moves to a slot at or above its old one, never onto one not yet walked.
+    /// Only the first slots, up to twice the longest probe (with the probes that wrapped past
+    /// the end), could be reached from below: they are set aside first and inserted last, as is
+    /// an entry whose new probe would wrap. False (nothing changed) when it cannot be done.
+    fn grow_in_place(&mut self) -> bool {
+        let n = self.entries.len();
+        let mut m = (2 * self.far + 1).min(n);
+        while m < n && !self.entries[m].key.is_empty() {
+            m += 1;
+        }
+        if m >= n || !self.entries.is_mapped() || !self.entries.grow_in_place(2 * n) {
+            return false;
+        }
+        let len = self.len;
+        (self.mask, self.shift, self.far) = (2 * n - 1, self.shift - 1, 0);
+        let mut aside: Vec<Entry<K>> = Vec::new();
+        for e in &mut self.entries[..m] {
+            if !e.key.is_empty() {
+                aside.push(std::mem::take(e));
+            }
+        }
+        for p in (m..n).rev() {
+            if self.entries[p].key.is_empty() {
+                continue;
+            }
+            let e = std::mem::take(&mut self.entries[p]);
+            let home = self.slot(&e.key);
+            match (home..2 * n).find(|&q| self.entries[q].key.is_empty()) {
+                Some(q) => {
+                    debug_assert!(q >= p);
+                    self.entries[q] = e;
+                    self.far = self.far.max(q - home);
+                }
+                None => aside.push(e),
+            }
+        }
+        self.len -= aside.len();
+        for e in aside {
+            self.insert(e.key, e.val);
+        }
+        debug_assert_eq!(self.len, len);
+        true
+    }
+
     /// A copy of the table (same capacity and slots: a copy of its memory).
     pub fn copy(&self) -> Self {
         // SAFETY: an all-zero `Entry` is the empty entry (see `with_capacity_pow2`).
         let mut entries = unsafe { Slots::zeroed(self.entries.len()) };
         entries.copy_from_slice(&self.entries);
-        Table { entries, mask: self.mask, shift: self.shift, len: self.len }
+        Table { entries, mask: self.mask, shift: self.shift, len: self.len, far: self.far }
     }
 
     pub fn clear(&mut self) {
         self.entries.iter_mut().for_each(|e| *e = Entry::default());
-        self.len = 0;
+        (self.len, self.far) = (0, 0);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn growing_in_place_keeps_every_entry_findable() {
+        // Mapped tables (>= 4 MiB) grow in place; keys clustered by a poor spread of values too.
+        for (start, n, step) in [(1usize << 17, 60_000u128, 1u128), (1 << 17, 65_000, 1 << 64), (1 << 18, 131_000, 977)] {
+            let mut t: Table<u128> = Table::with_capacity_pow2(start);
+            let keys: Vec<u128> = (1..=n).map(|k| k * step + (k << 120)).collect();
+            for (i, &k) in keys.iter().enumerate() {
+                if (t.len + 1) * 2 > t.entries.len() {
+                    let before = t.entries.len();
+                    t.grow(16);
+                    assert_eq!(t.entries.len(), 2 * before);
+                }
+                t.insert(k, [i as u32, 0, 0, 1]);
+            }
+            t.grow(16);
+            assert!(t.entries.is_mapped());
+            assert_eq!(t.len, keys.len());
+            for (i, k) in keys.iter().enumerate() {
+                assert_eq!(t.get(k).map(|v| v[0]), Some(i as u32), "key #{i}");
+            }
+            let far = t.entries.iter().enumerate().filter(|(_, e)| e.key != 0)
+                .map(|(q, e)| q.wrapping_sub(t.slot(&e.key)) & t.mask).max().unwrap();
+            assert_eq!(far, t.far);
+            assert!(t.get(&(u128::MAX - 5)).is_none());
+        }
+    }
 
     #[test]
     fn packing32_matches_a_plain_copy() {
