@@ -187,8 +187,8 @@ impl<K: TableKey> Table<K> {
 
     /// Doubles a mapped table keeping its pages ([`Slots::grow_in_place`]: only the added half
     /// is new memory) and rehashes it where it lies. A home slot is the hash's top bits, so an
-    /// entry's new home is twice its old one, or one more: walking the old slots from the top
-    /// down, each entry moves to a slot at or above its old one, never onto one not yet walked.
+    /// entry's new home is twice its old one, or one more: walking the old runs of entries from
+    /// the top down, each entry moves above its old slot, never onto one not yet walked.
     /// Only the first slots, up to twice the longest probe (with the probes that wrapped past
     /// the end), could be reached from below: they are set aside first and inserted last, as is
     /// an entry whose new probe would wrap. False (nothing changed) when it cannot be done.
@@ -209,20 +209,33 @@ impl<K: TableKey> Table<K> {
                 aside.push(std::mem::take(e));
             }
         }
-        for p in (m..n).rev() {
+        // Runs of occupied slots from the top down, each one in its own order: where two entries
+        // share a new home, the one inserted first (a frequent word, met early) keeps the home.
+        let mut run: Vec<Entry<K>> = Vec::new();
+        let mut p = n;
+        while p > m {
+            p -= 1;
             if self.entries[p].key.is_empty() {
                 continue;
             }
-            let e = std::mem::take(&mut self.entries[p]);
-            let home = self.slot(&e.key);
-            match (home..2 * n).find(|&q| self.entries[q].key.is_empty()) {
-                Some(q) => {
-                    debug_assert!(q >= p);
-                    self.entries[q] = e;
-                    self.far = self.far.max(q - home);
-                }
-                None => aside.push(e),
+            let mut a = p;
+            while a > m && !self.entries[a - 1].key.is_empty() {
+                a -= 1;
             }
+            run.clear();
+            run.extend(self.entries[a..=p].iter_mut().map(std::mem::take));
+            for &e in &run {
+                let home = self.slot(&e.key);
+                match (home..2 * n).find(|&q| self.entries[q].key.is_empty()) {
+                    Some(q) => {
+                        debug_assert!(q > a);
+                        self.entries[q] = e;
+                        self.far = self.far.max(q - home);
+                    }
+                    None => aside.push(e),
+                }
+            }
+            p = a;
         }
         self.len -= aside.len();
         for e in aside {
