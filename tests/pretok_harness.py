@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from typing import Iterator, Sequence
 
-from hypothesis import HealthCheck, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 # The general categories the built-in patterns tell apart, and every assigned one.
@@ -29,6 +30,21 @@ def pretok_settings(default_examples: int) -> settings:
     """The settings of a property test: ``PRETOK_EXAMPLES`` examples, else ``default_examples``."""
     return settings(max_examples=int(os.environ.get("PRETOK_EXAMPLES", str(default_examples))), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
+
+
+def random_texts_test(check, names: Sequence[str], config: settings, kinds: dict[str, st.SearchStrategy[str]]):
+    """The property test of a pre-tokenizer file: ``check(name, text)`` on random text of each
+    kind (any text, the pattern's fragments, mixed categories, long blocks), for every name.
+    Assign it to a module-level ``test_random_texts``."""
+
+    @pytest.mark.parametrize("kind", list(kinds))
+    @pytest.mark.parametrize("name", names)
+    @config
+    @given(data=st.data())
+    def test_random_texts(name: str, kind: str, data) -> None:
+        check(name, data.draw(kinds[kind], label=kind))
+
+    return test_random_texts
 
 
 def fragment_text(fragments: Sequence[str], max_size: int = 40) -> st.SearchStrategy[str]:

@@ -25,7 +25,7 @@ from conftest import CL100K_PAT, corpus_slice, shared_data
 from hf_bpe import _core
 from pretok_harness import (ASSIGNED_CATEGORIES, assert_same_pieces, block_text, category_chars, code_point_texts,
                             code_points, fragment_text, isolated, leads, mixed_text, pretok_settings, trails,
-                            window_texts)
+                            random_texts_test, window_texts)
 
 # The regexes as the models' tokenizer.json files hold them (JSON-decoded), typed here on
 # purpose rather than read back from the extension.
@@ -198,32 +198,8 @@ block_texts = block_text(ASCII_FRAGMENTS, NON_ASCII_FRAGMENTS, ascii_weight=2)
 SETTINGS = pretok_settings(300)
 
 
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(text=st.text())
-def test_arbitrary_text(name, text):
-    check(name, text)
-
-
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(text=fragment_texts)
-def test_targeted_fragments(name, text):
-    check(name, text)
-
-
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(text=mixed_texts)
-def test_mixed_categories(name, text):
-    check(name, text)
-
-
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(text=block_texts)
-def test_long_texts(name, text):
-    check(name, text)
+test_random_texts = random_texts_test(check, NAMES, SETTINGS, {
+    "arbitrary": st.text(), "fragments": fragment_texts, "mixed": mixed_texts, "long": block_texts})
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from hf_bpe import _core
 from conftest import CL100K_PAT, GPT2_PAT, O200K_PAT, shared_data
 from pretok_harness import (PATTERN_CATEGORIES, assert_same_pieces, block_text, category_chars, code_point_texts,
-                            fragment_text, leads, mixed_text, pretok_settings, trails, window_texts)
+                            fragment_text, leads, mixed_text, pretok_settings, random_texts_test, trails,
+                            window_texts)
 
 GPT2, CL100K, O200K = GPT2_PAT, CL100K_PAT, O200K_PAT
 PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}
@@ -130,25 +131,9 @@ ascii_block_texts = st.lists(
 SETTINGS = pretok_settings(400)  # PRETOK_EXAMPLES=5000 for a deeper run
 
 
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(text=st.text())
-def test_arbitrary_text(name, text):
-    check(name, text)
-
-
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(text=fragment_texts)
-def test_targeted_fragments(name, text):
-    check(name, text)
-
-
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(text=mixed_texts)
-def test_mixed_categories(name, text):
-    check(name, text)
+test_random_texts = random_texts_test(check, NAMES, SETTINGS, {
+    "arbitrary": st.text(), "fragments": fragment_texts, "mixed": mixed_texts,
+    "long": st.one_of(ascii_block_texts, block_texts)})
 
 
 # Cases the window paths once got wrong (each padded so that it sits inside a 64-byte window,
@@ -166,13 +151,6 @@ WINDOW_CASES = [
 def test_window_edge_cases(name, case):
     for text in window_texts(case):
         check(name, text)
-
-
-@pytest.mark.parametrize("name", NAMES)
-@SETTINGS
-@given(text=st.one_of(ascii_block_texts, block_texts))
-def test_long_texts(name, text):
-    check(name, text)
 
 
 @pytest.mark.parametrize("name", NAMES)
