@@ -272,13 +272,12 @@ mod tests {
             for (i, &k) in keys.iter().enumerate() {
                 if (t.len + 1) * 2 > t.entries.len() {
                     let before = t.entries.len();
-                    t.grow(16);
+                    assert!(t.grow_in_place(), "a mapped table of {before} slots did not grow in place");
                     assert_eq!(t.entries.len(), 2 * before);
                 }
                 t.insert(k, [i as u32, 0, 0, 1]);
             }
-            t.grow(16);
-            assert!(t.entries.is_mapped());
+            assert!(t.grow_in_place() && t.entries.is_mapped());
             assert_eq!(t.len, keys.len());
             for (i, k) in keys.iter().enumerate() {
                 assert_eq!(t.get(k).map(|v| v[0]), Some(i as u32), "key #{i}");
@@ -288,6 +287,27 @@ mod tests {
             assert_eq!(far, t.far);
             assert!(t.get(&(u128::MAX - 5)).is_none());
         }
+    }
+
+    #[test]
+    fn growing_in_place_leaves_the_first_inserted_of_two_at_their_home() {
+        let mut t: Table<u128> = Table::with_capacity_pow2(1 << 17);
+        let mut seen = std::collections::HashMap::new();
+        let (a, b) = (1u128..)
+            .find_map(|k| {
+                let key = (k << 64) | 1;
+                seen.insert(key.mix() >> (t.shift - 1), key).map(|first| (first, key))
+            })
+            .unwrap();
+        t.insert(a, [1, 0, 0, 1]);
+        t.insert(b, [2, 0, 0, 1]);
+        for k in 1..20_000u128 {
+            t.insert(k << 100 | 7, [3, 0, 0, 1]);
+        }
+        assert!(t.grow_in_place());
+        let home = t.slot(&a);
+        assert_eq!((t.slot(&b), t.entries[home].key), (home, a), "the word inserted first keeps the home slot");
+        assert_eq!((t.get(&a).unwrap()[0], t.get(&b).unwrap()[0]), (1, 2));
     }
 
     #[test]
