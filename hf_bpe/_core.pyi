@@ -82,6 +82,10 @@ def train_merges(words: WordCounter | CountArrays | Sequence[tuple[bytes, int]],
     """Learns merges (in training order) until ``max_new_tokens`` new token strings exist.
     ``release_counts`` frees a counter's tables before the merge loop (the counter is emptied)."""
 
+def recount_words(arrays: CountArrays, pattern: str) -> CountArrays:
+    """Word counts re-split by ``pattern``: every word cut into its pieces, each piece counted
+    with the word's count (sorted, distinct); ValueError naming a word that is not UTF-8."""
+
 def segment_words(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64],
                   max_rank: int | None = None) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
     """The words (flat bytes + offsets) cut into ``encoder``'s token ids by its merges alone (each

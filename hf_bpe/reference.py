@@ -26,13 +26,16 @@ Conventions shared with the Rust trainer:
   ``256 +`` their order in the base), and only new strings count towards ``max_new_tokens``.
   A pair that is already a merge (a base merge re-formed by a rebuilt string) is merged but
   not listed again.
+* Superwords (:func:`train_superword_reference`): stage 1 trains on the words of a word pattern
+  up to ``transition_new_tokens`` new tokens, stage 2 extends it on the spans of a span pattern
+  (each span starting as stage 1's tokens) up to ``max_new_tokens`` new tokens in all.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-__all__ = ["hf_byte_rank", "train_reference", "encode_word_reference"]
+__all__ = ["hf_byte_rank", "train_reference", "train_superword_reference", "encode_word_reference"]
 
 
 def hf_byte_rank() -> list[int]:
@@ -129,6 +132,33 @@ def train_reference(
             next_words[merge_word(tokens, best)] += n
         words = next_words
     return merges
+
+
+def train_superword_reference(
+    texts: list[str],
+    transition_new_tokens: int,
+    max_new_tokens: int,
+    word_pattern: str,
+    span_pattern: str,
+    tie_break: str = "lexicographic",
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+) -> list[tuple[bytes, bytes]]:
+    """Superword merges of ``texts`` (no special tokens): both stages' merges, in order. The
+    texts are cut with the ``regex`` module, by ``word_pattern`` for stage 1 and by
+    ``span_pattern`` for stage 2."""
+    import regex
+
+    def pieces(pattern: str) -> Counter:
+        compiled = regex.compile(pattern)
+        return Counter(m.group().encode() for t in texts for m in compiled.finditer(t))
+
+    options = dict(tie_break=tie_break, min_frequency=min_frequency, max_token_length=max_token_length)
+    stage1 = train_reference(pieces(word_pattern), transition_new_tokens, **options)
+    made = len({a + b for a, b in stage1})  # new strings (a merge may rebuild one)
+    if max_new_tokens <= made:
+        return stage1
+    return stage1 + train_reference(pieces(span_pattern), max_new_tokens - made, base_merges=stage1, **options)
 
 
 def encode_word_reference(word: bytes, merges: list[tuple[bytes, bytes]]) -> list[bytes]:

@@ -101,10 +101,12 @@ def compression(bpe: BPE, counts: WordCounts) -> float:
 
 def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break: str = "lexicographic",
                        min_frequency: int = 0, max_token_length: int | None = None, progress: bool = True,
-                       extra_added: Sequence[formats.AddedToken] = ()) -> BPE:
+                       extra_added: Sequence[formats.AddedToken] = (), report: bool = True,
+                       label: str = "merging") -> BPE:
     """``base`` with merges learned on ``counts`` until its vocabulary size (largest id + 1) is
     ``vocab_size``; see the module doc. ``extra_added`` are added tokens beside the base's (a
-    ``BPETokenizer``'s ``add_tokens``) that keep their ids in the result; new ids come after them."""
+    ``BPETokenizer``'s ``add_tokens``) that keep their ids in the result; new ids come after them.
+    ``report``: print what the extension changed (with ``progress``); ``label``: the bar's."""
     import numpy as np
 
     check_base(base)
@@ -133,7 +135,7 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
     lut[[i for i, _ in multi]] = np.arange(256, 256 + len(multi), dtype=np.uint32)
     ids, off = _segment(base, counts)
     max_new = vocab_size - first
-    with count_progress(max_new, "merging", "tok", enabled=progress and max_new > 0) as cb:
+    with count_progress(max_new, label, "tok", enabled=progress and max_new > 0) as cb:
         new = _core.train_merges_extending([b for _, b in multi], base.merges, lut[ids], off, counts.counts, max_new,
                                            tie_break, min_frequency, max_token_length, cb)
     vocab, next_id = base.vocab, first
@@ -148,7 +150,7 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
     specials = dict(base.special_tokens) | {t.content: t.id for t in extra_added if t.special}
     out = BPE(vocab, base.merges + new, specials, base.pattern, cache_bytes=base.cache_bytes,
               added_tokens=list(base.added_tokens) + list(extra_added), pipeline=base.pipeline)
-    if progress:
+    if progress and report:
         before, after = compression(base, counts), compression(out, counts)
         print(f"extended: {next_id - first} new tokens (ids {first}..{next_id - 1}), "
               f"{len(new)} merges; bytes per token on the new corpus {before:.3f} -> {after:.3f}", file=sys.stderr)

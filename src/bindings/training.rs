@@ -133,6 +133,19 @@ pub fn merge_counts<'py>(py: Python<'py>, runs: Vec<ArraysIn<'py>>) -> PyResult<
     Ok(to_arrays(py, merged))
 }
 
+/// Word counts re-split by `pattern` (`crate::count::recount`): each word's pieces counted with
+/// its count; ValueError naming a word that is not UTF-8.
+#[pyfunction]
+pub fn recount_words<'py>(py: Python<'py>, arrays: ArraysIn<'py>, pattern: &str) -> PyResult<Arrays<'py>> {
+    let p = Pattern::from_spec(pattern).map_err(value_error)?;
+    let f = flat_ref(&arrays)?;
+    let flat = py.allow_threads(|| no_panic(|| crate::count::recount(f, &p))).map_err(value_error)?;
+    Ok(to_arrays(py, flat))
+}
+
+/// Words per unit of parallel work in [`segment_words`].
+const SEGMENT_RUN: usize = 1 << 14;
+
 /// The words of word counts (flat `bytes`, `offsets`) cut into `encoder`'s tokens by its merges
 /// alone (no pre-tokenization: each word is one piece): `(ids, offsets)`. With `max_rank`, only
 /// pairs of lower rank merge (the first `max_rank` merges; tiktoken: tokens of lower rank) and
@@ -152,17 +165,35 @@ pub fn segment_words<'py>(
         return Err(value_error("segment_words: offsets must rise from 0 to len(bytes)".into()));
     }
     let enc = encoder.inner.clone();
+    // Runs of words on all cores (superword spans are most of a corpus), joined in order.
     let (ids, offs) = py.allow_threads(|| {
-        let mut ids = Vec::with_capacity(b.len());
+        let words = o.len().saturating_sub(1);
+        let runs: Vec<(usize, usize)> = (0..words).step_by(SEGMENT_RUN).map(|a| (a, (a + SEGMENT_RUN).min(words))).collect();
+        let pool = crate::pool::get(crate::pool::default_threads());
+        let parts: Vec<(Vec<u32>, Vec<i64>)> = crate::pool::install(pool.as_deref(), || {
+            use rayon::prelude::*;
+            runs.par_iter()
+                .map(|&(a, z)| {
+                    let (mut ids, mut ends) = (Vec::new(), Vec::with_capacity(z - a));
+                    for w in a..z {
+                        let piece = &b[o[w] as usize..o[w + 1] as usize];
+                        match max_rank {
+                            None => enc.bpe_piece(piece, &mut ids),
+                            Some(limit) => enc.bpe_piece_upto(piece, limit, &mut ids),
+                        }
+                        ends.push(ids.len() as i64);
+                    }
+                    (ids, ends)
+                })
+                .collect()
+        });
+        let mut ids = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
         let mut offs = Vec::with_capacity(o.len());
         offs.push(0i64);
-        for w in o.windows(2) {
-            let piece = &b[w[0] as usize..w[1] as usize];
-            match max_rank {
-                None => enc.bpe_piece(piece, &mut ids),
-                Some(limit) => enc.bpe_piece_upto(piece, limit, &mut ids),
-            }
-            offs.push(ids.len() as i64);
+        for (part, ends) in parts {
+            let base = ids.len() as i64;
+            offs.extend(ends.iter().map(|e| base + e));
+            ids.extend_from_slice(&part);
         }
         (ids, offs)
     });

@@ -20,6 +20,7 @@
 //!   32-40 bytes (short) or ~27 plus its bytes (long), and gathering them into the flat form
 //!   frees them as it goes ([`Counter::take_flat`]).
 
+mod recount;
 mod tables;
 
 use std::sync::Mutex;
@@ -33,6 +34,7 @@ use crate::corpus::cuts::segments_keeping;
 use crate::corpus::read::{read_corpus, Block, CutRule, ReadOptions};
 use crate::specials::{SpecialSet, Specials};
 use tables::{LongTable, Short, ShortTable};
+pub use recount::recount;
 pub use crate::corpus::read::{Progress, Utf8Errors, INTERRUPTED};
 
 /// Target size of one unit of parallel work.
@@ -323,7 +325,24 @@ impl Counter {
             });
         }
         let word = |at: u64| shards[(at >> 48) as usize].long.word_at(at);
-        long.sort_unstable_by(|a, b| word(a.0).cmp(word(b.0)));
+        // Sorted by a big-endian 8-byte prefix first (zero-padded, so it orders like the
+        // bytes), the words compared only on equal prefixes: superword spans make millions
+        // of long words, and comparing each pair through two pointers was most of the gather.
+        let prefix = |w: &[u8]| {
+            let mut p = [0u8; 8];
+            let k = w.len().min(8);
+            p[..k].copy_from_slice(&w[..k]);
+            u64::from_be_bytes(p)
+        };
+        let mut keyed: Vec<(u64, u64, u64)> = long.iter().map(|&(at, c)| (prefix(word(at)), at, c)).collect();
+        let order = |a: &(u64, u64, u64), b: &(u64, u64, u64)| a.0.cmp(&b.0).then_with(|| word(a.1).cmp(word(b.1)));
+        if crate::pool::in_pool() {
+            keyed.par_sort_unstable_by(order);
+        } else {
+            keyed.sort_unstable_by(order);
+        }
+        long.clear();
+        long.extend(keyed.into_iter().map(|(_, at, c)| (at, c)));
         long.dedup_by(|next, kept| {
             if word(next.0) == word(kept.0) {
                 kept.1 += next.1;

@@ -1,0 +1,113 @@
+"""Superword training (SuperBPE: Liu et al., COLM 2025, arXiv 2503.13423): plain BPE until the
+vocabulary holds ``transition`` tokens, then merges across word boundaries, inside *spans*.
+
+* **Stage 1** is :func:`~hf_bpe.train` to ``transition`` tokens, exactly (same counts, same merges).
+* **Stage 2** cuts the text into spans with a *span pattern* built from the word pattern
+  (:func:`span_pattern`), cuts each distinct span into stage 1's tokens by its merges (over the
+  whole span, as the encoder will) and continues the merge loop from there: the extending loop
+  of :mod:`~hf_bpe.training.extending` (stage 1's tokens are known strings, new ones count
+  towards ``vocab_size``). The result's pattern is the span pattern, so a saved
+  ``tokenizer.json`` encodes in stock ``tokenizers`` as it was trained.
+* **Counted once, as data.** Spans are counted like words (one pass over the corpus, memory
+  = the distinct spans); stage 1's word counts are the spans re-split by the word pattern
+  (``_core.recount_words``), exact because every span boundary is a word boundary.
+
+Where SuperBPE's own trainer lifts pre-tokenization altogether (whole documents in memory), a
+span here is (our choices, named so they can be argued with):
+
+* 1 to ``max_words`` consecutive non-whitespace pieces of the word pattern, each with its one
+  leading space; any other whitespace (a newline, indentation, two spaces) ends the span and is
+  a piece of its own, so no token ever spans a line;
+* a piece holding sentence punctuation (``.``, ``!``, ``?``) ends a span: ``" of the"`` and
+  ``", and the"`` can form, ``"end. The"`` cannot (a span may end with the stop: ``" it."``).
+
+Only the ``gpt2`` word pattern has a span pattern so far; others are a clear error.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from hf_bpe import _core, formats
+from hf_bpe.bpe import BPE
+from hf_bpe.training.extending import extend_from_counts
+from hf_bpe.training.merging import finish
+
+if TYPE_CHECKING:
+    from hf_bpe.training.counts import WordCounts
+
+__all__ = ["span_pattern", "word_pattern_of", "check_superword", "train_spans", "MAX_WORDS"]
+
+#: The default of ``superword_max_words``: the pieces a span (and so a superword token) holds at most.
+MAX_WORDS = 4
+_MAX_WORDS_LIMIT = 16
+
+# GPT-2's pieces that are not whitespace, in its order (contractions, letters, numbers,
+# punctuation), each with its optional leading space; `_NO_STOP` leaves sentence stops out of
+# the punctuation piece. A span is up to N-1 pieces without a stop, then one piece of any kind.
+_GPT2_PIECES = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+"
+_GPT2_NO_STOP = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}.!?]+"
+_GPT2_SPACE = r"\s+(?!\S)|\s+"
+
+
+def span_pattern(pattern: str = "gpt2", max_words: int = MAX_WORDS) -> str:
+    """The stage-2 pattern of superword training over ``pattern`` (see the module doc): a regex
+    whose pieces are spans of 1 to ``max_words`` words. Count with it (:func:`hf_bpe.count`) to
+    train superwords from counts (:func:`hf_bpe.train_from_counts`)."""
+    if isinstance(max_words, bool) or not isinstance(max_words, int) or not 1 <= max_words <= _MAX_WORDS_LIMIT:
+        raise ValueError(f"superword_max_words must be an int in 1..{_MAX_WORDS_LIMIT}, not {max_words!r}")
+    if formats.pattern_key(pattern) != formats.pattern_key("gpt2"):
+        raise ValueError(f"superword training builds its spans from the gpt2 pattern's pieces; pattern={pattern!r} "
+                         "has no span pattern yet (train with pattern='gpt2')")
+    lead = f"(?:{_GPT2_NO_STOP}){{0,{max_words - 1}}}" if max_words > 1 else ""
+    return f"{lead}(?:{_GPT2_PIECES})|{_GPT2_SPACE}"
+
+
+def word_pattern_of(pattern: str) -> tuple[str, int] | None:
+    """``(word pattern, max_words)`` if ``pattern`` is a span pattern of :func:`span_pattern`, else None."""
+    for n in range(1, _MAX_WORDS_LIMIT + 1):
+        if pattern == span_pattern("gpt2", n):
+            return "gpt2", n
+    return None
+
+
+def check_superword(transition: object, vocab_size: int, specials: Sequence[str]) -> int:
+    """``transition`` if it can be a transition vocabulary size, else a clear error."""
+    low = 256 + len(specials)
+    if isinstance(transition, bool) or not isinstance(transition, int):
+        raise TypeError(f"superword_transition must be an int (the vocabulary size where superwords start), "
+                        f"not {type(transition).__name__}")
+    if not low <= transition <= vocab_size:
+        raise ValueError(f"superword_transition={transition} must be between {low} (256 bytes + "
+                         f"{len(specials)} special tokens) and vocab_size={vocab_size}")
+    return transition
+
+
+def train_spans(spans: WordCounts, vocab_size: int, transition: int, tie_break: str, min_frequency: int,
+                max_token_length: int | None, progress: bool) -> BPE:
+    """Superword training on span counts (counted with a :func:`span_pattern`): stage 1 on the
+    words they hold up to ``transition`` tokens, then stage 2 on the spans up to ``vocab_size``."""
+    from hf_bpe.training.counts import WordCounts
+
+    found = word_pattern_of(spans.pattern)
+    if found is None:
+        raise ValueError("superword training needs span counts: count with pattern=hf_bpe.training.superword."
+                         f"span_pattern(...), not {spans.pattern!r}")
+    word_pattern = found[0]
+    specials = list(spans.special_tokens)
+    check_superword(transition, vocab_size, specials)
+    arrays = _core.recount_words((spans.bytes, spans.offsets, spans.counts), word_pattern)
+    words = WordCounts(arrays, word_pattern, specials, spans.documents, spans.text_bytes, checked=True)
+    stage1 = finish(words, transition, specials, word_pattern, tie_break, min_frequency, max_token_length, progress)
+    del words
+    base = BPE(stage1.vocab, stage1.merges, stage1.special_tokens, spans.pattern)
+    if vocab_size <= base.vocab_size:
+        return base
+    out = extend_from_counts(base, spans, vocab_size, tie_break, min_frequency, max_token_length, progress,
+                             report=False, label="superwords")
+    if progress:
+        print(f"superwords: {out.vocab_size - base.vocab_size} tokens after the first {base.vocab_size} "
+              f"(ids {base.vocab_size}..{out.vocab_size - 1})", file=sys.stderr)
+    return out

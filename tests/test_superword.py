@@ -1,0 +1,164 @@
+"""Superword training (``superword_transition=``): both stages equal the reference trainer, stage 1
+equals plain training, the spans' re-split counts equal counting the words, the span pattern
+cuts as the ``regex`` module and ``tokenizers`` do, and a saved superword tokenizer encodes
+alike in stock ``tokenizers``, ``transformers`` and ``BPE.load``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+import regex
+from hypothesis import given
+from hypothesis import strategies as st
+
+import hf_bpe
+from hf_bpe import _core, reference
+from hf_bpe.training.superword import span_pattern, word_pattern_of
+from pretok_harness import pretok_settings
+
+GPT2 = _core.pattern_source("gpt2")
+
+
+def sample_docs(max_chars: int, skip: int = 0) -> list[str]:
+    """Paragraphs of the corpus shipped in the package (no ../shared needed), about ``max_chars``."""
+    with gzip.open(hf_bpe.sample_corpus(), "rt", encoding="utf-8") as f:
+        text = f.read(skip + max_chars)[skip:]
+    return [p for p in text.split("\n\n") if p.strip()]
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[str]:
+    return sample_docs(60_000)
+
+
+@pytest.fixture(scope="module")
+def held_out() -> list[str]:
+    return sample_docs(200_000, skip=3_000_000)
+
+
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+@pytest.mark.parametrize("max_words", [2, 4])
+def test_both_stages_equal_the_reference(docs, tie_break, max_words):
+    got = hf_bpe.train(docs, 700, special_tokens=[], tie_break=tie_break, superword_transition=520,
+                       superword_max_words=max_words, progress=False)
+    want = reference.train_superword_reference(docs, 520 - 256, 700 - 256, GPT2, span_pattern("gpt2", max_words),
+                                               tie_break=tie_break)
+    assert got.merges == want and got.vocab_size == 700
+    assert got.pattern == span_pattern("gpt2", max_words)
+    superwords = [t for i, t in got.vocab.items() if i >= 520 and b" " in t.strip(b" ")]
+    assert superwords, "no token spans a word boundary"
+
+
+def test_options_reach_both_stages(docs):
+    got = hf_bpe.train(docs, 650, special_tokens=[], superword_transition=450, min_frequency=3, max_token_length=7,
+                       progress=False)
+    want = reference.train_superword_reference(docs, 450 - 256, 650 - 256, GPT2, span_pattern("gpt2"),
+                                               min_frequency=3, max_token_length=7)
+    assert got.merges == want
+    assert max(len(t) for t in got.vocab.values()) <= 7
+
+
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+def test_stage_one_is_plain_training(docs, tie_break):
+    plain = hf_bpe.train(docs, 600, tie_break=tie_break, progress=False)
+    sw = hf_bpe.train(docs, 800, tie_break=tie_break, superword_transition=600, progress=False)
+    assert sw.merges[:len(plain.merges)] == plain.merges
+    assert {i: sw.vocab[i] for i in plain.vocab} == plain.vocab and sw.special_tokens == plain.special_tokens
+    assert sorted(set(sw.vocab) - set(plain.vocab)) == list(range(600, 800))
+
+
+def test_transition_at_vocab_size_is_plain_merges_over_spans(docs):
+    plain = hf_bpe.train(docs, 600, progress=False)
+    sw = hf_bpe.train(docs, 600, superword_transition=600, progress=False)
+    assert sw.merges == plain.merges and sw.vocab == plain.vocab and sw.pattern == span_pattern("gpt2")
+
+
+def test_files_and_counts_give_the_same_tokenizer(docs, tmp_path):
+    sw = hf_bpe.train(docs, 700, superword_transition=550, progress=False)
+    path = tmp_path / "docs.txt"
+    path.write_text("<|endoftext|>".join(docs), encoding="utf-8")
+    from_files = hf_bpe.train_files(path, 700, superword_transition=550, progress=False)
+    spans = hf_bpe.count(docs, pattern=span_pattern("gpt2"), progress=False)
+    from_counts = hf_bpe.train_from_counts(spans, 700, superword_transition=550, progress=False)
+    assert from_files.merges == sw.merges == from_counts.merges
+    with pytest.raises(ValueError, match="span counts"):
+        hf_bpe.train_from_counts(hf_bpe.count(docs, progress=False), 700, superword_transition=550, progress=False)
+
+
+@pytest.mark.parametrize("max_words", [1, 3, 4])
+def test_recounted_spans_are_the_word_counts(held_out, max_words):
+    spans = hf_bpe.count(held_out, pattern=span_pattern("gpt2", max_words), progress=False)
+    b, o, c = _core.recount_words((spans.bytes, spans.offsets, spans.counts), "gpt2")
+    words = hf_bpe.count(held_out, progress=False)
+    assert (b.tobytes(), o.tolist(), c.tolist()) == (words.bytes.tobytes(), words.offsets.tolist(),
+                                                     words.counts.tolist())
+
+
+def test_recount_names_a_word_that_is_not_utf8():
+    import numpy as np
+
+    arrays = (np.frombuffer(b"ok\xff\xfe", np.uint8), np.array([0, 2, 4], np.int64), np.array([2, 1], np.uint64))
+    with pytest.raises(ValueError, match="not UTF-8"):
+        _core.recount_words(arrays, "gpt2")
+
+
+_TEXT = st.lists(st.sampled_from(["the", " of", " the", " cat", ",", ".", "!", "?", "'s", "'ll", " 42", "7", "\n",
+                                  "\n\n", "  ", "\t", " ", "é", " über", "...", " (x)", "—", "日本", " 3.14", "?!"]),
+                 max_size=40).map("".join)
+
+
+@pretok_settings(300)
+@given(text=_TEXT, max_words=st.integers(1, 6))
+def test_span_pieces_equal_the_regex_module_and_split_at_word_boundaries(text, max_words):
+    pattern = span_pattern("gpt2", max_words)
+    want = [m.group() for m in regex.finditer(pattern, text)]
+    assert _core.pretokenize(pattern, text) == want
+    words = [m.group() for m in regex.finditer(GPT2, text)]
+    assert [w for s in want for w in regex.findall(GPT2, s)] == words
+    for s in want:
+        assert "\n" not in s.strip() or not s.strip(), s
+        assert len(regex.findall(GPT2, s)) <= max_words or not s.strip(), s
+
+
+def test_saved_superword_tokenizer_encodes_alike_everywhere(docs, held_out, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    sw = hf_bpe.train(docs * 3, 900, superword_transition=600, progress=False)
+    sw.save(tmp_path / "sw")
+    stock = tokenizers.Tokenizer.from_file(str(tmp_path / "sw" / "tokenizer.json"))
+    loaded = hf_bpe.BPE.load(tmp_path / "sw")
+    texts = held_out[:300] + ["  indented  twice\n\tand\r\ntabs", "end. The start", "don't 'sup 1,234.5 über"]
+    ours = sw.encode_batch(texts)
+    assert [e.ids for e in stock.encode_batch(texts)] == ours
+    assert loaded.encode_batch(texts) == ours
+    assert all(_core.pretokenize(loaded.pattern, t) == _core.pretokenize(sw.pattern, t) for t in texts)
+    assert word_pattern_of(sw.pattern) == ("gpt2", 4)
+    used = {i for ids in ours for i in ids}
+    assert any(i >= 600 and b" " in sw.vocab[i].strip(b" ") for i in used), "held-out text uses no superword"
+    code = (f"from transformers import AutoTokenizer; t = AutoTokenizer.from_pretrained({str(tmp_path / 'sw')!r}); "
+            f"import json, sys; print(json.dumps([t(x, add_special_tokens=False)['input_ids'] for x in "
+            f"json.loads(sys.stdin.read())]))")
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts[:50]), capture_output=True, text=True,
+                         check=True)
+    assert json.loads(out.stdout) == ours[:50]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    (dict(superword_transition=200), ValueError, "between 257"),
+    (dict(superword_transition=901), ValueError, "vocab_size=900"),
+    (dict(superword_transition=600.0), TypeError, "must be an int"),
+    (dict(superword_transition=600, superword_max_words=0), ValueError, "superword_max_words"),
+    (dict(superword_transition=600, pattern="cl100k"), ValueError, "gpt2 pattern"),
+])
+def test_bad_options_are_clear_errors(docs, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        hf_bpe.train(docs, 900, progress=False, **kwargs)
+
+
+def test_superwords_and_a_base_do_not_combine(docs):
+    base = hf_bpe.train(docs, 400, progress=False)
+    with pytest.raises(ValueError, match="cannot be combined"):
+        hf_bpe.train(docs, 600, base=base, superword_transition=500, progress=False)
