@@ -138,18 +138,25 @@ def train_files(paths, vocab_size: int = 32000, special_tokens: Sequence[str] = 
                 pattern: str = "gpt2", tie_break: str = "lexicographic", min_frequency: int = 0,
                 max_token_length: int | None = None, errors: str = "strict", text_field: str = "text", *,
                 min_word_count: int = 0, shard_bytes: int = DEFAULT_SHARD_BYTES, cpus_per_task: int = 1,
-                threads_per_task: int | None = None, address: str | None = None, progress: bool = True) -> BPE:
+                threads_per_task: int | None = None, address: str | None = None, progress: bool = True,
+                superword_transition: int | None = None, superword_max_words: int = 4) -> BPE:
     """:func:`hf_bpe.train_files` with the counting on a Ray cluster (equal results); the merge
     loop runs on the driver. ``min_word_count`` prunes the merged counts (see
-    :func:`hf_bpe.train_from_counts`)."""
+    :func:`hf_bpe.train_from_counts`). With ``superword_transition`` the cluster counts superword
+    spans (:mod:`hf_bpe.training.superword`)."""
     from hf_bpe.training.options import check_options as _check_options
+    from hf_bpe.training.superword import check_superword, span_pattern
     from hf_bpe.training.trainer import train_from_counts
 
-    _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
+    specials = _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
+    if superword_transition is not None:
+        check_superword(superword_transition, vocab_size, specials)
+        pattern = span_pattern(pattern, superword_max_words)
     counts = count_files(paths, special_tokens, pattern, errors, text_field, shard_bytes=shard_bytes,
                          cpus_per_task=cpus_per_task, threads_per_task=threads_per_task, address=address,
                          progress=progress)
-    return train_from_counts(counts, vocab_size, tie_break, min_frequency, max_token_length, min_word_count, progress)
+    return train_from_counts(counts, vocab_size, tie_break, min_frequency, max_token_length, min_word_count, progress,
+                             superword_transition=superword_transition)
 
 
 class _CountBatch:

@@ -162,3 +162,20 @@ def test_superwords_and_a_base_do_not_combine(docs):
     base = hf_bpe.train(docs, 400, progress=False)
     with pytest.raises(ValueError, match="cannot be combined"):
         hf_bpe.train(docs, 600, base=base, superword_transition=500, progress=False)
+
+
+def test_cli_trains_superwords(docs, tmp_path, capsys):
+    from hf_bpe.tools.cli import main
+
+    path = tmp_path / "docs.txt"
+    path.write_text("<|endoftext|>".join(docs), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["train", str(path), "--vocab-size", "700", "--superword-transition", "550",
+                 "--superword-max-words", "3", "--out", str(out), "--quiet"]) == 0
+    want = hf_bpe.train_files(path, 700, superword_transition=550, superword_max_words=3, progress=False)
+    got = hf_bpe.BPE.load(out)
+    assert got.merges == want.merges and got.vocab == want.vocab
+    capsys.readouterr()
+    assert main(["train", str(path), "--vocab-size", "700", "--superword-transition", "100", "--out",
+                 str(tmp_path / "bad"), "--quiet"]) == 1
+    assert "superword_transition=100 must be between 257" in capsys.readouterr().err

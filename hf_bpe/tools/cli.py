@@ -21,6 +21,11 @@ def _add_train_options(p: argparse.ArgumentParser, vocab_size: int) -> None:
                    help="gpt2, cl100k, o200k, llama3, qwen2, qwen3.5, nemotron, deepseek-v3, kimi or a regex")
     p.add_argument("--min-frequency", type=int, default=0)
     p.add_argument("--max-token-length", type=int, default=None)
+    p.add_argument("--superword-transition", type=int, default=None, metavar="T",
+                   help="superword tokens (SuperBPE): plain BPE up to T tokens, then tokens spanning words "
+                        "(gpt2 pattern only)")
+    p.add_argument("--superword-max-words", type=int, default=4, metavar="N",
+                   help="with --superword-transition: words a superword token spans at most (default 4)")
     p.add_argument("--threads", type=int, default=None, help="default: all cores")
     p.add_argument("--errors", choices=["strict", "replace", "ignore"], default="strict",
                    help="what to do with bytes that are not UTF-8")
@@ -43,7 +48,8 @@ def _train(args: argparse.Namespace, files: list[str]) -> "object":
     t0 = time.perf_counter()
     options = dict(vocab_size=args.vocab_size, special_tokens=specials, pattern=args.pattern, tie_break=args.tie_break,
                    min_frequency=args.min_frequency, max_token_length=args.max_token_length, progress=not args.quiet,
-                   errors=args.errors)
+                   errors=args.errors, superword_transition=getattr(args, "superword_transition", None),
+                   superword_max_words=getattr(args, "superword_max_words", 4))
     if getattr(args, "ray", None):
         from hf_bpe import distributed
 

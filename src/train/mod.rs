@@ -304,7 +304,8 @@ fn extending_loop<S: Sym>(
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
     drop(syms);
     let len = |t: u32| toks.len[t as usize] as u64;
-    let pairs = Pairs::build_general(&words, |a, b| rules.hf || len(a) + len(b) <= rules.max_len, rules.quiet_below);
+    let pool = crate::pool::get(crate::pool::default_threads());
+    let pairs = Pairs::build_general(&words, |a, b| rules.hf || len(a) + len(b) <= rules.max_len, rules.quiet_below, pool.as_deref());
     merge_loop(words, pairs, toks, rules, cfg, Some(known), progress)
 }
 

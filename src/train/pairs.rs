@@ -188,23 +188,59 @@ impl Pairs {
         pairs
     }
 
-    /// Every pair of words whose symbols are any tokens (a base vocabulary's segmentation),
-    /// through the hash map; `counted(left, right)` says which pairs count at the start.
-    pub fn build_general<S: Sym>(words: &Words<S>, counted: impl Fn(u32, u32) -> bool, quiet_below: i64) -> Pairs {
-        let mut pairs = Pairs::empty(quiet_below);
-        let mut scratch = Vec::new();
+    /// Every pair of words whose symbols are any tokens (a base vocabulary's segmentation);
+    /// `counted(left, right)` says which pairs count at the start.
+    ///
+    /// The occurrences `(pair, word)` are gathered and sorted (on `pool`'s threads when there is
+    /// one), so each pair's words come together, ascending: a pair at or above the quiet
+    /// threshold gets its id and its initial list in one go, the others are quiet from the
+    /// start (superword spans hold millions of pairs, most of them rare). Adding each
+    /// occurrence through the index and a later list instead was a random access per
+    /// occurrence ([log](../../docs/performance.md#superword-training)).
+    pub fn build_general<S: Sym>(words: &Words<S>, counted: impl Fn(u32, u32) -> bool, quiet_below: i64, pool: Option<&rayon::ThreadPool>) -> Pairs {
+        let mut occ: Vec<(u64, u32)> = Vec::new();
         for w in 0..words.len() {
-            let c = words.count(w);
             for p in words.syms_of(w).windows(2) {
                 let (x, y) = (p[0].id(), p[1].id());
                 if counted(x, y) {
-                    pairs.apply(x, y, c, w as u32, 0, &mut scratch);
+                    occ.push(((x as u64) << 32 | y as u64, w as u32));
                 }
             }
-            scratch.clear();
         }
-        pairs.reset_stamps();
-        pairs.fresh.clear(); // (all full: their lists are complete)
+        match pool {
+            Some(pool) => pool.install(|| occ.par_sort_unstable()),
+            None => occ.sort_unstable(),
+        }
+        let mut pairs = Pairs::empty(quiet_below);
+        let mut i = 0;
+        while i < occ.len() {
+            let key = occ[i].0;
+            let end = i + occ[i..].partition_point(|o| o.0 == key);
+            let (a, b) = ((key >> 32) as u32, key as u32);
+            let count = occ[i..end].iter().fold(0i64, |c, o| c.saturating_add(words.count(o.1 as usize)));
+            if count >= pairs.quiet_below || count >= QUIET as i64 {
+                let id = pairs.new_id(a, b, count);
+                debug_assert_eq!(id, pairs.init_len.len());
+                pairs.index.put(a, b, id as u32);
+                let start = pairs.init_bytes.len();
+                let mut last = -1i64;
+                for o in &occ[i..end] {
+                    let w = o.1 as i64;
+                    if w != last {
+                        let mut buf = [0u8; 10];
+                        let n = put((w - last) as u64, &mut buf);
+                        pairs.init_bytes.extend_from_slice(&buf[..n]);
+                        last = w;
+                    }
+                }
+                pairs.init_start.push(start as u64);
+                pairs.init_len.push(u32::try_from(pairs.init_bytes.len() - start).unwrap_or(u32::MAX));
+            } else if count > 0 {
+                pairs.index.put(a, b, QUIET | count as u32);
+                pairs.quiet += 1;
+            }
+            i = end;
+        }
         pairs
     }
 
