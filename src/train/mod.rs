@@ -271,6 +271,9 @@ pub fn train_extending(
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
     let _mapped = crate::memory::MapBigAllocations::new();
+    if std::env::var_os("HF_BPE_TRAIN_TIMING").is_some() {
+        eprintln!("train: extending: {} words, {} symbols, RSS {}", counts.len(), syms.len(), crate::memory::rss_mib());
+    }
     let toks = Tokens::with_base(base)?;
     if let Some(&bad) = syms.iter().find(|&&t| t as usize >= toks.count()) {
         return Err(format!("token id {bad} of a word is not in the base vocabulary ({} tokens)", toks.count()));
@@ -303,9 +306,14 @@ fn extending_loop<S: Sym>(
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
     drop(syms);
+    let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
+    let t0 = std::time::Instant::now();
     let len = |t: u32| toks.len[t as usize] as u64;
     let pool = crate::pool::get(crate::pool::default_threads());
     let pairs = Pairs::build_general(&words, |a, b| rules.hf || len(a) + len(b) <= rules.max_len, rules.quiet_below, pool.as_deref());
+    if timing {
+        eprintln!("train: extending: pairs built in {:?}", t0.elapsed());
+    }
     merge_loop(words, pairs, toks, rules, cfg, Some(known), progress)
 }
 

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Superword training benchmark: time, memory and compression of ``superword_transition`` against
+plain BPE on the same corpus, in one run.
+
+    scripts/dev_build.sh
+    PYTHONPATH=$PWD python scripts/bench_superword.py --vocabs 16000,32000,64000 --runs 3 \\
+        --out-md bench_out/superword.md
+
+What is measured
+  The English books corpus minus its last ``--held-out-mb`` MB of whole documents is written once to
+  ``bench_out/superword/train.txt`` (documents joined by ``<|endoftext|>``); every training reads it
+  with ``train_files`` in a fresh subprocess of this script (all cores), which reports the seconds
+  of the call and the process's peak RSS (VmHWM). For each vocabulary size: plain BPE, and
+  superwords at each transition (a fraction of the vocabulary size), runs interleaved, medians.
+  Compression is bytes per token on the held-out documents (never trained on), plain against
+  superword. The superword tokenizer of the middle vocabulary size and the first transition is
+  saved to ``bench_out/superword/tokenizer`` for ``bench_encode.py --vocabs superword``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchlib import EOT, ROOT, corpus_docs, git_state, machine_info, status_kib
+
+OUT = ROOT / "bench_out" / "superword"
+
+
+def child(spec: dict) -> None:
+    import hf_bpe
+
+    t0 = time.perf_counter()
+    bpe = hf_bpe.train_files(spec["train"], spec["vocab"], superword_transition=spec["transition"], progress=False)
+    seconds = time.perf_counter() - t0
+    if spec.get("save"):
+        bpe.save(spec["save"])
+    print(json.dumps({"seconds": seconds, "rss_mib": status_kib("VmHWM") / 1024}))
+
+
+def run_child(spec: dict) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"child {spec} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bytes_per_token(folder: Path, docs: list[str]) -> float:
+    import hf_bpe
+
+    bpe = hf_bpe.BPE.load(folder)
+    return sum(len(d.encode()) for d in docs) / sum(len(x) for x in bpe.encode_batch(docs))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vocabs", default="16000,32000,64000")
+    ap.add_argument("--transitions", default="0.8,0.9", help="transition sizes as fractions of the vocabulary")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--mb", type=float, default=0, help="MB of training text (default: the whole corpus)")
+    ap.add_argument("--held-out-mb", type=float, default=5)
+    ap.add_argument("--out-md", type=Path)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(json.loads(args.child))
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    docs = corpus_docs("english", 1e9)
+    held, size = [], 0
+    while docs and size < args.held_out_mb * 1e6:
+        held.append(docs.pop())
+        size += len(held[-1].encode())
+    if args.mb:
+        keep, size = [], 0
+        for d in docs:
+            if size >= args.mb * 1e6:
+                break
+            keep.append(d)
+            size += len(d.encode())
+        docs = keep
+    train = OUT / "train.txt"
+    train.write_text(EOT.join(docs), encoding="utf-8")
+    train_mb = train.stat().st_size / 1e6
+    vocabs = [int(v) for v in args.vocabs.split(",")]
+    fracs = [float(f) for f in args.transitions.split(",")]
+    rows = []
+    for vocab in vocabs:
+        configs = [None] + [int(f * vocab) for f in fracs]
+        results: dict = {c: [] for c in configs}
+        for r in range(args.runs):
+            for c in configs:
+                save = OUT / f"v{vocab}-t{c}" if r == 0 else None
+                spec = {"train": str(train), "vocab": vocab, "transition": c, "save": str(save) if save else None}
+                results[c].append(run_child(spec))
+                print(f"vocab {vocab} transition {c} run {r}: {results[c][-1]}", file=sys.stderr)
+        plain_s = statistics.median(x["seconds"] for x in results[None])
+        plain_bpt = bytes_per_token(OUT / f"v{vocab}-tNone", held)
+        for c in configs:
+            s = statistics.median(x["seconds"] for x in results[c])
+            rss = statistics.median(x["rss_mib"] for x in results[c])
+            bpt = bytes_per_token(OUT / f"v{vocab}-t{c}", held)
+            rows.append((vocab, c, s, s / plain_s, rss, bpt, plain_bpt / bpt))
+    mid = vocabs[len(vocabs) // 2]
+    keep = OUT / "tokenizer"
+    if keep.exists():
+        import shutil
+
+        shutil.rmtree(keep)
+    (OUT / f"v{mid}-t{int(fracs[0] * mid)}").rename(keep)
+
+    m = machine_info()
+    lines = [
+        "# Superword training: hf_bpe superword_transition against plain BPE", "",
+        f"Machine: {m['affinity']} CPUs, {m['cpu']}, {m['mem']}; Python {m['python']}; hf_bpe {git_state(ROOT)}.",
+        f"Training text: {train_mb:.0f} MB of English books (`train_files`, all cores, a fresh process per run, "
+        f"median of {args.runs}); held out: the last {args.held_out_mb:g} MB of documents.", "",
+        "| vocab | transition | seconds | x plain | peak RSS MiB | held-out bytes/token | tokens vs plain |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for vocab, c, s, ratio, rss, bpt, gain in rows:
+        saved = f"{(1 - 1 / gain) * 100:.1f}% fewer" if c else "-"
+        lines.append(f"| {vocab:,} | {'plain' if c is None else f'{c:,}'} | {s:.1f} | {ratio:.1f}x | {rss:,.0f} | "
+                     f"{bpt:.3f} | {saved} |")
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if args.out_md:
+        args.out_md.parent.mkdir(parents=True, exist_ok=True)
+        args.out_md.write_text(report)
+
+
+if __name__ == "__main__":
+    main()
