@@ -78,9 +78,12 @@ def train_merges(words: WordCounter | CountArrays | Sequence[tuple[bytes, int]],
                  tie_break: Literal["lexicographic", "hf"] = "lexicographic", min_frequency: int = 0,
                  max_token_length: int | None = None,
                  progress: Callable[[int], object] | None = None,
-                 release_counts: bool = False) -> list[tuple[bytes, bytes]]:
+                 release_counts: bool = False,
+                 merge_filter: Callable[[bytes, bytes], bool] | str | None = None) -> list[tuple[bytes, bytes]]:
     """Learns merges (in training order) until ``max_new_tokens`` new token strings exist.
-    ``release_counts`` frees a counter's tables before the merge loop (the counter is emptied)."""
+    ``release_counts`` frees a counter's tables before the merge loop (the counter is emptied).
+    ``merge_filter``: a callable saying whether a pair may merge, or a regex over the merged bytes
+    whose match vetoes it (an exception of the callable stops training and is raised)."""
 
 def recount_words(arrays: CountArrays, pattern: str) -> CountArrays:
     """Word counts re-split by ``pattern``: every word cut into its pieces, each piece counted
@@ -97,10 +100,12 @@ def train_merges_extending(base: Sequence[bytes], base_merges: Sequence[tuple[by
                            counts: npt.NDArray[np.uint64], max_new_tokens: int,
                            tie_break: Literal["lexicographic", "hf"] = "lexicographic", min_frequency: int = 0,
                            max_token_length: int | None = None,
-                           progress: Callable[[int], object] | None = None) -> list[tuple[bytes, bytes]]:
+                           progress: Callable[[int], object] | None = None,
+                           merge_filter: Callable[[bytes, bytes], bool] | str | None = None
+                           ) -> list[tuple[bytes, bytes]]:
     """Learns merges extending a vocabulary: ``base`` its tokens of two bytes or more in id order
     (internal ids 256..), the words already cut into internal ids; only new strings count, and a
-    base merge that re-forms is applied but not listed again."""
+    base merge that re-forms is applied but not listed again (and never vetoed by ``merge_filter``)."""
 
 def count_pieces(pattern: str, text: str) -> int:
     """Number of pre-tokens of ``text`` (benchmarks the scanner without building Python strings)."""

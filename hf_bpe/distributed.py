@@ -139,11 +139,12 @@ def train_files(paths, vocab_size: int = 32000, special_tokens: Sequence[str] = 
                 max_token_length: int | None = None, errors: str = "strict", text_field: str = "text", *,
                 min_word_count: int = 0, shard_bytes: int = DEFAULT_SHARD_BYTES, cpus_per_task: int = 1,
                 threads_per_task: int | None = None, address: str | None = None, progress: bool = True,
-                superword_transition: int | None = None, superword_max_words: int = 4) -> BPE:
+                superword_transition: int | None = None, superword_max_words: int = 4,
+                merge_filter: Any = None) -> BPE:
     """:func:`hf_bpe.train_files` with the counting on a Ray cluster (equal results); the merge
     loop runs on the driver. ``min_word_count`` prunes the merged counts (see
     :func:`hf_bpe.train_from_counts`). With ``superword_transition`` the cluster counts superword
-    spans (:mod:`hf_bpe.training.superword`)."""
+    spans (:mod:`hf_bpe.training.superword`). ``merge_filter`` as in :func:`hf_bpe.train`."""
     from hf_bpe.training.options import check_options as _check_options
     from hf_bpe.training.superword import check_superword, span_pattern
     from hf_bpe.training.trainer import train_from_counts
@@ -156,7 +157,7 @@ def train_files(paths, vocab_size: int = 32000, special_tokens: Sequence[str] = 
                          cpus_per_task=cpus_per_task, threads_per_task=threads_per_task, address=address,
                          progress=progress)
     return train_from_counts(counts, vocab_size, tie_break, min_frequency, max_token_length, min_word_count, progress,
-                             superword_transition=superword_transition)
+                             superword_transition=superword_transition, merge_filter=merge_filter)
 
 
 class _CountBatch:

@@ -82,12 +82,14 @@ def train_reference(
     min_frequency: int = 0,
     max_token_length: int | None = None,
     base_merges: list[tuple[bytes, bytes]] = (),
+    merge_filter=None,
 ) -> list[tuple[bytes, bytes]]:
     """Learn BPE merges from ``{word_bytes: count}``; returns ``[(left, right), ...]`` in order
     (the new ones only, when extending ``base_merges``).
 
     ``max_token_length`` (lexicographic rule only) forbids pairs whose merged string would be
-    longer than that many bytes.
+    longer than that many bytes. ``merge_filter(left, right) -> bool`` vetoes pairs (False): the
+    best allowed pair is merged; a base merge is never asked about.
     """
     if tie_break not in ("lexicographic", "hf"):
         raise ValueError(f"tie_break must be 'lexicographic' or 'hf', not {tie_break!r}")
@@ -111,6 +113,8 @@ def train_reference(
         counts = _count_pairs(words)
         if max_token_length is not None:
             counts = Counter({p: c for p, c in counts.items() if len(p[0]) + len(p[1]) <= max_token_length})
+        if merge_filter is not None:
+            counts = Counter({p: c for p, c in counts.items() if p in base_ranks or merge_filter(*p)})
         if not counts:
             break
         if tie_break == "lexicographic":
@@ -143,6 +147,7 @@ def train_superword_reference(
     tie_break: str = "lexicographic",
     min_frequency: int = 0,
     max_token_length: int | None = None,
+    merge_filter=None,
 ) -> list[tuple[bytes, bytes]]:
     """Superword merges of ``texts`` (no special tokens): both stages' merges, in order. The
     texts are cut with the ``regex`` module, by ``word_pattern`` for stage 1 and by
@@ -153,7 +158,8 @@ def train_superword_reference(
         compiled = regex.compile(pattern)
         return Counter(m.group().encode() for t in texts for m in compiled.finditer(t))
 
-    options = dict(tie_break=tie_break, min_frequency=min_frequency, max_token_length=max_token_length)
+    options = dict(tie_break=tie_break, min_frequency=min_frequency, max_token_length=max_token_length,
+                   merge_filter=merge_filter)
     stage1 = train_reference(pieces(word_pattern), transition_new_tokens, **options)
     made = len({a + b for a, b in stage1})  # new strings (a merge may rebuild one)
     if max_new_tokens <= made:

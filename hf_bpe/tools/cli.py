@@ -26,6 +26,8 @@ def _add_train_options(p: argparse.ArgumentParser, vocab_size: int) -> None:
                         "(gpt2 pattern only)")
     p.add_argument("--superword-max-words", type=int, default=4, metavar="N",
                    help="with --superword-transition: words a superword token spans at most (default 4)")
+    p.add_argument("--merge-filter", default=None, metavar="REGEX",
+                   help="never form a token that holds a match of REGEX (e.g. '[.!?]\\s')")
     p.add_argument("--threads", type=int, default=None, help="default: all cores")
     p.add_argument("--errors", choices=["strict", "replace", "ignore"], default="strict",
                    help="what to do with bytes that are not UTF-8")
@@ -49,7 +51,8 @@ def _train(args: argparse.Namespace, files: list[str]) -> "object":
     options = dict(vocab_size=args.vocab_size, special_tokens=specials, pattern=args.pattern, tie_break=args.tie_break,
                    min_frequency=args.min_frequency, max_token_length=args.max_token_length, progress=not args.quiet,
                    errors=args.errors, superword_transition=getattr(args, "superword_transition", None),
-                   superword_max_words=getattr(args, "superword_max_words", 4))
+                   superword_max_words=getattr(args, "superword_max_words", 4),
+                   merge_filter=getattr(args, "merge_filter", None))
     if getattr(args, "ray", None):
         from hf_bpe import distributed
 

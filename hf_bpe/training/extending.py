@@ -102,11 +102,12 @@ def compression(bpe: BPE, counts: WordCounts) -> float:
 def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break: str = "lexicographic",
                        min_frequency: int = 0, max_token_length: int | None = None, progress: bool = True,
                        extra_added: Sequence[formats.AddedToken] = (), report: bool = True,
-                       label: str = "merging") -> BPE:
+                       label: str = "merging", merge_filter: Any = None) -> BPE:
     """``base`` with merges learned on ``counts`` until its vocabulary size (largest id + 1) is
     ``vocab_size``; see the module doc. ``extra_added`` are added tokens beside the base's (a
     ``BPETokenizer``'s ``add_tokens``) that keep their ids in the result; new ids come after them.
-    ``report``: print what the extension changed (with ``progress``); ``label``: the bar's."""
+    ``report``: print what the extension changed (with ``progress``); ``label``: the bar's;
+    ``merge_filter``: see :data:`hf_bpe.training.merging.MergeFilter` (never asked about the base's merges)."""
     import numpy as np
 
     check_base(base)
@@ -137,7 +138,7 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
     max_new = vocab_size - first
     with count_progress(max_new, label, "tok", enabled=progress and max_new > 0) as cb:
         new = _core.train_merges_extending([b for _, b in multi], base.merges, lut[ids], off, counts.counts, max_new,
-                                           tie_break, min_frequency, max_token_length, cb)
+                                           tie_break, min_frequency, max_token_length, cb, merge_filter)
     vocab, next_id = base.vocab, first
     added = {t.content.encode(): t.content for t in list(base.added_tokens) + list(extra_added)}
     for a, b in new:

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Union
 
 from hf_bpe import _core
 from hf_bpe.bpe import BPE
@@ -15,18 +15,24 @@ from hf_bpe.training.options import EMPTY
 if TYPE_CHECKING:
     from hf_bpe.training.counts import WordCounts
 
-__all__ = ["finish", "assemble"]
+__all__ = ["finish", "assemble", "MergeFilter"]
+
+#: What may merge: ``(left bytes, right bytes) -> bool`` (False vetoes), or a regex ``str`` run in
+#: the core over the merged token's bytes (a match vetoes). Asked once per pair, when it first
+#: comes out on top; the best allowed pair merges instead of a vetoed one.
+MergeFilter = Union[Callable[[bytes, bytes], bool], str]
 
 
 def finish(counted: "_core.WordCounter | WordCounts", vocab_size: int, specials: list[str], pattern: str,
-            tie_break: str, min_frequency: int, max_token_length: int | None, progress: bool) -> BPE:
+            tie_break: str, min_frequency: int, max_token_length: int | None, progress: bool,
+            merge_filter: MergeFilter | None = None) -> BPE:
     if len(counted) == 0 or (isinstance(counted, _core.WordCounter) and counted.bytes == 0):
         raise ValueError(EMPTY)
     words = counted if isinstance(counted, _core.WordCounter) else (counted.bytes, counted.offsets, counted.counts)
     max_new = vocab_size - 256 - len(specials)
     with count_progress(max_new, "merging", "tok", enabled=progress and max_new > 0) as cb:
         merges = _core.train_merges(words, max_new, tie_break, min_frequency, max_token_length, cb,
-                                     release_counts=True)
+                                     release_counts=True, merge_filter=merge_filter)
         bpe = assemble(merges, specials, pattern, tie_break)
         if cb is not None:
             cb(bpe.vocab_size - 256 - len(specials))

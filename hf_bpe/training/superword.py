@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from hf_bpe import _core, formats
 from hf_bpe.bpe import BPE
 from hf_bpe.training.extending import extend_from_counts
-from hf_bpe.training.merging import finish
+from hf_bpe.training.merging import MergeFilter, finish
 
 if TYPE_CHECKING:
     from hf_bpe.training.counts import WordCounts
@@ -86,7 +86,7 @@ def check_superword(transition: object, vocab_size: int, specials: Sequence[str]
 
 
 def train_spans(spans: WordCounts, vocab_size: int, transition: int, tie_break: str, min_frequency: int,
-                max_token_length: int | None, progress: bool) -> BPE:
+                max_token_length: int | None, progress: bool, merge_filter: MergeFilter | None = None) -> BPE:
     """Superword training on span counts (counted with a :func:`span_pattern`): stage 1 on the
     words they hold up to ``transition`` tokens, then stage 2 on the spans up to ``vocab_size``."""
     from hf_bpe.training.counts import WordCounts
@@ -100,13 +100,14 @@ def train_spans(spans: WordCounts, vocab_size: int, transition: int, tie_break: 
     check_superword(transition, vocab_size, specials)
     arrays = _core.recount_words((spans.bytes, spans.offsets, spans.counts), word_pattern)
     words = WordCounts(arrays, word_pattern, specials, spans.documents, spans.text_bytes, checked=True)
-    stage1 = finish(words, transition, specials, word_pattern, tie_break, min_frequency, max_token_length, progress)
+    stage1 = finish(words, transition, specials, word_pattern, tie_break, min_frequency, max_token_length, progress,
+                    merge_filter)
     del words
     base = BPE(stage1.vocab, stage1.merges, stage1.special_tokens, spans.pattern)
     if vocab_size <= base.vocab_size:
         return base
     out = extend_from_counts(base, spans, vocab_size, tie_break, min_frequency, max_token_length, progress,
-                             report=False, label="superwords")
+                             report=False, label="superwords", merge_filter=merge_filter)
     if progress:
         print(f"superwords: {out.vocab_size - base.vocab_size} tokens after the first {base.vocab_size} "
               f"(ids {base.vocab_size}..{out.vocab_size - 1})", file=sys.stderr)

@@ -203,7 +203,7 @@ pub fn segment_words<'py>(
 /// Learns merges extending a vocabulary (`crate::train::train_extending`): `base` its tokens of
 /// two bytes or more in id order (internal ids 256..), the words cut into internal ids.
 #[pyfunction]
-#[pyo3(signature = (base, base_merges, syms, offsets, counts, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None))]
+#[pyo3(signature = (base, base_merges, syms, offsets, counts, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None, merge_filter=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn train_merges_extending<'py>(
     py: Python<'py>,
@@ -217,14 +217,17 @@ pub fn train_merges_extending<'py>(
     min_frequency: u64,
     max_token_length: Option<usize>,
     progress: Option<PyObject>,
+    merge_filter: Option<PyObject>,
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
-    let cfg = TrainConfig { max_new_tokens, tie_break: tie_break_of(tie_break)?, min_frequency, max_token_length };
+    let (filter, failed) = merge_filter_of(merge_filter)?;
+    let cfg = TrainConfig { max_new_tokens, tie_break: tie_break_of(tie_break)?, min_frequency, max_token_length, filter };
     let (s, o, c) = (syms.as_slice()?.to_vec(), offsets.as_slice()?, counts.as_slice()?);
     if o.len() != c.len() + 1 || !rising(o, s.len()) {
         return Err(value_error("train_merges_extending: offsets must rise from 0 to len(syms), one more than counts".into()));
     }
     let base: Vec<Box<[u8]>> = base.into_iter().map(Vec::into_boxed_slice).collect();
     let merges = with_progress(py, progress, |cb| train::train_extending(&base, &base_merges, s, o, c, &cfg, &mut |n| cb(n as u64)))?;
+    raise_filter_error(&failed)?;
     Ok(merges.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect())
 }
 
@@ -265,7 +268,7 @@ impl<'a> FromPyObject<'a> for Words<'a> {
 /// `release_counts=True` the counter's tables are freed before the merge loop starts (the
 /// counter is then empty), so the two phases' memory does not add up.
 #[pyfunction]
-#[pyo3(signature = (words, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None, release_counts=false))]
+#[pyo3(signature = (words, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None, release_counts=false, merge_filter=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn train_merges<'py>(
     py: Python<'py>,
@@ -276,8 +279,10 @@ pub fn train_merges<'py>(
     max_token_length: Option<usize>,
     progress: Option<PyObject>,
     release_counts: bool,
+    merge_filter: Option<PyObject>,
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
-    let cfg = TrainConfig { max_new_tokens, tie_break: tie_break_of(tie_break)?, min_frequency, max_token_length };
+    let (filter, failed) = merge_filter_of(merge_filter)?;
+    let cfg = TrainConfig { max_new_tokens, tie_break: tie_break_of(tie_break)?, min_frequency, max_token_length, filter };
     let merges = match words {
         Words::Counter(mut c) => {
             let counter = &mut c.inner;
@@ -305,6 +310,48 @@ pub fn train_merges<'py>(
             Ok(train::train_owned(words, &cfg, pool.as_deref(), &mut |n| cb(n as u64)))
         })?,
     };
+    raise_filter_error(&failed)?;
     Ok(merges.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect())
+}
+
+/// Where a Python merge filter's exception waits until training has stopped.
+type FilterError = std::sync::Arc<std::sync::Mutex<Option<PyErr>>>;
+
+/// The core's filter for a trainer's `merge_filter`: a `str` is a regex over the merged bytes
+/// (a match vetoes, run in the core), a callable `(left: bytes, right: bytes) -> bool` says
+/// whether the merge may happen (asked with the GIL; an exception stops training and is raised).
+fn merge_filter_of(f: Option<PyObject>) -> PyResult<(Option<train::MergeFilter>, FilterError)> {
+    let failed: FilterError = Default::default();
+    let Some(f) = f else { return Ok((None, failed)) };
+    let filter = Python::with_gil(|py| -> PyResult<train::MergeFilter> {
+        if let Ok(pattern) = f.extract::<String>(py) {
+            return train::regex_filter(&pattern).map_err(value_error);
+        }
+        if !f.bind(py).is_callable() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "merge_filter must be a callable (left: bytes, right: bytes) -> bool or a regex str, not {}",
+                f.bind(py).get_type().name()?
+            )));
+        }
+        let slot = failed.clone();
+        Ok(Box::new(move |a: &[u8], b: &[u8]| {
+            Python::with_gil(|py| match f.call1(py, (PyBytes::new(py, a), PyBytes::new(py, b))).and_then(|r| r.is_truthy(py)) {
+                Ok(ok) => Some(ok),
+                Err(e) => {
+                    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    None
+                }
+            })
+        }))
+    })?;
+    Ok((Some(filter), failed))
+}
+
+/// The exception a Python merge filter raised, if any.
+fn raise_filter_error(failed: &FilterError) -> PyResult<()> {
+    match failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 

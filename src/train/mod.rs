@@ -48,6 +48,42 @@ pub struct TrainConfig {
     pub min_frequency: u64,
     /// Never form a token longer than this many bytes.
     pub max_token_length: Option<usize>,
+    /// Merges a caller vetoes ([`MergeFilter`]); `None`: every merge may happen.
+    pub filter: Option<MergeFilter>,
+}
+
+/// Says whether the merge of two tokens (their bytes) may happen: `Some(true)` yes, `Some(false)`
+/// a veto (the pair never merges; the best allowed pair merges instead), `None` stop training
+/// (the caller keeps the reason, e.g. a Python exception). Asked once per pair of tokens, when it
+/// first comes out on top; never for a base's merge that re-forms while extending (the encoder
+/// applies those at their rank whatever a filter says).
+pub type MergeFilter = Box<dyn Fn(&[u8], &[u8]) -> Option<bool> + Send + Sync>;
+
+/// A [`MergeFilter`] that vetoes the merges whose result holds a match of `pattern` (a regex over
+/// bytes: `\p{..}` classes match UTF-8, `(?-u:\xFF)` a raw byte); an error names the regex.
+pub fn regex_filter(pattern: &str) -> Result<MergeFilter, String> {
+    use regex_automata::dfa::regex::Regex;
+    let re = Regex::builder()
+        .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+        .build(pattern)
+        .map_err(|e| {
+            // (The build error's own text is generic; the syntax error is its source.)
+            let (mut msg, mut src) = (e.to_string(), std::error::Error::source(&e));
+            while let Some(x) = src {
+                msg = format!("{msg}: {x}");
+                src = x.source();
+            }
+            format!("merge_filter regex {pattern:?}: {msg}")
+        })?;
+    if re.find(&b""[..]).is_some() {
+        return Err(format!("merge_filter regex {pattern:?} matches the empty string, so it would veto every merge"));
+    }
+    Ok(Box::new(move |a: &[u8], b: &[u8]| {
+        let mut t = Vec::with_capacity(a.len() + b.len());
+        t.extend_from_slice(a);
+        t.extend_from_slice(b);
+        Some(re.find(&t[..]).is_none())
+    }))
 }
 
 /// What a merge may form, from the config: which pairs count, and when to stop.
@@ -125,6 +161,31 @@ fn pop_best(heap: &mut Heap, pairs: &Pairs, toks: &Tokens, hf: bool) -> Option<E
         }
     }
     None
+}
+
+/// The filter's answers so far, by pair of token ids (a token's bytes never change).
+#[derive(Default)]
+struct Vetoes {
+    asked: rustc_hash::FxHashMap<(u32, u32), bool>,
+    stopped: bool,
+}
+
+impl Vetoes {
+    fn allowed(&mut self, f: &MergeFilter, toks: &Tokens, a: u32, b: u32) -> bool {
+        if let Some(&ok) = self.asked.get(&(a, b)) {
+            return ok;
+        }
+        match f(toks.get(a), toks.get(b)) {
+            Some(ok) => {
+                self.asked.insert((a, b), ok);
+                ok
+            }
+            None => {
+                self.stopped = true;
+                false
+            }
+        }
+    }
 }
 
 /// Scratch of the merge loop, reused across merges.
@@ -338,6 +399,7 @@ fn merge_loop<S: Sym>(
         eprintln!("train: words and initial pairs {:?} ({} words, {} pairs), RSS {}", t0.elapsed(), words.len(), pairs.len(), crate::memory::rss_mib());
     }
     let mut s = Scratch { words: Vec::new(), deltas: Vec::new(), touched: Vec::new(), merge_no: 0 };
+    let mut veto = Vetoes::default();
     let mut new_tokens = 0usize;
     let step = (cfg.max_new_tokens / 100).max(1);
     while new_tokens < cfg.max_new_tokens {
@@ -366,10 +428,19 @@ fn merge_loop<S: Sym>(
             break;
         }
         let p = top.pair as usize;
+        let (a, b) = (pairs.left[p], pairs.right[p]);
+        if let Some(f) = &cfg.filter {
+            let base = known.as_ref().is_some_and(|k| k.contains(&(a, b)));
+            if !base && !veto.allowed(f, &toks, a, b) {
+                if veto.stopped {
+                    break;
+                }
+                continue; // (dropped from the heap; pushed again if it rises, dropped again)
+            }
+        }
         if pairs.is_partial(p) {
             pairs.complete(&words);
         }
-        let (a, b) = (pairs.left[p], pairs.right[p]);
         let (c, is_new) = toks.merge(a, b);
         if known.as_mut().is_none_or(|k| k.insert((a, b))) {
             merges.push((toks.get(a).to_vec(), toks.get(b).to_vec()));

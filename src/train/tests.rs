@@ -3,7 +3,7 @@
 use super::*;
 
 fn run(words: &[(&[u8], u64)], n: usize, tb: TieBreak, minf: u64, maxlen: Option<usize>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let cfg = TrainConfig { max_new_tokens: n, tie_break: tb, min_frequency: minf, max_token_length: maxlen };
+    let cfg = TrainConfig { max_new_tokens: n, tie_break: tb, min_frequency: minf, max_token_length: maxlen, filter: None };
     train(flat(words).as_ref(), &cfg, None, &mut |_| true)
 }
 
@@ -82,7 +82,7 @@ fn extending_nothing_is_training_and_base_strings_are_reused() {
             syms.extend(w.iter().map(|&b| b as u32));
             offs.push(syms.len() as i64);
         }
-        let cfg = TrainConfig { max_new_tokens: 7, tie_break: tb, min_frequency: 0, max_token_length: None };
+        let cfg = TrainConfig { max_new_tokens: 7, tie_break: tb, min_frequency: 0, max_token_length: None, filter: None };
         let got = train_extending(&[], &[], syms, &offs, &counts, &cfg, &mut |_| true).unwrap();
         assert_eq!(got, run(words, 7, tb, 0, None));
     }
@@ -91,7 +91,7 @@ fn extending_nothing_is_training_and_base_strings_are_reused() {
     let (sp, e, n, c, h) = (b' ' as u32, b'e' as u32, b'n' as u32, b'c' as u32, b'h' as u32);
     let syms = vec![sp, 256, e, sp, 256, e, n, sp, c, 257, sp, h, 257];
     let offs = [0i64, 3, 7, 10, 13];
-    let cfg = TrainConfig { max_new_tokens: 2, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None };
+    let cfg = TrainConfig { max_new_tokens: 2, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None, filter: None };
     let got = train_extending(&base, &[], syms.clone(), &offs, &[5, 2, 3, 1], &cfg, &mut |_| true).unwrap();
     assert_eq!(got, m(&[("th", "e"), (" ", "the")]));
     assert!(train_extending(&base, &[], vec![999], &[0, 1], &[1], &cfg, &mut |_| true).unwrap_err().contains("999"));
@@ -107,12 +107,12 @@ fn wide_symbols_learn_the_same_merges() {
     }
     let words: Vec<(&[u8], u64)> = counts.iter().map(|(w, c)| (&w[..], *c)).collect();
     for tb in [TieBreak::Lexicographic, TieBreak::Hf] {
-        assert!(small_ids(256, &TrainConfig { max_new_tokens: 65_000, tie_break: tb, min_frequency: 0, max_token_length: None }));
+        assert!(small_ids(256, &TrainConfig { max_new_tokens: 65_000, tie_break: tb, min_frequency: 0, max_token_length: None, filter: None }));
         let narrow = run(&words, 65_000, tb, 0, None);
-        assert!(!small_ids(256, &TrainConfig { max_new_tokens: 70_000, tie_break: tb, min_frequency: 0, max_token_length: None }));
+        assert!(!small_ids(256, &TrainConfig { max_new_tokens: 70_000, tie_break: tb, min_frequency: 0, max_token_length: None, filter: None }));
         let wide = run(&words, 70_000, tb, 0, None);
         // The last 16-bit value is the words' end mark, never an id.
-        let cfg = |n| TrainConfig { max_new_tokens: n, tie_break: tb, min_frequency: 0, max_token_length: None };
+        let cfg = |n| TrainConfig { max_new_tokens: n, tie_break: tb, min_frequency: 0, max_token_length: None, filter: None };
         assert!(small_ids(256, &cfg(65_279)) && !small_ids(256, &cfg(65_280)));
         assert!(narrow.len() > 20);
         assert_eq!(narrow, wide);
@@ -122,7 +122,7 @@ fn wide_symbols_learn_the_same_merges() {
 #[test]
 fn progress_can_stop() {
     let words: &[(&[u8], u64)] = &[(b"abcdefghijklmnop", 1)];
-    let cfg = TrainConfig { max_new_tokens: 10, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None };
+    let cfg = TrainConfig { max_new_tokens: 10, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None, filter: None };
     let mut calls = 0;
     let got = train_owned(flat(words), &cfg, None, &mut |_| {
         calls += 1;
@@ -160,7 +160,7 @@ fn quiet_pairs_change_no_merge() {
     };
     for tb in [TieBreak::Lexicographic, TieBreak::Hf] {
         for (minf, maxlen) in [(0, None), (3, None), (0, Some(4))] {
-            let cfg = TrainConfig { max_new_tokens: 400, tie_break: tb, min_frequency: minf, max_token_length: maxlen };
+            let cfg = TrainConfig { max_new_tokens: 400, tie_break: tb, min_frequency: minf, max_token_length: maxlen, filter: None };
             let learn = |q: i64| {
                 QUIET_START.with(|c| c.set(q));
                 let (syms, offs, cs) = segmented();
@@ -185,7 +185,7 @@ fn owned_counts_given_back_while_copied_train_the_same() {
     let mut sorted: Vec<(&[u8], u64)> = words.iter().map(|w| (&w[..], 1 + (w.len() as u64 % 5))).collect();
     sorted.sort();
     sorted.dedup_by(|a, b| a.0 == b.0);
-    let cfg = TrainConfig { max_new_tokens: 300, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None };
+    let cfg = TrainConfig { max_new_tokens: 300, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None, filter: None };
     let borrowed = train(flat(&sorted).as_ref(), &cfg, None, &mut |_| true);
     let owned = train_owned(flat(&sorted), &cfg, None, &mut |_| true);
     let words_owned = Words::<u16>::of_input(&mut Input::Owned(flat(&sorted)));
