@@ -179,3 +179,17 @@ def test_cli_trains_superwords(docs, tmp_path, capsys):
     assert main(["train", str(path), "--vocab-size", "700", "--superword-transition", "100", "--out",
                  str(tmp_path / "bad"), "--quiet"]) == 1
     assert "superword_transition=100 must be between 257" in capsys.readouterr().err
+
+
+def test_viz_page_shows_superword_tokens(docs):
+    from hf_bpe.tools.viz import Viz
+
+    sw = hf_bpe.train(docs * 3, 900, superword_transition=600, progress=False)
+    text = "It was the best of times, it was the worst of times. The end"
+    page = Viz({"sw": sw})
+    shown = page.handle("/api/encode", {"name": "sw", "text": text})
+    assert [t["id"] for t in shown["tokens"]] == sw.encode(text)
+    assert [text[t["start"]:t["end"]] for t in shown["tokens"]] == [sw.decode([i]) for i in sw.encode(text)]
+    first = page.handle("/api/encode", {"name": "sw", "text": text, "merges": 600 - 257})
+    plain = hf_bpe.BPE(sw.vocab, sw.merges[:600 - 257], sw.special_tokens, sw.pattern)
+    assert [t["id"] for t in first["tokens"]] == plain.encode(text)
