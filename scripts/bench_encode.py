@@ -81,7 +81,7 @@ from typing import Callable
 import numpy as np
 
 from benchlib import (CORPORA, DATA, EOT, ROOT, TOKENIZERS1_VENV, corpus_docs, emit, ensure_tokenizers1, git_state,
-                      machine_info, package_version, pin, thread_env, tiktoken_from_ranks)
+                      machine_info, package_version, pin, publish, thread_env, tiktoken_from_ranks)
 from benchlib import run_worker as run_script
 
 # Vocabularies. The OpenAI ones use tiktoken's own constructor (in tiktoken_ext.openai_public)
@@ -827,10 +827,7 @@ def main(argv=None) -> None:
     results = least_disturbed(results)
 
     md = report(results, args, info, vers, load_before, load_after, time.perf_counter() - t0)
-    print(md)
-    if args.out_md:
-        args.out_md.parent.mkdir(parents=True, exist_ok=True)
-        args.out_md.write_text(md, encoding="utf-8")
+    publish(md, args.out_md)
     if args.out_json:
         args.out_json.write_text(json.dumps({"machine": info, "versions": vers, "results": results}, indent=1))
     # The generic-engine cell must have run on the generic engine, not a scanner.

@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchlib import EOT, ROOT, corpus_docs, git_state, machine_info, status_kib
+from benchlib import EOT, ROOT, corpus_docs, git_state, machine_info, publish, status_kib
 
 OUT = ROOT / "bench_out" / "superword"
 
@@ -127,11 +127,7 @@ def main() -> None:
         saved = f"{(1 - gain) * 100:.1f}% fewer" if c else "-"  # tokens ∝ 1 / (bytes per token)
         lines.append(f"| {vocab:,} | {'plain' if c is None else f'{c:,}'} | {s:.1f} | {ratio:.1f}x | {rss:,.0f} | "
                      f"{bpt:.3f} | {saved} |")
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out_md:
-        args.out_md.parent.mkdir(parents=True, exist_ok=True)
-        args.out_md.write_text(report)
+    publish("\n".join(lines) + "\n", args.out_md)
 
 
 if __name__ == "__main__":

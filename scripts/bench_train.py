@@ -45,7 +45,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlib import EOT, ROOT, SEP, corpus_path, git_state, machine_info, package_version, status_kib
+from benchlib import EOT, ROOT, SEP, corpus_path, git_state, machine_info, package_version, publish, status_kib
 
 DEFAULT_CORPUS = corpus_path("english")
 DOC_SEP = SEP.encode()  # how the corpus joins its documents
@@ -512,11 +512,7 @@ def main() -> None:
               "- all tools: GPT-2 pre-tokenization regex; tokenizers and gigatoken take no custom pattern, "
               "their built-in one is GPT-2's", "",
               *build_table(results, sizes, tools, inputs, sanity), *check_lines]
-    text = "\n".join(report) + "\n"
-    print(text)
-    if args.out_md:
-        args.out_md.parent.mkdir(parents=True, exist_ok=True)
-        args.out_md.write_text(text)
+    publish("\n".join(report) + "\n", args.out_md)
 
 
 if __name__ == "__main__":

@@ -212,3 +212,12 @@ def machine_info() -> dict[str, Any]:
     return {"nproc": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)),
             "cpu": cpu or platform.processor() or "?", "mem": mem, "python": platform.python_version(),
             "kernel": platform.release(), "platform": platform.platform()}
+
+
+def publish(report: str, out_md: Path | None) -> None:
+    """Prints a benchmark's report and, with ``--out-md``, writes it there too."""
+    print(report)
+    if out_md:
+        out_md.parent.mkdir(parents=True, exist_ok=True)
+        out_md.write_text(report, encoding="utf-8")
+
