@@ -95,6 +95,11 @@ def segment_words(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.N
     word one piece, no pre-tokenization): ``(ids, offsets)``. With ``max_rank`` only pairs of lower
     rank merge (the first ``max_rank`` merges; tiktoken: tokens of lower rank), no whole-piece lookup."""
 
+def segment_spans(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]
+                  ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+    """``segment_words`` of superword spans by stage 1's encoder (gpt2 pattern): spans whose word
+    boundaries no stage-1 merge can cross are cut into words that go through the word cache."""
+
 def train_merges_extending(base: Sequence[bytes], base_merges: Sequence[tuple[bytes, bytes]],
                            syms: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64],
                            counts: npt.NDArray[np.uint64], max_new_tokens: int,

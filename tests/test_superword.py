@@ -106,9 +106,9 @@ def test_recount_names_a_word_that_is_not_utf8():
         _core.recount_words(arrays, "gpt2")
 
 
-_TEXT = st.lists(st.sampled_from(["the", " of", " the", " cat", ",", ".", "!", "?", "'s", "'ll", " 42", "7", "\n",
-                                  "\n\n", "  ", "\t", " ", "é", " über", "...", " (x)", "—", "日本", " 3.14", "?!"]),
-                 max_size=40).map("".join)
+_FRAGMENTS = ["the", " of", " the", " cat", ",", ".", "!", "?", "'s", "'ll", " 42", "7", "\n", "\n\n", "  ", "\t", " ",
+              "é", " über", "...", " (x)", "—", "日本", " 3.14", "?!", "sup", "\u3000", "\u00a0"]
+_TEXT = st.lists(st.sampled_from(_FRAGMENTS), max_size=40).map("".join)
 
 
 @pretok_settings(300)
@@ -193,3 +193,37 @@ def test_viz_page_shows_superword_tokens(docs):
     first = page.handle("/api/encode", {"name": "sw", "text": text, "merges": 600 - 257})
     plain = hf_bpe.BPE(sw.vocab, sw.merges[:600 - 257], sw.special_tokens, sw.pattern)
     assert [t["id"] for t in first["tokens"]] == plain.encode(text)
+
+
+@pytest.mark.parametrize("name", ["sample", "code", "multilingual"])
+def test_spans_cut_through_the_word_cache_equal_the_span_merge(docs, name):
+    from conftest import corpus_docs
+
+    texts = sample_docs(400_000, skip=1_000_000) if name == "sample" else corpus_docs(name, 400_000)
+    texts += ["'sup it's,.. x , y日本 語 \u3000 a\u2003 b €\u00a0c", "ab'sup 'll,.!? 3.14 x2 2x"]
+    stage1 = hf_bpe.train(docs + texts[:50], 700, progress=False)
+    spans = hf_bpe.count(texts, pattern=span_pattern("gpt2"), progress=False)
+    fast = _core.segment_spans(stage1._encoder(), spans.bytes, spans.offsets)
+    plain = _core.segment_words(stage1._encoder(), spans.bytes, spans.offsets)
+    assert fast[0].tolist() == plain[0].tolist() and fast[1].tolist() == plain[1].tolist()
+    with pytest.raises(ValueError, match="gpt2 pattern"):
+        _core.segment_spans(hf_bpe.BPE(stage1.vocab, stage1.merges, stage1.special_tokens, "o200k")._encoder(),
+                            spans.bytes, spans.offsets)
+
+
+_STAGE1: list = []
+
+
+@pretok_settings(200)
+@given(texts=st.lists(_TEXT, min_size=1, max_size=5))
+def test_spans_cut_through_the_word_cache_on_random_text(texts):
+    if not _STAGE1:  # (a hypothesis test takes no module fixture)
+        pairs = [a + b for a in _FRAGMENTS for b in _FRAGMENTS]  # so tokens such as ",." and "'ssup" exist
+        _STAGE1.append(hf_bpe.train(sample_docs(60_000) + pairs * 5, 800, progress=False))
+    enc = _STAGE1[0]._encoder()
+    spans = hf_bpe.count(texts, pattern=span_pattern("gpt2"), progress=False)
+    if not len(spans):
+        return
+    fast = _core.segment_spans(enc, spans.bytes, spans.offsets)
+    plain = _core.segment_words(enc, spans.bytes, spans.offsets)
+    assert fast[0].tolist() == plain[0].tolist() and fast[1].tolist() == plain[1].tolist()

@@ -102,12 +102,14 @@ def compression(bpe: BPE, counts: WordCounts) -> float:
 def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break: str = "lexicographic",
                        min_frequency: int = 0, max_token_length: int | None = None, progress: bool = True,
                        extra_added: Sequence[formats.AddedToken] = (), report: bool = True,
-                       label: str = "merging", merge_filter: Any = None) -> BPE:
+                       label: str = "merging", merge_filter: Any = None,
+                       segmented: tuple[np.ndarray, np.ndarray] | None = None) -> BPE:
     """``base`` with merges learned on ``counts`` until its vocabulary size (largest id + 1) is
     ``vocab_size``; see the module doc. ``extra_added`` are added tokens beside the base's (a
     ``BPETokenizer``'s ``add_tokens``) that keep their ids in the result; new ids come after them.
     ``report``: print what the extension changed (with ``progress``); ``label``: the bar's;
-    ``merge_filter``: see :data:`hf_bpe.training.merging.MergeFilter` (never asked about the base's merges)."""
+    ``merge_filter``: see :data:`hf_bpe.training.merging.MergeFilter` (never asked about the base's merges);
+    ``segmented``: the counted words already cut into the base's ids (``_core.segment_words``' form)."""
     import numpy as np
 
     check_base(base)
@@ -134,7 +136,7 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
         if len(b) == 1:
             lut[i] = b[0]
     lut[[i for i, _ in multi]] = np.arange(256, 256 + len(multi), dtype=np.uint32)
-    ids, off = _segment(base, counts)
+    ids, off = _segment(base, counts) if segmented is None else segmented
     max_new = vocab_size - first
     with count_progress(max_new, label, "tok", enabled=progress and max_new > 0) as cb:
         new = _core.train_merges_extending([b for _, b in multi], base.merges, lut[ids], off, counts.counts, max_new,

@@ -106,8 +106,11 @@ def train_spans(spans: WordCounts, vocab_size: int, transition: int, tie_break: 
     base = BPE(stage1.vocab, stage1.merges, stage1.special_tokens, spans.pattern)
     if vocab_size <= base.vocab_size:
         return base
+    # Each span cut into stage 1's tokens, its words through stage 1's word cache where no merge
+    # can cross between them (``_core.segment_spans``), as the span pattern's encoder would.
+    segmented = _core.segment_spans(stage1._encoder(), spans.bytes, spans.offsets)
     out = extend_from_counts(base, spans, vocab_size, tie_break, min_frequency, max_token_length, progress,
-                             report=False, label="superwords", merge_filter=merge_filter)
+                             report=False, label="superwords", merge_filter=merge_filter, segmented=segmented)
     if progress:
         print(f"superwords: {out.vocab_size - base.vocab_size} tokens after the first {base.vocab_size} "
               f"(ids {base.vocab_size}..{out.vocab_size - 1})", file=sys.stderr)

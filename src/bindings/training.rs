@@ -200,6 +200,97 @@ pub fn segment_words<'py>(
     Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offs)))
 }
 
+/// [`segment_words`] of superword spans by stage 1's encoder (pattern `gpt2`, its tokens all
+/// trained inside gpt2 pieces): a span none of whose word boundaries a stage-1 merge can cross
+/// ([`may_join`]) is cut into its words, each through the word cache; any other span merges as
+/// one piece. Equal to `segment_words` ([log](../../docs/performance.md#superword-training)).
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn segment_spans<'py>(
+    py: Python<'py>,
+    encoder: PyRef<'py, super::encoder::Encoder>,
+    bytes: PyReadonlyArray1<'py, u8>,
+    offsets: PyReadonlyArray1<'py, i64>,
+) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
+    let (b, o) = (bytes.as_slice()?, offsets.as_slice()?);
+    if !rising(o, b.len()) {
+        return Err(value_error("segment_spans: offsets must rise from 0 to len(bytes)".into()));
+    }
+    let enc = encoder.inner.clone();
+    if enc.pattern_spec() != "gpt2" || enc.is_generic() {
+        return Err(value_error(format!("segment_spans needs an encoder of the gpt2 pattern, not {:?}", enc.pattern_spec())));
+    }
+    let (ids, offs) = py.allow_threads(|| {
+        let words = o.len().saturating_sub(1);
+        let runs: Vec<(usize, usize)> = (0..words).step_by(SEGMENT_RUN).map(|a| (a, (a + SEGMENT_RUN).min(words))).collect();
+        let pool = crate::pool::get(crate::pool::default_threads());
+        let parts: Vec<(Vec<u32>, Vec<i64>)> = crate::pool::install(pool.as_deref(), || {
+            use rayon::prelude::*;
+            runs.par_iter()
+                .map(|&(a, z)| {
+                    let mut cache = enc.cache(rayon::current_thread_index().unwrap_or(0));
+                    let (mut ids, mut ends) = (Vec::new(), Vec::with_capacity(z - a));
+                    let mut cuts: Vec<(usize, usize)> = Vec::new();
+                    for w in a..z {
+                        let span = &b[o[w] as usize..o[w + 1] as usize];
+                        cuts.clear();
+                        let text = std::str::from_utf8(span).ok();
+                        if let Some(t) = text {
+                            let _ = enc.pattern.for_each_piece_dyn(t, &mut |s, e| cuts.push((s, e)));
+                        }
+                        let safe = text.is_some() && cuts.windows(2).all(|c| !may_join(span[c[0].1 - 1], span[c[1].0]));
+                        if safe {
+                            for &(s, e) in &cuts {
+                                enc.encode_piece(&mut cache, &span[s..e], &mut ids);
+                            }
+                        } else {
+                            enc.bpe_piece(span, &mut ids);
+                        }
+                        ends.push(ids.len() as i64);
+                    }
+                    (ids, ends)
+                })
+                .collect()
+        });
+        let mut ids = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
+        let mut offs = Vec::with_capacity(o.len());
+        offs.push(0i64);
+        for (part, ends) in parts {
+            let base = ids.len() as i64;
+            offs.extend(ends.iter().map(|e| base + e));
+            ids.extend_from_slice(&part);
+        }
+        (ids, offs)
+    });
+    Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offs)))
+}
+
+/// Whether a stage-1 merge may join the byte `last` ending a gpt2 piece to the byte `first`
+/// starting the next one inside a span. Such a merge makes a token that holds `last first`,
+/// and every stage-1 token lies inside some gpt2 piece, whose bytes are one class (ASCII
+/// letters, digits, or punctuation and controls), a leading space, whitespace only, or a
+/// contraction (`'` then letters). So an ASCII letter, digit or punctuation mark followed by a
+/// space or by a byte of another class never joins, but for `'` before a letter; anything
+/// else (non-ASCII, whitespace, controls) is taken as joinable.
+fn may_join(last: u8, first: u8) -> bool {
+    #[derive(PartialEq)]
+    enum C { Letter, Digit, Punct, Other }
+    let class = |b: u8| match b {
+        b'a'..=b'z' | b'A'..=b'Z' => C::Letter,
+        b'0'..=b'9' => C::Digit,
+        0x21..=0x7e => C::Punct,
+        _ => C::Other,
+    };
+    let (l, f) = (class(last), class(first));
+    if l == C::Other {
+        return true;
+    }
+    if first == b' ' {
+        return false;
+    }
+    f == C::Other || l == f || (last == b'\'' && f == C::Letter)
+}
+
 /// Learns merges extending a vocabulary (`crate::train::train_extending`): `base` its tokens of
 /// two bytes or more in id order (internal ids 256..), the words cut into internal ids.
 #[pyfunction]
