@@ -160,42 +160,13 @@ pub fn segment_words<'py>(
     offsets: PyReadonlyArray1<'py, i64>,
     max_rank: Option<u64>,
 ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
-    let (b, o) = (bytes.as_slice()?, offsets.as_slice()?);
-    if !rising(o, b.len()) {
-        return Err(value_error("segment_words: offsets must rise from 0 to len(bytes)".into()));
-    }
+    let (b, o) = flat_words(&bytes, &offsets, "segment_words")?;
     let enc = encoder.inner.clone();
-    // Runs of words on all cores (superword spans are most of a corpus), joined in order.
     let (ids, offs) = py.allow_threads(|| {
-        let words = o.len().saturating_sub(1);
-        let runs: Vec<(usize, usize)> = (0..words).step_by(SEGMENT_RUN).map(|a| (a, (a + SEGMENT_RUN).min(words))).collect();
-        let pool = crate::pool::get(crate::pool::default_threads());
-        let parts: Vec<(Vec<u32>, Vec<i64>)> = crate::pool::install(pool.as_deref(), || {
-            use rayon::prelude::*;
-            runs.par_iter()
-                .map(|&(a, z)| {
-                    let (mut ids, mut ends) = (Vec::new(), Vec::with_capacity(z - a));
-                    for w in a..z {
-                        let piece = &b[o[w] as usize..o[w + 1] as usize];
-                        match max_rank {
-                            None => enc.bpe_piece(piece, &mut ids),
-                            Some(limit) => enc.bpe_piece_upto(piece, limit, &mut ids),
-                        }
-                        ends.push(ids.len() as i64);
-                    }
-                    (ids, ends)
-                })
-                .collect()
-        });
-        let mut ids = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
-        let mut offs = Vec::with_capacity(o.len());
-        offs.push(0i64);
-        for (part, ends) in parts {
-            let base = ids.len() as i64;
-            offs.extend(ends.iter().map(|e| base + e));
-            ids.extend_from_slice(&part);
-        }
-        (ids, offs)
+        segment_runs(b, o, || (), |_, piece, ids| match max_rank {
+            None => enc.bpe_piece(piece, ids),
+            Some(limit) => enc.bpe_piece_upto(piece, limit, ids),
+        })
     });
     Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offs)))
 }
@@ -212,57 +183,69 @@ pub fn segment_spans<'py>(
     bytes: PyReadonlyArray1<'py, u8>,
     offsets: PyReadonlyArray1<'py, i64>,
 ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
-    let (b, o) = (bytes.as_slice()?, offsets.as_slice()?);
-    if !rising(o, b.len()) {
-        return Err(value_error("segment_spans: offsets must rise from 0 to len(bytes)".into()));
-    }
+    let (b, o) = flat_words(&bytes, &offsets, "segment_spans")?;
     let enc = encoder.inner.clone();
     if enc.pattern_spec() != "gpt2" || enc.is_generic() {
         return Err(value_error(format!("segment_spans needs an encoder of the gpt2 pattern, not {:?}", enc.pattern_spec())));
     }
     let (ids, offs) = py.allow_threads(|| {
-        let words = o.len().saturating_sub(1);
-        let runs: Vec<(usize, usize)> = (0..words).step_by(SEGMENT_RUN).map(|a| (a, (a + SEGMENT_RUN).min(words))).collect();
-        let pool = crate::pool::get(crate::pool::default_threads());
-        let parts: Vec<(Vec<u32>, Vec<i64>)> = crate::pool::install(pool.as_deref(), || {
-            use rayon::prelude::*;
-            runs.par_iter()
-                .map(|&(a, z)| {
-                    let mut cache = enc.cache(rayon::current_thread_index().unwrap_or(0));
-                    let (mut ids, mut ends) = (Vec::new(), Vec::with_capacity(z - a));
-                    let mut cuts: Vec<(usize, usize)> = Vec::new();
-                    for w in a..z {
-                        let span = &b[o[w] as usize..o[w + 1] as usize];
-                        cuts.clear();
-                        let text = std::str::from_utf8(span).ok();
-                        if let Some(t) = text {
-                            let _ = enc.pattern.for_each_piece_dyn(t, &mut |s, e| cuts.push((s, e)));
-                        }
-                        let safe = text.is_some() && cuts.windows(2).all(|c| !may_join(span[c[0].1 - 1], span[c[1].0]));
-                        if safe {
-                            for &(s, e) in &cuts {
-                                enc.encode_piece(&mut cache, &span[s..e], &mut ids);
-                            }
-                        } else {
-                            enc.bpe_piece(span, &mut ids);
-                        }
-                        ends.push(ids.len() as i64);
-                    }
-                    (ids, ends)
-                })
-                .collect()
-        });
-        let mut ids = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
-        let mut offs = Vec::with_capacity(o.len());
-        offs.push(0i64);
-        for (part, ends) in parts {
-            let base = ids.len() as i64;
-            offs.extend(ends.iter().map(|e| base + e));
-            ids.extend_from_slice(&part);
-        }
-        (ids, offs)
+        let state = || (enc.cache(rayon::current_thread_index().unwrap_or(0)), Vec::<(usize, usize)>::new());
+        segment_runs(b, o, state, |(cache, cuts), span, ids| {
+            cuts.clear();
+            let text = std::str::from_utf8(span).ok();
+            if let Some(t) = text {
+                let _ = enc.pattern.for_each_piece_dyn(t, &mut |s, e| cuts.push((s, e)));
+            }
+            if text.is_some() && cuts.windows(2).all(|c| !may_join(span[c[0].1 - 1], span[c[1].0])) {
+                for &(s, e) in cuts.iter() {
+                    enc.encode_piece(cache, &span[s..e], ids);
+                }
+            } else {
+                enc.bpe_piece(span, ids);
+            }
+        })
     });
     Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offs)))
+}
+
+/// The words' flat `bytes` and `offsets`, checked (offsets rise from 0 to `len(bytes)`).
+fn flat_words<'a>(bytes: &'a PyReadonlyArray1<'_, u8>, offsets: &'a PyReadonlyArray1<'_, i64>, who: &str) -> PyResult<(&'a [u8], &'a [i64])> {
+    let (b, o) = (bytes.as_slice()?, offsets.as_slice()?);
+    if !rising(o, b.len()) {
+        return Err(value_error(format!("{who}: offsets must rise from 0 to len(bytes)")));
+    }
+    Ok((b, o))
+}
+
+/// Each word of the flat `bytes`/`offsets` cut into ids by `cut(state, word, ids)`, in runs of
+/// [`SEGMENT_RUN`] words on all cores (a `state()` per run), joined in order: `(ids, offsets)`.
+fn segment_runs<S>(b: &[u8], o: &[i64], state: impl Fn() -> S + Sync, cut: impl Fn(&mut S, &[u8], &mut Vec<u32>) + Sync) -> (Vec<u32>, Vec<i64>) {
+    use rayon::prelude::*;
+    let words = o.len().saturating_sub(1);
+    let runs: Vec<(usize, usize)> = (0..words).step_by(SEGMENT_RUN).map(|a| (a, (a + SEGMENT_RUN).min(words))).collect();
+    let pool = crate::pool::get(crate::pool::default_threads());
+    let parts: Vec<(Vec<u32>, Vec<i64>)> = crate::pool::install(pool.as_deref(), || {
+        runs.par_iter()
+            .map(|&(a, z)| {
+                let mut st = state();
+                let (mut ids, mut ends) = (Vec::new(), Vec::with_capacity(z - a));
+                for w in a..z {
+                    cut(&mut st, &b[o[w] as usize..o[w + 1] as usize], &mut ids);
+                    ends.push(ids.len() as i64);
+                }
+                (ids, ends)
+            })
+            .collect()
+    });
+    let mut ids = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
+    let mut offs = Vec::with_capacity(o.len());
+    offs.push(0i64);
+    for (part, ends) in parts {
+        let base = ids.len() as i64;
+        offs.extend(ends.iter().map(|e| base + e));
+        ids.extend_from_slice(&part);
+    }
+    (ids, offs)
 }
 
 /// Whether a stage-1 merge may join the byte `last` ending a gpt2 piece to the byte `first`
