@@ -115,3 +115,44 @@ def test_the_page_opens_without_console_errors(setup):
         assert not [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     finally:
         driver.quit()
+
+
+PAIRS = [("deu", "Die Katze sitzt auf der Matte.", "The cat sits on the mat."),
+         ("deu", "Ich gehe nach Hause.", "I am going home."),
+         ("rus", "Кошка сидит на ковре.", "The cat sits on the rug."),
+         ("jpn", "猫はマットの上に座った。", "The cat sat on the mat.")]
+
+
+def test_parallel_pairs_give_each_language_its_premium_over_english(setup, tmp_path):
+    import gzip
+
+    d, paths, bpe, other, _, _ = setup
+    par = tmp_path / "pairs.jsonl.gz"
+    with gzip.open(par, "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps({"lang": lang, "text": t, "eng": e}) + "\n" for lang, t, e in PAIRS)
+    out = tmp_path / "par.html"
+    run = subprocess.run([sys.executable, "-m", "hf_bpe", "report", "--tokenizer", str(d / "tok"), paths[0],
+                          "--compare", str(d / "other"), "--parallel", str(par), "--out", str(out), "--quiet"],
+                         capture_output=True, text=True, check=True)
+    got = report.parallel_costs(bpe, str(par))
+    for lang in ("deu", "rus", "jpn"):
+        rows = [(t, e) for la, t, e in PAIRS if la == lang]
+        tokens = sum(len(bpe.encode(t)) for t, _ in rows)
+        english = sum(len(bpe.encode(e)) for _, e in rows)
+        assert got["languages"][lang] == {"pairs": len(rows), "tokens": tokens, "english_tokens": english,
+                                          "premium": tokens / english}
+    premiums = [v["premium"] for v in got["languages"].values()]
+    assert got["gini"] == pytest.approx(sum(abs(a - b) for a in premiums for b in premiums)
+                                        / (2 * len(premiums) ** 2 * (sum(premiums) / len(premiums))))
+    page = out.read_text(encoding="utf-8")
+    assert "Per language: tokens against English" in page and f"{got['gini']:.3f}" in page
+    assert f"{got['languages']['jpn']['premium']:.3f}" in page and "premium over English: Gini" in run.stdout
+    assert report.gini([1.0, 1.0, 1.0]) == 0.0
+
+
+def test_a_bad_parallel_line_names_the_file_and_line(setup, tmp_path):
+    _, paths, bpe, _, _, _ = setup
+    par = tmp_path / "bad.jsonl"
+    par.write_text(json.dumps({"lang": "deu", "text": "x", "eng": "y"}) + "\n" + '{"lang": "deu", "text": "x"}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl, line 2: a parallel pair"):
+        report.parallel_costs(bpe, str(par))

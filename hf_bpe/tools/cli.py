@@ -246,12 +246,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if names[0] == names[1]:
         names = (names[0] + " (1)", names[1] + " (2)")
     figures = report.write_report(bpe, args.corpora, args.out, compare=other, names=names, progress=not args.quiet,
-                                  errors=args.errors)
+                                  errors=args.errors, parallel=args.parallel)
     for name, r in figures.items():
         t = r["total"]
         print(f"{name}: {t['bytes']:,} bytes, {t['tokens']:,} tokens, "
               f"{t['bytes'] / max(t['tokens'], 1):.3f} bytes/token; "
-              f"{100 * r['unused_share']:.1f}% of the vocabulary unused")
+              f"{100 * r['unused_share']:.1f}% of the vocabulary unused"
+              + (f"; premium over English: Gini {r['parallel']['gini']:.3f} over {len(r['parallel']['languages'])} "
+                 "languages" if r["parallel"] else ""))
     print(f"wrote {args.out}")
     return 0
 
@@ -316,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokenizer", required=True, help="tokenizer folder or file")
     p.add_argument("corpora", nargs="+", metavar="CORPUS")
     p.add_argument("--compare", default=None, metavar="DIR2", help="a second tokenizer, the same figures")
+    p.add_argument("--parallel", default=None, metavar="JSONL",
+                   help='sentence pairs {"lang", "text", "eng"} (.jsonl[.gz]): tokens per language against English')
     p.add_argument("--out", required=True, help="the HTML file to write")
     p.add_argument("--errors", choices=["strict", "replace"], default="strict",
                    help="what to do with bytes that are not UTF-8")

@@ -8,6 +8,11 @@ corpus: each word (a run of non-space characters with the spaces before it) is e
 own and counts for the script of its first letter (from the character's Unicode name); words
 without letters are "Common". Words, not the pre-tokenizer's pieces, so that two tokenizers are
 measured on the same cut.
+
+With a parallel file (``parallel=``, ``--parallel``: JSON lines ``{"lang", "text", "eng"}``, e.g.
+Tatoeba's pairs of 112 languages with English), per language: the tokens of its sentences, of
+their English translations, and the premium (their ratio: what a reader of that language pays
+per English token), with the Gini coefficient of the premiums (0: every language pays alike).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from hf_bpe.formats.files import write_file
 from hf_bpe.bpe import BPE
 from hf_bpe.tools.viz import show
 
-__all__ = ["compute", "write_report"]
+__all__ = ["compute", "parallel_costs", "gini", "write_report"]
 
 SAMPLE_BYTES = 1 << 20
 TOP = 30
@@ -67,9 +72,9 @@ def _sample(path: str, limit: int, errors: str) -> str:
 
 
 def compute(bpe: BPE, corpora: Sequence[str], *, progress: bool = True, errors: str = "strict",
-            sample_bytes: int = SAMPLE_BYTES) -> dict[str, Any]:
+            sample_bytes: int = SAMPLE_BYTES, parallel: str | None = None) -> dict[str, Any]:
     """The report's figures for ``bpe`` on ``corpora`` (paths of text, .gz or .jsonl files);
-    ``errors`` as ``BPE.encode_file``'s."""
+    ``errors`` as ``BPE.encode_file``'s; ``parallel``: a parallel file (:func:`parallel_costs`)."""
     import numpy as np
 
     vocab = bpe.vocab
@@ -117,7 +122,58 @@ def compute(bpe: BPE, corpora: Sequence[str], *, progress: bool = True, errors: 
         "unused_share": len(unused) / max(len(ordinary), 1),
         "unused_examples": [show(vocab[i]) for i in sorted(unused, key=lambda i: (len(vocab[i]), i))[-TOP:]],
         "top": [(show(vocab[i]), i, n) for i, n in top],
+        "parallel": parallel_costs(bpe, parallel) if parallel else None,
     }
+
+
+def _read_pairs(path: str) -> dict[str, tuple[list[str], list[str]]]:
+    """A parallel file's sentences and their English translations, by language."""
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                lang, text, eng = row["lang"], row["text"], row["eng"]
+            except (ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"{path}, line {n}: a parallel pair is a JSON object with \"lang\", \"text\" "
+                                 f"and \"eng\" ({e.__class__.__name__}: {e})") from None
+            if not all(isinstance(x, str) for x in (lang, text, eng)):
+                raise ValueError(f"{path}, line {n}: \"lang\", \"text\" and \"eng\" must be strings")
+            texts, engs = out.setdefault(lang, ([], []))
+            texts.append(text)
+            engs.append(eng)
+    if not out:
+        raise ValueError(f"{path}: no parallel pairs")
+    return out
+
+
+def gini(values: Sequence[float]) -> float:
+    """The Gini coefficient of ``values`` (0: all equal; towards 1: one holds everything)."""
+    xs = sorted(values)
+    n, total = len(xs), sum(xs)
+    if n == 0 or total == 0:
+        return 0.0
+    return sum((2 * i - n + 1) * x for i, x in enumerate(xs)) / (n * total)
+
+
+def parallel_costs(bpe: BPE, path: str) -> dict[str, Any]:
+    """Per language of a parallel file: pairs, tokens of the sentences and of their English
+    translations, the premium (their ratio); and the premiums' Gini coefficient."""
+    pairs = _read_pairs(path)
+    langs = sorted(pairs)
+    texts = [t for lang in langs for t in pairs[lang][0]]
+    engs = [t for lang in langs for t in pairs[lang][1]]
+    lens = [len(x) for x in bpe.encode_batch(texts + engs, allowed_special="all")]
+    per, at = {}, 0
+    for lang in langs:
+        n = len(pairs[lang][0])
+        tokens, english = sum(lens[at:at + n]), sum(lens[len(texts) + at:len(texts) + at + n])
+        per[lang] = {"pairs": n, "tokens": tokens, "english_tokens": english, "premium": tokens / max(english, 1)}
+        at += n
+    return {"path": str(path), "languages": per, "gini": gini([v["premium"] for v in per.values()])}
 
 
 def _bars(title: str, labels: list[str], series: list[tuple[str, list[float]]], fmt: str = "{:.2f}") -> str:
@@ -189,6 +245,8 @@ def render(reports: list[tuple[str, dict[str, Any]]]) -> str:
                          [100 * _bucket(r["lengths_used"], k) / max(sum(r["lengths_used"].values()), 1)
                           for k in lens])
                         for n, r in reports], "{:.1f}"))
+    if first.get("parallel"):
+        parts.extend(_parallel_section(reports))
     for n, r in reports:
         parts.append(f"<h2>{html.escape(n)}: vocabulary never used</h2>"
                      f"<p>{r['unused']:,} of {r['vocab_tokens']:,} tokens "
@@ -204,13 +262,30 @@ def render(reports: list[tuple[str, dict[str, Any]]]) -> str:
             f'<link rel="icon" href="data:,"><style>{style}</style></head><body>{"".join(parts)}</body></html>')
 
 
+def _parallel_section(reports: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Per language of the parallel file: the premium over English, as bars and a table."""
+    par = reports[0][1]["parallel"]
+    langs = sorted(par["languages"], key=lambda lang: -par["languages"][lang]["premium"])
+    ginis = ", ".join(f"{html.escape(n)} {r['parallel']['gini']:.3f}" for n, r in reports)
+    out = [f"<h2>Per language: tokens against English</h2><p>{html.escape(Path(par['path']).name)}: each "
+           "language's sentences against their English translations; the premium is their ratio of "
+           f"tokens (1: as many as English). Gini of the premiums (0: every language pays alike): {ginis}.</p>"]
+    out.append(_bars("premium over English, per language", langs,
+                     [(n, [r["parallel"]["languages"][lang]["premium"] for lang in langs]) for n, r in reports]))
+    out.append(_table(["tokenizer", "language", "pairs", "tokens", "English tokens", "premium"],
+                      [[n, lang, v["pairs"], f"{v['tokens']:,}", f"{v['english_tokens']:,}", f"{v['premium']:.3f}"]
+                       for n, r in reports for lang in langs for v in [r["parallel"]["languages"][lang]]]))
+    return out
+
+
 def write_report(bpe: BPE, corpora: Sequence[str], out: str | os.PathLike, *, compare: BPE | None = None,
                  names: tuple[str, str] = ("tokenizer", "compare"), progress: bool = True,
-                 errors: str = "strict") -> dict[str, Any]:
-    """Writes the report of ``bpe`` (and ``compare``) on ``corpora`` to ``out`` atomically; returns
-    the figures."""
-    reports = [(names[0], compute(bpe, corpora, progress=progress, errors=errors))]
+                 errors: str = "strict", parallel: str | None = None) -> dict[str, Any]:
+    """Writes the report of ``bpe`` (and ``compare``) on ``corpora`` (and a ``parallel`` file) to
+    ``out`` atomically; returns the figures."""
+    options = dict(progress=progress, errors=errors, parallel=parallel)
+    reports = [(names[0], compute(bpe, corpora, **options))]
     if compare is not None:
-        reports.append((names[1], compute(compare, corpora, progress=progress, errors=errors)))
+        reports.append((names[1], compute(compare, corpora, **options)))
     write_file(out, render(reports).encode("utf-8"))
     return dict(reports)
