@@ -14,6 +14,13 @@ def pretokenize(pattern: str, text: str) -> list[str]:
     """Splits ``text`` into pre-tokens with a built-in pattern (``"gpt2"``, ``"cl100k"``, ``"o200k"``,
     ``"llama3"``, ``"qwen2"``, ``"qwen3.5"``, ``"nemotron"``, ``"deepseek-v3"``, ``"kimi"``) or a regex."""
 
+def span_pattern(pattern: str, max_words: int) -> str:
+    """The superword span pattern over ``pattern`` (gpt2 only so far): spans of 1 to
+    ``max_words`` words (1..16); ValueError otherwise."""
+
+def span_words(pattern: str) -> tuple[str, int] | None:
+    """``(word pattern, max_words)`` if ``pattern`` is a span pattern as ``span_pattern`` spells it."""
+
 def pattern_source(pattern: str) -> str:
     """The regex a pattern name stands for (a regex is returned as is, after compiling it)."""
 

@@ -180,7 +180,7 @@ pub fn encode_file(
     let ropt = ReadOptions {
         errors: opt.errors,
         text_field: opt.text_field,
-        cut: if enc.pattern.is_builtin() && !enc.is_generic() { CutRule::Safe } else { CutRule::AfterSpecial },
+        cut: if enc.is_generic() { CutRule::AfterSpecial } else { CutRule::of(&enc.pattern) },
         specials: enc.specials(),
         allowed: &opt.allowed,
         range: None,

@@ -227,3 +227,29 @@ def test_spans_cut_through_the_word_cache_on_random_text(texts):
     fast = _core.segment_spans(enc, spans.bytes, spans.offsets)
     plain = _core.segment_words(enc, spans.bytes, spans.offsets)
     assert fast[0].tolist() == plain[0].tolist() and fast[1].tolist() == plain[1].tolist()
+
+
+def test_span_counting_cuts_files_and_documents_at_lines(tmp_path):
+    import gzip as gz
+
+    from conftest import READ_BLOCK
+
+    with gz.open(hf_bpe.sample_corpus(), "rt", encoding="utf-8") as f:
+        text = f.read(6_000_000).replace("<|endoftext|>", "")
+    path = tmp_path / "no-specials.txt"
+    path.write_text(text, encoding="utf-8")
+    pattern = span_pattern("gpt2", 3)
+    wc = _core.WordCounter(pattern, [], 2)
+    wc.add_file(str(path))
+    max_carry, _ = wc.read_stats
+    assert max_carry <= READ_BLOCK + 4096, max_carry  # held: a block, never the file
+    one = _core.WordCounter(pattern, [], 1)  # one document of 6 MB, cut into segments at lines
+    one.add_texts([text])
+    want = {}
+    for m in regex.finditer(pattern, text):
+        want[m.group().encode()] = want.get(m.group().encode(), 0) + 1
+    assert dict(wc.words()) == want and dict(one.words()) == want
+    cuts = wc.shard_cuts(str(path), [1_000_000, 3_000_000])
+    assert all(text.encode()[c - 1:c] == b"\n" or text.encode()[c:c + 1] == b"\n" for c in cuts)
+    with pytest.raises(ValueError, match="read whole"):
+        _core.WordCounter(r"\w+|\W", [], 1).shard_cuts(str(path), [1_000_000])

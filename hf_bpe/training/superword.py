@@ -9,8 +9,9 @@ vocabulary holds ``transition`` tokens, then merges across word boundaries, insi
   towards ``vocab_size``). The result's pattern is the span pattern, so a saved
   ``tokenizer.json`` encodes in stock ``tokenizers`` as it was trained.
 * **Counted once, as data.** Spans are counted like words (one pass over the corpus, memory
-  = the distinct spans); stage 1's word counts are the spans re-split by the word pattern
-  (``_core.recount_words``), exact because every span boundary is a word boundary.
+  = the distinct spans; files are cut at lines, which no span crosses); stage 1's word counts
+  are the spans re-split by the word pattern (``_core.recount_words``), exact because every span
+  boundary is a word boundary.
 
 Where SuperBPE's own trainer lifts pre-tokenization altogether (whole documents in memory), a
 span here is (our choices, named so they can be argued with):
@@ -30,7 +31,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from hf_bpe import _core, formats
+from hf_bpe import _core
 from hf_bpe.bpe import BPE
 from hf_bpe.training.extending import extend_from_counts
 from hf_bpe.training.merging import MergeFilter, finish
@@ -42,35 +43,21 @@ __all__ = ["span_pattern", "word_pattern_of", "check_superword", "train_spans", 
 
 #: The default of ``superword_max_words``: the pieces a span (and so a superword token) holds at most.
 MAX_WORDS = 4
-_MAX_WORDS_LIMIT = 16
-
-# GPT-2's pieces that are not whitespace, in its order (contractions, letters, numbers,
-# punctuation), each with its optional leading space; `_NO_STOP` leaves sentence stops out of
-# the punctuation piece. A span is up to N-1 pieces without a stop, then one piece of any kind.
-_GPT2_PIECES = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+"
-_GPT2_NO_STOP = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}.!?]+"
-_GPT2_SPACE = r"\s+(?!\S)|\s+"
 
 
 def span_pattern(pattern: str = "gpt2", max_words: int = MAX_WORDS) -> str:
-    """The stage-2 pattern of superword training over ``pattern`` (see the module doc): a regex
-    whose pieces are spans of 1 to ``max_words`` words. Count with it (:func:`hf_bpe.count`) to
-    train superwords from counts (:func:`hf_bpe.train_from_counts`)."""
-    if isinstance(max_words, bool) or not isinstance(max_words, int) or not 1 <= max_words <= _MAX_WORDS_LIMIT:
-        raise ValueError(f"superword_max_words must be an int in 1..{_MAX_WORDS_LIMIT}, not {max_words!r}")
-    if formats.pattern_key(pattern) != formats.pattern_key("gpt2"):
-        raise ValueError(f"superword training builds its spans from the gpt2 pattern's pieces; pattern={pattern!r} "
-                         "has no span pattern yet (train with pattern='gpt2')")
-    lead = f"(?:{_GPT2_NO_STOP}){{0,{max_words - 1}}}" if max_words > 1 else ""
-    return f"{lead}(?:{_GPT2_PIECES})|{_GPT2_SPACE}"
+    """The stage-2 pattern of superword training over ``pattern`` (see the module doc; built in
+    the core, ``src/pretok/spans.rs``): a regex whose pieces are spans of 1 to ``max_words``
+    words. Count with it (:func:`hf_bpe.count`) to train superwords from counts
+    (:func:`hf_bpe.train_from_counts`)."""
+    if isinstance(max_words, bool) or not isinstance(max_words, int):
+        raise TypeError(f"superword_max_words must be an int, not {type(max_words).__name__}")
+    return _core.span_pattern(pattern, max(max_words, 0))
 
 
 def word_pattern_of(pattern: str) -> tuple[str, int] | None:
     """``(word pattern, max_words)`` if ``pattern`` is a span pattern of :func:`span_pattern`, else None."""
-    for n in range(1, _MAX_WORDS_LIMIT + 1):
-        if pattern == span_pattern("gpt2", n):
-            return "gpt2", n
-    return None
+    return _core.span_words(pattern)
 
 
 def check_superword(transition: object, vocab_size: int, specials: Sequence[str]) -> int:

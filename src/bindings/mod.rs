@@ -152,6 +152,18 @@ fn pattern_source(pattern: &str) -> PyResult<String> {
     Ok(Pattern::from_spec(pattern).map_err(value_error)?.regex_source().to_string())
 }
 
+/// The superword span pattern over `pattern` (`crate::pretok::spans`).
+#[pyfunction]
+fn span_pattern(pattern: &str, max_words: usize) -> PyResult<String> {
+    crate::pretok::spans::span_pattern(pattern, max_words).map_err(value_error)
+}
+
+/// `(word pattern, max_words)` of a superword span pattern, else None.
+#[pyfunction]
+fn span_words(pattern: &str) -> Option<(&'static str, usize)> {
+    crate::pretok::spans::span_of(pattern)
+}
+
 /// Which engine splits text for a pattern: `"builtin"` (a hand-written scanner), `"dfa"` or
 /// `"fancy-regex"` (see `pretok/regex.rs`).
 #[pyfunction]
@@ -195,6 +207,8 @@ fn regex_may_match_empty(regex: &str) -> PyResult<bool> {
 pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_source, m)?)?;
+    m.add_function(wrap_pyfunction!(span_pattern, m)?)?;
+    m.add_function(wrap_pyfunction!(span_words, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_engine, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_splits, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_from_splits, m)?)?;

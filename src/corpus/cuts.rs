@@ -32,11 +32,39 @@ pub fn safe_cut(b: &[u8], p: usize, specials: Option<&Specials>) -> bool {
     if p < 2 || p + 1 >= b.len() {
         return false;
     }
-    let ok = (b[p - 1] == b'\n' && b[p] != b'/' && class_before(b, p - 1).is_some_and(|c| c & WS == 0)
+    let ok = at_line(b, p) || (b[p] == b' ' && b[p - 1].is_ascii_alphabetic() && b[p + 1].is_ascii_alphabetic());
+    ok && !specials.is_some_and(|s| s.straddles(b, p))
+}
+
+/// [`safe_cut`]'s two shapes at a `'\n'` only: the cuts of superword spans, which run on across
+/// spaces but never over a `'\n'` (`crate::pretok::spans`).
+pub fn line_cut(b: &[u8], p: usize, specials: Option<&Specials>) -> bool {
+    p >= 2 && p + 1 < b.len() && at_line(b, p) && !specials.is_some_and(|s| s.straddles(b, p))
+}
+
+fn at_line(b: &[u8], p: usize) -> bool {
+    (b[p - 1] == b'\n' && b[p] != b'/' && class_before(b, p - 1).is_some_and(|c| c & WS == 0)
         && class_after(b, p).is_some_and(|c| c & WS == 0))
         || (b[p] == b'\n' && class_before(b, p).is_some_and(|c| c & (L | N) != 0))
-        || (b[p] == b' ' && b[p - 1].is_ascii_alphabetic() && b[p + 1].is_ascii_alphabetic());
-    ok && !specials.is_some_and(|s| s.straddles(b, p))
+}
+
+/// Which cuts a text may take: every [`safe_cut`] (the built-in patterns), only the ASCII ones
+/// ([`ascii_safe_cut`]), or only those at a `'\n'` ([`line_cut`]: superword spans).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    Safe,
+    Ascii,
+    Lines,
+}
+
+impl Rule {
+    fn ok(self, b: &[u8], p: usize, specials: Option<&Specials>) -> bool {
+        match self {
+            Rule::Safe => safe_cut(b, p, specials),
+            Rule::Ascii => ascii_safe_cut(b, p) && !specials.is_some_and(|s| s.straddles(b, p)),
+            Rule::Lines => line_cut(b, p, specials),
+        }
+    }
 }
 
 /// The class bits of the char that ends just before `q` (None if `b[..q]` does not end with a
@@ -66,7 +94,7 @@ fn class_after(b: &[u8], p: usize) -> Option<u8> {
 /// it where the reader itself may cut (JSON lines: a line start; text: a [`safe_cut`]), or the
 /// end of the file. Shards `cuts[i]..cuts[i + 1]` then tile the file, and counting them apart
 /// gives the counts of the whole. Only the bytes around each target are read.
-pub fn shard_cuts(file_path: &std::path::Path, targets: &[u64], jsonl: bool, specials: &Specials) -> Result<Vec<u64>, String> {
+pub fn shard_cuts(file_path: &std::path::Path, targets: &[u64], jsonl: bool, rule: Rule, specials: &Specials) -> Result<Vec<u64>, String> {
     let path = file_path.display();
     let mut f = File::open(file_path).map_err(|e| format!("{path}: cannot open: {e}"))?;
     let size = f.metadata().map_err(|e| format!("{path}: {e}"))?.len();
@@ -93,7 +121,7 @@ pub fn shard_cuts(file_path: &std::path::Path, targets: &[u64], jsonl: bool, spe
             let from = (x - lo) as usize;
             // A special token must fit whole in the window to be seen straddling a cut.
             let last = if at_end { buf.len() } else { buf.len().saturating_sub(longest) };
-            let found = (from..last).find(|&p| if jsonl { buf[p - 1] == b'\n' } else { safe_cut(&buf, p, Some(specials)) });
+            let found = (from..last).find(|&p| if jsonl { buf[p - 1] == b'\n' } else { rule.ok(&buf, p, Some(specials)) });
             match found {
                 Some(p) => break lo + p as u64,
                 None if at_end => {
@@ -116,6 +144,11 @@ pub fn last_safe_cut(b: &[u8], specials: Option<&Specials>) -> Option<usize> {
 /// The last safe cut in `b` at or after `from` (the bytes before were searched already).
 pub fn last_safe_cut_from(b: &[u8], specials: Option<&Specials>, from: usize) -> Option<usize> {
     last_cut_by(b, from, |p| safe_cut(b, p, specials))
+}
+
+/// The last cut of `rule` in `b` at or after `from`.
+pub fn last_cut_from(b: &[u8], rule: Rule, specials: Option<&Specials>, from: usize) -> Option<usize> {
+    last_cut_by(b, from, |p| rule.ok(b, p, specials))
 }
 
 /// The last place `p >= from` next to a `'\n'` or at a space where `ok(p)`.
@@ -155,21 +188,20 @@ pub fn segments(text: &str, size: usize) -> Vec<&str> {
     segments_where(text, size, false)
 }
 
-/// [`segments`] of a whole document: never inside one of `specials` (which split it later).
-pub fn segments_keeping<'t>(text: &'t str, size: usize, specials: &Specials) -> Vec<&'t str> {
-    segments_by(text, size, false, Some(specials))
+/// [`segments`] of a whole document by `rule`: never inside one of `specials` (which split it
+/// later).
+pub fn segments_keeping<'t>(text: &'t str, size: usize, rule: Rule, specials: &Specials) -> Vec<&'t str> {
+    segments_by(text, size, rule, Some(specials))
 }
 
 /// [`segments`]; with `ascii`, only at [`ascii_safe_cut`]s.
 pub fn segments_where(text: &str, size: usize, ascii: bool) -> Vec<&str> {
-    segments_by(text, size, ascii, None)
+    segments_by(text, size, if ascii { Rule::Ascii } else { Rule::Safe }, None)
 }
 
-fn segments_by<'t>(text: &'t str, size: usize, ascii: bool, specials: Option<&Specials>) -> Vec<&'t str> {
+fn segments_by<'t>(text: &'t str, size: usize, rule: Rule, specials: Option<&Specials>) -> Vec<&'t str> {
     let b = text.as_bytes();
-    let ok = |p: usize| {
-        (if ascii { ascii_safe_cut(b, p) } else { safe_cut(b, p, None) }) && !specials.is_some_and(|s| s.straddles(b, p))
-    };
+    let ok = |p: usize| rule.ok(b, p, specials);
     let mut out = Vec::new();
     let mut start = 0;
     while b.len() - start > size + size / 2 {

@@ -8,7 +8,8 @@
 //! * Bytes wait in a *carry* buffer until they can be cut off without changing the result:
 //!   - JSON lines: after the last `'\n'`; the sink gets the documents of complete lines;
 //!   - text with a built-in pattern ([`CutRule::Safe`]): at [`super::cuts::last_safe_cut`], a
-//!     place where every built-in pattern ends a piece and no special token straddles;
+//!     place where every built-in pattern ends a piece and no special token straddles; with a
+//!     superword span pattern ([`CutRule::Lines`]) only such places at a `'\n'`;
 //!   - text with a custom regex ([`CutRule::AfterSpecial`]): a regex may match across anything
 //!     except a special token, so only right after an allowed special token (found by the one
 //!     matcher, `crate::specials`). The carry then holds all text up to the next special token:
@@ -26,7 +27,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::thread::JoinHandle;
 use std::sync::Arc;
 
-use super::cuts::{last_safe_cut_from, CUT_CONTEXT};
+use super::cuts::{last_cut_from, last_safe_cut_from, Rule, CUT_CONTEXT};
 use crate::specials::{SpecialSet, Specials};
 
 /// Size of one read from a file. Up to four blocks are alive at once (two queued, one being
@@ -68,8 +69,21 @@ impl Utf8Errors {
 pub enum CutRule {
     /// Built-in patterns: at [`super::cuts::last_safe_cut`].
     Safe,
+    /// Superword span patterns: at [`super::cuts::line_cut`]s.
+    Lines,
     /// Custom regex: only right after a special token.
     AfterSpecial,
+}
+
+impl CutRule {
+    /// The rule for text of `pattern` (see `Pattern::cut_rule`).
+    pub fn of(pattern: &crate::pretok::Pattern) -> CutRule {
+        match pattern.cut_rule() {
+            Some(super::cuts::Rule::Lines) => CutRule::Lines,
+            Some(_) => CutRule::Safe,
+            None => CutRule::AfterSpecial,
+        }
+    }
 }
 
 pub struct ReadOptions<'a> {
@@ -169,6 +183,8 @@ pub fn read_corpus(
             memchr::memrchr(b'\n', &carry[from..]).map(|p| from + p + 1)
         } else if after_special {
             cuts.as_ref().and_then(|a| a.last_cut(&carry))
+        } else if opt.cut == CutRule::Lines {
+            last_cut_from(&carry, Rule::Lines, Some(opt.specials), from)
         } else {
             last_safe_cut_from(&carry, Some(opt.specials), from)
         };

@@ -160,12 +160,13 @@ impl Counter {
         let mut work: Vec<Vec<&str>> = Vec::new();
         let mut cur: Vec<&str> = Vec::new();
         let mut cur_len = 0;
-        let after_special = if self.pattern.is_builtin() { None } else { self.specials.automaton(&SpecialSet::All) };
+        let rule = self.pattern.cut_rule();
+        let after_special = if rule.is_some() { None } else { self.specials.automaton(&SpecialSet::All) };
         for &d in docs {
-            let segs = match (&after_special, self.pattern.is_builtin()) {
-                (_, true) => segments_keeping(d, SEGMENT_BYTES, &self.specials),
-                (Some(a), false) => a.segments(d),
-                (None, false) => vec![d],
+            let segs = match (&after_special, rule) {
+                (_, Some(rule)) => segments_keeping(d, SEGMENT_BYTES, rule, &self.specials),
+                (Some(a), None) => a.segments(d),
+                (None, None) => vec![d],
             };
             for seg in segs {
                 cur_len += seg.len();
@@ -204,7 +205,7 @@ impl Counter {
             if e < s {
                 return Err(format!("{path}: byte range {s}..{e} ends before it starts"));
             }
-            if !self.pattern.is_builtin() && !crate::corpus::read::is_jsonl(file_path) {
+            if self.pattern.cut_rule().is_none() && !crate::corpus::read::is_jsonl(file_path) {
                 return Err(format!("{path}: text counted with a custom regex is read whole, not in byte ranges"));
             }
         }
@@ -212,7 +213,7 @@ impl Counter {
         let opt = ReadOptions {
             errors,
             text_field,
-            cut: if self.pattern.is_builtin() { CutRule::Safe } else { CutRule::AfterSpecial },
+            cut: CutRule::of(&self.pattern),
             specials: &specials,
             allowed: &SpecialSet::All,
             range,
@@ -236,10 +237,10 @@ impl Counter {
     /// so its text files are counted whole (an error here).
     pub fn shard_cuts(&self, path: &std::path::Path, targets: &[u64]) -> Result<Vec<u64>, String> {
         let jsonl = crate::corpus::read::is_jsonl(path);
-        if !jsonl && !self.pattern.is_builtin() {
+        let Some(rule) = self.pattern.cut_rule().or(jsonl.then_some(crate::corpus::cuts::Rule::Safe)) else {
             return Err(format!("{}: text counted with a custom regex is read whole, not in byte ranges", path.display()));
-        }
-        crate::corpus::cuts::shard_cuts(path, targets, jsonl, &self.specials)
+        };
+        crate::corpus::cuts::shard_cuts(path, targets, jsonl, rule, &self.specials)
     }
 
     /// Number of distinct pre-tokens so far.

@@ -98,6 +98,7 @@ pub use onig::from_oniguruma;
 mod regex;
 pub use regex::Regex;
 pub mod spec;
+pub mod spans;
 pub use spec::Builtin;
 
 /// Receives the pieces of a text (`start, end` byte ranges, in order). Any `FnMut(usize,
@@ -241,6 +242,15 @@ impl Pattern {
     /// (Nemotron's too; Kimi's tail is `[\r\n]*`).
     pub fn is_builtin(&self) -> bool {
         !matches!(self, Pattern::Custom { .. })
+    }
+
+    /// Where text may be cut without changing its pieces: a built-in's safe cuts, a superword
+    /// span pattern's cuts at lines (`spans`), or none (another regex: `None`).
+    pub fn cut_rule(&self) -> Option<crate::corpus::cuts::Rule> {
+        match self {
+            Pattern::Builtin(_) => Some(crate::corpus::cuts::Rule::Safe),
+            Pattern::Custom { source, .. } => spans::span_of(source).map(|_| crate::corpus::cuts::Rule::Lines),
+        }
     }
 
     /// [`Self::for_each_piece`] for callers off the hot paths: they all share one compiled copy
