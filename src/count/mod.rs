@@ -171,7 +171,10 @@ impl Counter {
             for seg in segs {
                 cur_len += seg.len();
                 cur.push(seg);
-                if cur_len >= SEGMENT_BYTES {
+                // Half a segment per unit: a block of the file reader (2 MiB) is then two units
+                // (its two segments were one, counted on one thread: superword spans' counting
+                // ran on one core).
+                if cur_len >= SEGMENT_BYTES / 2 {
                     work.push(std::mem::take(&mut cur));
                     cur_len = 0;
                 }
