@@ -139,7 +139,7 @@ def train_files(paths, vocab_size: int = 32000, special_tokens: Sequence[str] = 
                 max_token_length: int | None = None, errors: str = "strict", text_field: str = "text", *,
                 min_word_count: int = 0, shard_bytes: int = DEFAULT_SHARD_BYTES, cpus_per_task: int = 1,
                 threads_per_task: int | None = None, address: str | None = None, progress: bool = True,
-                superword_transition: int | None = None, superword_max_words: int = 4,
+                superword_transition: int | None = None, superword_max_words: int | None = None,
                 merge_filter: Any = None) -> BPE:
     """:func:`hf_bpe.train_files` with the counting on a Ray cluster (equal results); the merge
     loop runs on the driver. ``min_word_count`` prunes the merged counts (see
@@ -152,7 +152,7 @@ def train_files(paths, vocab_size: int = 32000, special_tokens: Sequence[str] = 
     specials = _check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
     if superword_transition is not None:
         check_superword(superword_transition, vocab_size, specials)
-        pattern = span_pattern(pattern, superword_max_words)
+        pattern = span_pattern(pattern, *([] if superword_max_words is None else [superword_max_words]))
     counts = count_files(paths, special_tokens, pattern, errors, text_field, shard_bytes=shard_bytes,
                          cpus_per_task=cpus_per_task, threads_per_task=threads_per_task, address=address,
                          progress=progress)

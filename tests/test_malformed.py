@@ -200,12 +200,16 @@ def test_truncated_vocab_json_names_file_and_line(tmp_path, good_pair):
         BPE.load(d)
 
 
-def test_merge_with_unknown_token_names_line(tmp_path, good_pair):
+@pytest.mark.parametrize(("line", "text", "error"), [
+    (3, "Ġzz qq", r"merges\.txt: line 4: token 'Ġzz' is not in the vocabulary"),
+    (2, "onlyonetoken", r"merges\.txt: line 3: expected two tokens"),
+])
+def test_a_bad_merges_line_is_named(tmp_path, good_pair, line, text, error):
     vocab, merges = good_pair
     lines = merges.split("\n")
-    lines[3] = "Ġzz qq"
+    lines[line] = text
     d = write_pair(tmp_path / "bad", vocab, "\n".join(lines))
-    with pytest.raises(FormatError, match=r"merges\.txt: line 4: token 'Ġzz' is not in the vocabulary"):
+    with pytest.raises(FormatError, match=error):
         BPE.load(d)
 
 
@@ -231,15 +235,6 @@ def test_non_utf8_merges_line(tmp_path, good_pair):
     raw[5] = b"\xff\xfe bad"
     d = write_pair(tmp_path / "bad", vocab, b"\n".join(raw))
     with pytest.raises(FormatError, match=r"merges\.txt: line 6: not valid UTF-8"):
-        BPE.load(d)
-
-
-def test_malformed_merge_line(tmp_path, good_pair):
-    vocab, merges = good_pair
-    lines = merges.split("\n")
-    lines[2] = "onlyonetoken"
-    d = write_pair(tmp_path / "bad", vocab, "\n".join(lines))
-    with pytest.raises(FormatError, match=r"merges\.txt: line 3: expected two tokens"):
         BPE.load(d)
 
 

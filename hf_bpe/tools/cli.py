@@ -24,7 +24,7 @@ def _add_train_options(p: argparse.ArgumentParser, vocab_size: int) -> None:
     p.add_argument("--superword-transition", type=int, default=None, metavar="T",
                    help="superword tokens (SuperBPE): plain BPE up to T tokens, then tokens spanning words "
                         "(gpt2 pattern only)")
-    p.add_argument("--superword-max-words", type=int, default=4, metavar="N",
+    p.add_argument("--superword-max-words", type=int, default=None, metavar="N",
                    help="with --superword-transition: words a superword token spans at most (default 4)")
     p.add_argument("--merge-filter", default=None, metavar="REGEX",
                    help="never form a token that holds a match of REGEX (e.g. '[.!?]\\s')")
@@ -51,7 +51,8 @@ def _train(args: argparse.Namespace, files: list[str]) -> "object":
     options = dict(vocab_size=args.vocab_size, special_tokens=specials, pattern=args.pattern, tie_break=args.tie_break,
                    min_frequency=args.min_frequency, max_token_length=args.max_token_length, progress=not args.quiet,
                    errors=args.errors, superword_transition=getattr(args, "superword_transition", None),
-                   superword_max_words=getattr(args, "superword_max_words", 4),
+                   **({} if getattr(args, "superword_max_words", None) is None
+                      else {"superword_max_words": args.superword_max_words}),
                    merge_filter=getattr(args, "merge_filter", None))
     if getattr(args, "ray", None):
         from hf_bpe import distributed

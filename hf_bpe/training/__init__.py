@@ -1,7 +1,8 @@
 """Training: options (:mod:`~hf_bpe.training.options`), counting documents and files
 (:mod:`~hf_bpe.training.counting`) into word counts as data (:mod:`~hf_bpe.training.counts`),
-the trainers (:mod:`~hf_bpe.training.trainer`) and extending a vocabulary
-(:mod:`~hf_bpe.training.extending`). Below the ``transformers`` adapter, above ``BPE``."""
+the trainers (:mod:`~hf_bpe.training.trainer`, the merge loop's entry
+:mod:`~hf_bpe.training.merging`), extending a vocabulary (:mod:`~hf_bpe.training.extending`) and
+superword training (:mod:`~hf_bpe.training.superword`). Below the ``transformers`` adapter, above ``BPE``."""
 
 from hf_bpe.training.counting import count, count_files
 from hf_bpe.training.extending import extend

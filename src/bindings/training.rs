@@ -143,13 +143,9 @@ pub fn recount_words<'py>(py: Python<'py>, arrays: ArraysIn<'py>, pattern: &str)
     Ok(to_arrays(py, flat))
 }
 
-/// Words per unit of parallel work in [`segment_words`].
-const SEGMENT_RUN: usize = 1 << 14;
-
 /// The words of word counts (flat `bytes`, `offsets`) cut into `encoder`'s tokens by its merges
-/// alone (no pre-tokenization: each word is one piece): `(ids, offsets)`. With `max_rank`, only
-/// pairs of lower rank merge (the first `max_rank` merges; tiktoken: tokens of lower rank) and
-/// no piece is looked up whole.
+/// alone (`crate::encode::segment::words`): `(ids, offsets)`. With `max_rank`, only pairs of
+/// lower rank merge and no piece is looked up whole.
 #[pyfunction]
 #[pyo3(signature = (encoder, bytes, offsets, max_rank=None))]
 #[allow(clippy::type_complexity)]
@@ -162,19 +158,12 @@ pub fn segment_words<'py>(
 ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
     let (b, o) = flat_words(&bytes, &offsets, "segment_words")?;
     let enc = encoder.inner.clone();
-    let (ids, offs) = py.allow_threads(|| {
-        segment_runs(b, o, || (), |_, piece, ids| match max_rank {
-            None => enc.bpe_piece(piece, ids),
-            Some(limit) => enc.bpe_piece_upto(piece, limit, ids),
-        })
-    });
+    let (ids, offs) = py.allow_threads(|| crate::encode::segment::words(&enc, b, o, max_rank));
     Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offs)))
 }
 
-/// [`segment_words`] of superword spans by stage 1's encoder (pattern `gpt2`, its tokens all
-/// trained inside gpt2 pieces): a span none of whose word boundaries a stage-1 merge can cross
-/// ([`may_join`]) is cut into its words, each through the word cache; any other span merges as
-/// one piece. Equal to `segment_words` ([log](../../docs/performance.md#superword-training)).
+/// Superword spans cut into stage 1's tokens (`crate::encode::segment::spans`), equal to
+/// [`segment_words`]; ValueError for an encoder of another pattern than gpt2.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 pub fn segment_spans<'py>(
@@ -185,26 +174,7 @@ pub fn segment_spans<'py>(
 ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
     let (b, o) = flat_words(&bytes, &offsets, "segment_spans")?;
     let enc = encoder.inner.clone();
-    if enc.pattern_spec() != "gpt2" || enc.is_generic() {
-        return Err(value_error(format!("segment_spans needs an encoder of the gpt2 pattern, not {:?}", enc.pattern_spec())));
-    }
-    let (ids, offs) = py.allow_threads(|| {
-        let state = || (enc.cache(rayon::current_thread_index().unwrap_or(0)), Vec::<(usize, usize)>::new());
-        segment_runs(b, o, state, |(cache, cuts), span, ids| {
-            cuts.clear();
-            let text = std::str::from_utf8(span).ok();
-            if let Some(t) = text {
-                let _ = enc.pattern.for_each_piece_dyn(t, &mut |s, e| cuts.push((s, e)));
-            }
-            if text.is_some() && cuts.windows(2).all(|c| !may_join(span[c[0].1 - 1], span[c[1].0])) {
-                for &(s, e) in cuts.iter() {
-                    enc.encode_piece(cache, &span[s..e], ids);
-                }
-            } else {
-                enc.bpe_piece(span, ids);
-            }
-        })
-    });
+    let (ids, offs) = py.allow_threads(|| crate::encode::segment::spans(&enc, b, o)).map_err(value_error)?;
     Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offs)))
 }
 
@@ -215,63 +185,6 @@ fn flat_words<'a>(bytes: &'a PyReadonlyArray1<'_, u8>, offsets: &'a PyReadonlyAr
         return Err(value_error(format!("{who}: offsets must rise from 0 to len(bytes)")));
     }
     Ok((b, o))
-}
-
-/// Each word of the flat `bytes`/`offsets` cut into ids by `cut(state, word, ids)`, in runs of
-/// [`SEGMENT_RUN`] words on all cores (a `state()` per run), joined in order: `(ids, offsets)`.
-fn segment_runs<S>(b: &[u8], o: &[i64], state: impl Fn() -> S + Sync, cut: impl Fn(&mut S, &[u8], &mut Vec<u32>) + Sync) -> (Vec<u32>, Vec<i64>) {
-    use rayon::prelude::*;
-    let words = o.len().saturating_sub(1);
-    let runs: Vec<(usize, usize)> = (0..words).step_by(SEGMENT_RUN).map(|a| (a, (a + SEGMENT_RUN).min(words))).collect();
-    let pool = crate::pool::get(crate::pool::default_threads());
-    let parts: Vec<(Vec<u32>, Vec<i64>)> = crate::pool::install(pool.as_deref(), || {
-        runs.par_iter()
-            .map(|&(a, z)| {
-                let mut st = state();
-                let (mut ids, mut ends) = (Vec::new(), Vec::with_capacity(z - a));
-                for w in a..z {
-                    cut(&mut st, &b[o[w] as usize..o[w + 1] as usize], &mut ids);
-                    ends.push(ids.len() as i64);
-                }
-                (ids, ends)
-            })
-            .collect()
-    });
-    let mut ids = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
-    let mut offs = Vec::with_capacity(o.len());
-    offs.push(0i64);
-    for (part, ends) in parts {
-        let base = ids.len() as i64;
-        offs.extend(ends.iter().map(|e| base + e));
-        ids.extend_from_slice(&part);
-    }
-    (ids, offs)
-}
-
-/// Whether a stage-1 merge may join the byte `last` ending a gpt2 piece to the byte `first`
-/// starting the next one inside a span. Such a merge makes a token that holds `last first`,
-/// and every stage-1 token lies inside some gpt2 piece, whose bytes are one class (ASCII
-/// letters, digits, or punctuation and controls), a leading space, whitespace only, or a
-/// contraction (`'` then letters). So an ASCII letter, digit or punctuation mark followed by a
-/// space or by a byte of another class never joins, but for `'` before a letter; anything
-/// else (non-ASCII, whitespace, controls) is taken as joinable.
-fn may_join(last: u8, first: u8) -> bool {
-    #[derive(PartialEq)]
-    enum C { Letter, Digit, Punct, Other }
-    let class = |b: u8| match b {
-        b'a'..=b'z' | b'A'..=b'Z' => C::Letter,
-        b'0'..=b'9' => C::Digit,
-        0x21..=0x7e => C::Punct,
-        _ => C::Other,
-    };
-    let (l, f) = (class(last), class(first));
-    if l == C::Other {
-        return true;
-    }
-    if first == b' ' {
-        return false;
-    }
-    f == C::Other || l == f || (last == b'\'' && f == C::Letter)
 }
 
 /// Learns merges extending a vocabulary (`crate::train::train_extending`): `base` its tokens of

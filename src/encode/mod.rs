@@ -22,6 +22,7 @@ mod long;
 mod merge;
 mod pairs;
 mod queue;
+pub mod segment;
 mod state;
 mod vocab;
 
