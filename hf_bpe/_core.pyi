@@ -119,6 +119,18 @@ def train_merges_extending(base: Sequence[bytes], base_merges: Sequence[tuple[by
     (internal ids 256..), the words already cut into internal ids; only new strings count, and a
     base merge that re-forms is applied but not listed again (and never vetoed by ``merge_filter``)."""
 
+def train_parity_merges(corpora: Sequence[CountArrays], dev: Sequence[tuple[CountArrays, CountArrays | None]],
+                        max_new_tokens: int, tie_break: Literal["lexicographic", "hf"] = "lexicographic",
+                        min_frequency: int = 0, max_token_length: int | None = None,
+                        variant: Literal["base", "window"] = "base", window_size: int = 100,
+                        alpha: float = 2.0, global_merges: int = 0,
+                        progress: Callable[[int], object] | None = None,
+                        merge_filter: Callable[[bytes, bytes], bool] | str | None = None
+                        ) -> list[tuple[bytes, bytes]]:
+    """Learns parity-aware merges: ``corpora`` one word table per language (flat arrays), ``dev``
+    per language its dev words and its reference's (``None``: its own tokens are its cost).
+    ``"hf"`` ties are those of HF's ``ParityBpeTrainer``."""
+
 def count_pieces(pattern: str, text: str) -> int:
     """Number of pre-tokens of ``text`` (benchmarks the scanner without building Python strings)."""
 

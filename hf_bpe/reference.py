@@ -29,13 +29,17 @@ Conventions shared with the Rust trainer:
 * Superwords (:func:`train_superword_reference`): stage 1 trains on the words of a word pattern
   up to ``transition_new_tokens`` new tokens, stage 2 extends it on the spans of a span pattern
   (each span starting as stage 1's tokens) up to ``max_new_tokens`` new tokens in all.
+* Parity-aware (:func:`train_parity_reference`): one table of words per language. Each step
+  merges the best pair of the language whose dev cost is highest (its dev tokens over its
+  reference's tokens), and applies it to every language's words and every dev set.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-__all__ = ["hf_byte_rank", "train_reference", "train_superword_reference", "encode_word_reference"]
+__all__ = ["hf_byte_rank", "train_reference", "train_superword_reference", "train_parity_reference",
+           "encode_word_reference"]
 
 
 def hf_byte_rank() -> list[int]:
@@ -165,6 +169,115 @@ def train_superword_reference(
     if max_new_tokens <= made:
         return stage1
     return stage1 + train_reference(pieces(span_pattern), max_new_tokens - made, base_merges=stage1, **options)
+
+
+def train_parity_reference(
+    corpora: list[dict[bytes, int]],
+    dev: list[tuple[dict[bytes, int], dict[bytes, int] | None]],
+    max_new_tokens: int,
+    tie_break: str = "lexicographic",
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    variant: str = "base",
+    window_size: int = 100,
+    alpha: float = 2.0,
+    global_merges: int = 0,
+    merge_filter=None,
+) -> list[tuple[bytes, bytes]]:
+    """Parity-aware merges: ``corpora[l]`` is language ``l``'s ``{word_bytes: count}``, ``dev[l]``
+    its dev words and its reference's words (``None``: a cost of its token count alone).
+
+    Each step after the first ``global_merges`` (plain BPE on all corpora together) ranks the
+    languages by cost, ``tokens(dev) / tokens(reference)``, highest first (ties: lower index).
+    ``"window"`` skips a language chosen more than ``alpha * window_size / n`` times in the last
+    ``window_size`` parity steps (it comes after all the others). The first language with a
+    pair at ``min_frequency`` or above gives its best pair (``merge_filter`` and
+    ``max_token_length`` as in :func:`train_reference`); a language without one is out for good;
+    none left: training stops. The merge applies to every language and dev set.
+
+    Ties between pairs: ``"lexicographic"`` as in :func:`train_reference`; ``"hf"`` is HF
+    ``tokenizers``' ``ParityBpeTrainer``: the greatest ``(left, right)`` compared as strings of
+    the ByteLevel alphabet (bytes by :func:`hf_byte_rank`).
+    """
+    if tie_break not in ("lexicographic", "hf"):
+        raise ValueError(f"tie_break must be 'lexicographic' or 'hf', not {tie_break!r}")
+    if tie_break == "hf" and max_token_length is not None:
+        raise ValueError("the reference implements max_token_length for 'lexicographic' only")
+
+    def split(counts: dict[bytes, int]) -> dict[tuple[bytes, ...], int]:
+        return Counter({tuple(bytes([b]) for b in w): n for w, n in counts.items() if n > 0})
+
+    langs = [split(c) for c in corpora]
+    devs = [(split(num), split(den) if den is not None else None) for num, den in dev]
+    byte_rank = hf_byte_rank()
+    made = {bytes([b]) for b in range(256)}
+    n = len(langs)
+    out = [False] * n
+    recent: list[int] = []
+    merges: list[tuple[bytes, bytes]] = []
+    new_tokens = 0
+
+    def tokens(words: dict[tuple[bytes, ...], int]) -> int:
+        return sum(len(t) * c for t, c in words.items())
+
+    def cost(i: int) -> float:
+        num, den = devs[i]
+        return tokens(num) / tokens(den) if den is not None else float(tokens(num))
+
+    def best_pair(counts: Counter):
+        if max_token_length is not None:
+            counts = Counter({p: c for p, c in counts.items() if len(p[0]) + len(p[1]) <= max_token_length})
+        if merge_filter is not None:
+            counts = Counter({p: c for p, c in counts.items() if merge_filter(*p)})
+        if not counts:
+            return None
+        if tie_break == "lexicographic":
+            best = max(counts, key=lambda p: (counts[p], p))
+        else:
+            best = max(counts, key=lambda p: (counts[p], [byte_rank[x] for x in p[0]], [byte_rank[x] for x in p[1]]))
+        return best if counts[best] >= max(1, min_frequency) else None
+
+    while new_tokens < max_new_tokens:
+        if len(merges) < global_merges:
+            total: Counter = Counter()
+            for words in langs:
+                total.update(_count_pairs(words))
+            best = best_pair(total)
+            if best is None:
+                break
+        else:
+            costs = [cost(i) for i in range(n)]
+            order = sorted(range(n), key=lambda i: (-costs[i], i))
+            if variant == "window":
+                window = recent[-window_size:]
+                allowed = [i for i in order if window.count(i) / window_size <= alpha / n]
+                order = allowed + [i for i in order if i not in allowed]
+            best = None
+            for i in order:
+                if out[i]:
+                    continue
+                best = best_pair(_count_pairs(langs[i]))
+                if best is None:
+                    out[i] = True
+                    continue
+                recent.append(i)
+                break
+            if best is None:
+                break
+        merges.append(best)
+        if best[0] + best[1] not in made:
+            made.add(best[0] + best[1])
+            new_tokens += 1
+        langs = [_merge_all(words, best) for words in langs]
+        devs = [(_merge_all(num, best), _merge_all(den, best) if den is not None else None) for num, den in devs]
+    return merges
+
+
+def _merge_all(words: dict[tuple[bytes, ...], int], pair: tuple[bytes, bytes]) -> dict[tuple[bytes, ...], int]:
+    out: dict[tuple[bytes, ...], int] = Counter()
+    for tokens, n in words.items():
+        out[merge_word(tokens, pair)] += n
+    return out
 
 
 def encode_word_reference(word: bytes, merges: list[tuple[bytes, bytes]]) -> list[bytes]:

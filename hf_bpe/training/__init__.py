@@ -1,11 +1,13 @@
 """Training: options (:mod:`~hf_bpe.training.options`), counting documents and files
 (:mod:`~hf_bpe.training.counting`) into word counts as data (:mod:`~hf_bpe.training.counts`),
 the trainers (:mod:`~hf_bpe.training.trainer`, the merge loop's entry
-:mod:`~hf_bpe.training.merging`), extending a vocabulary (:mod:`~hf_bpe.training.extending`) and
-superword training (:mod:`~hf_bpe.training.superword`). Below the ``transformers`` adapter, above ``BPE``."""
+:mod:`~hf_bpe.training.merging`), extending a vocabulary (:mod:`~hf_bpe.training.extending`),
+superword training (:mod:`~hf_bpe.training.superword`) and parity-aware training
+(:mod:`~hf_bpe.training.parity`). Below the ``transformers`` adapter, above ``BPE``."""
 
 from hf_bpe.training.counting import count, count_files
 from hf_bpe.training.extending import extend
+from hf_bpe.training.parity import train_parity
 from hf_bpe.training.trainer import train, train_files, train_from_counts
 
-__all__ = ["count", "count_files", "extend", "train", "train_files", "train_from_counts"]
+__all__ = ["count", "count_files", "extend", "train", "train_files", "train_from_counts", "train_parity"]

@@ -218,6 +218,49 @@ pub fn train_merges_extending<'py>(
     Ok(merges.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect())
 }
 
+/// Learns parity-aware merges (`crate::train::train_parity`): `corpora` one word table per
+/// language (flat arrays), `dev` per language its dev words and optionally its reference's.
+#[pyfunction]
+#[pyo3(signature = (corpora, dev, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, variant="base", window_size=100, alpha=2.0, global_merges=0, progress=None, merge_filter=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn train_parity_merges<'py>(
+    py: Python<'py>,
+    corpora: Vec<ArraysIn<'py>>,
+    dev: Vec<(ArraysIn<'py>, Option<ArraysIn<'py>>)>,
+    max_new_tokens: usize,
+    tie_break: &str,
+    min_frequency: u64,
+    max_token_length: Option<usize>,
+    variant: &str,
+    window_size: usize,
+    alpha: f64,
+    global_merges: usize,
+    progress: Option<PyObject>,
+    merge_filter: Option<PyObject>,
+) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+    let variant = match variant {
+        "base" => train::Variant::Base,
+        "window" => train::Variant::Window { size: window_size, alpha },
+        other => return Err(value_error(format!("variant must be 'base' or 'window', not {other:?}"))),
+    };
+    let (filter, failed) = merge_filter_of(merge_filter)?;
+    let train = TrainConfig { max_new_tokens, tie_break: tie_break_of(tie_break)?, min_frequency, max_token_length, filter };
+    let cfg = train::ParityConfig { train, variant, global_merges };
+    let corpora = corpora.iter().map(flat_ref).collect::<PyResult<Vec<_>>>()?;
+    let dev = dev
+        .iter()
+        .map(|(t, r)| Ok(train::DevText { text: flat_ref(t)?, reference: r.as_ref().map(flat_ref).transpose()? }))
+        .collect::<PyResult<Vec<_>>>()?;
+    py.allow_threads(|| corpora.iter().chain(dev.iter().flat_map(|d| std::iter::once(&d.text).chain(&d.reference))).try_for_each(|&f| counts::check(f)))
+        .map_err(value_error)?;
+    let merges = with_progress(py, progress, |cb| {
+        let pool = crate::pool::get(0);
+        train::train_parity(&corpora, &dev, &cfg, pool.as_deref(), &mut |n| cb(n as u64))
+    })?;
+    raise_filter_error(&failed)?;
+    Ok(merges.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect())
+}
+
 /// Whether `offsets` run from 0 to `len` without going down (flat rows of `len` items).
 fn rising(offsets: &[i64], len: usize) -> bool {
     offsets.first() == Some(&0) && offsets.windows(2).all(|w| w[0] <= w[1]) && offsets.last().is_some_and(|&e| e as usize == len)

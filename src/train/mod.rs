@@ -21,8 +21,11 @@ mod heap;
 mod index;
 mod lists;
 mod pairs;
+mod parity;
 mod tokens;
 mod words;
+
+pub use parity::{train_parity, DevText, ParityConfig, Variant};
 
 use heap::{Entry, Heap};
 use pairs::Pairs;
@@ -86,9 +89,22 @@ pub fn regex_filter(pattern: &str) -> Result<MergeFilter, String> {
     }))
 }
 
+/// How pairs of equal count are ordered (a [`TieBreak`] as the trainer applies it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ties {
+    /// The greatest (left bytes, right bytes).
+    Bytes,
+    /// The smallest (rank(left), rank(right)) ([`Tokens::hf_rank`]): HF's `BpeTrainer`.
+    HfRank,
+    /// The greatest (left, right) as strings of the ByteLevel alphabet (each byte by its rank):
+    /// HF's `ParityBpeTrainer`.
+    HfStrings,
+}
+
 /// What a merge may form, from the config: which pairs count, and when to stop.
 struct Rules {
     hf: bool,
+    ties: Ties,
     /// Lexicographic: a pair is eligible iff len(x) + len(y) <= max_len (ineligible pairs are
     /// never counted). HF: a *newly formed* pair counts only if len(x) + len(y) < max_len; the
     /// initial counts and all decrements are unfiltered (as `tokenizers`' word.rs).
@@ -119,18 +135,26 @@ impl Rules {
 /// Whether pair entry `x` must come out of the heap before `y`: the higher count, then the
 /// tie rule.
 #[inline]
-fn better(x: &Entry, y: &Entry, toks: &Tokens, pairs: &Pairs, hf: bool) -> bool {
+fn better(x: &Entry, y: &Entry, toks: &Tokens, pairs: &Pairs, ties: Ties) -> bool {
     let (xc, yc) = (x.count, y.count);
     if xc != yc {
         return xc > yc;
     }
     let (xa, xb) = (pairs.left[x.pair as usize], pairs.right[x.pair as usize]);
     let (ya, yb) = (pairs.left[y.pair as usize], pairs.right[y.pair as usize]);
-    if hf {
-        let r = &toks.hf_rank;
-        (r[xa as usize], r[xb as usize]) < (r[ya as usize], r[yb as usize])
-    } else {
-        (toks.get(xa), toks.get(xb)) > (toks.get(ya), toks.get(yb))
+    match ties {
+        Ties::HfRank => {
+            let r = &toks.hf_rank;
+            (r[xa as usize], r[xb as usize]) < (r[ya as usize], r[yb as usize])
+        }
+        Ties::Bytes => (toks.get(xa), toks.get(xb)) > (toks.get(ya), toks.get(yb)),
+        Ties::HfStrings => {
+            let ranked = |t: u32| toks.get(t).iter().map(|&b| toks.hf_rank[b as usize]);
+            match ranked(xa).cmp(ranked(ya)) {
+                std::cmp::Ordering::Equal => ranked(xb).gt(ranked(yb)),
+                o => o.is_gt(),
+            }
+        }
     }
 }
 
@@ -144,13 +168,13 @@ fn initial_heap(pairs: &Pairs, toks: &Tokens, rules: &Rules) -> Heap {
             heap.v.push(Entry { count: c, pair: p as u32 });
         }
     }
-    heap.heapify(&|x, y| better(x, y, toks, pairs, rules.hf));
+    heap.heapify(&|x, y| better(x, y, toks, pairs, rules.ties));
     heap
 }
 
 /// The best pair whose entry is current; stale entries are pushed again with their count.
-fn pop_best(heap: &mut Heap, pairs: &Pairs, toks: &Tokens, hf: bool) -> Option<Entry> {
-    let order = |x: &Entry, y: &Entry| better(x, y, toks, pairs, hf);
+fn pop_best(heap: &mut Heap, pairs: &Pairs, toks: &Tokens, ties: Ties) -> Option<Entry> {
+    let order = |x: &Entry, y: &Entry| better(x, y, toks, pairs, ties);
     while let Some(e) = heap.pop(&order) {
         let cur = pairs.count[e.pair as usize];
         if cur == e.count {
@@ -210,7 +234,7 @@ fn merge_in_words<S: Sym>(words: &mut Words<S>, pairs: &mut Pairs, toks: &Tokens
         }
         let w = s.words[k];
         s.deltas.clear();
-        if !words.merge(w as usize, a, b, c, &mut s.deltas) {
+        if words.merge(w as usize, a, b, c, &mut s.deltas) == 0 {
             continue;
         }
         let wc = words.count(w as usize);
@@ -223,11 +247,11 @@ fn merge_in_words<S: Sym>(words: &mut Words<S>, pairs: &mut Pairs, toks: &Tokens
 }
 
 /// Pushes the pairs whose count rose in this merge (once each).
-fn push_touched(heap: &mut Heap, pairs: &Pairs, toks: &Tokens, hf: bool, touched: &mut Vec<u32>) {
+fn push_touched(heap: &mut Heap, pairs: &Pairs, toks: &Tokens, ties: Ties, touched: &mut Vec<u32>) {
     for &id in touched.iter() {
         let cnt = pairs.count[id as usize];
         if cnt > 0 {
-            heap.push(Entry { count: cnt, pair: id }, &|x, y| better(x, y, toks, pairs, hf));
+            heap.push(Entry { count: cnt, pair: id }, &|x, y| better(x, y, toks, pairs, ties));
         }
     }
     touched.clear();
@@ -312,7 +336,9 @@ impl Rules {
         let quiet_below = QUIET_START.with(|q| q.get());
         #[cfg(not(test))]
         let quiet_below = pairs::QUIET_BELOW;
-        Rules { hf: cfg.tie_break == TieBreak::Hf, max_len, min_count: cfg.min_frequency.max(1).min(i64::MAX as u64) as i64, quiet_below }
+        let hf = cfg.tie_break == TieBreak::Hf;
+        let ties = if hf { Ties::HfRank } else { Ties::Bytes };
+        Rules { hf, ties, max_len, min_count: cfg.min_frequency.max(1).min(i64::MAX as u64) as i64, quiet_below }
     }
 }
 
@@ -392,7 +418,7 @@ fn merge_loop<S: Sym>(
     // HF_BPE_TRAIN_TIMING=1 prints the time of each stage to stderr (for profiling).
     let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
     let t0 = std::time::Instant::now();
-    let hf = rules.hf;
+    let (hf, ties) = (rules.hf, rules.ties);
     let mut merges = Vec::new();
     let mut heap = initial_heap(&pairs, &toks, rules);
     if timing {
@@ -403,12 +429,12 @@ fn merge_loop<S: Sym>(
     let mut new_tokens = 0usize;
     let step = (cfg.max_new_tokens / 100).max(1);
     while new_tokens < cfg.max_new_tokens {
-        let best = pop_best(&mut heap, &pairs, &toks, hf);
+        let best = pop_best(&mut heap, &pairs, &toks, ties);
         // Every quiet pair is below the threshold: the heap's best is the best of all unless it
         // is below too (and the threshold could still matter for `min_count`).
         let below = best.as_ref().is_none_or(|e| e.count < pairs.quiet_below);
         if below && pairs.any_quiet() && pairs.quiet_below > rules.min_count {
-            let order = |x: &Entry, y: &Entry| better(x, y, &toks, &pairs, hf);
+            let order = |x: &Entry, y: &Entry| better(x, y, &toks, &pairs, ties);
             if let Some(e) = best {
                 heap.push(e, &order);
             }
@@ -418,7 +444,7 @@ fn merge_loop<S: Sym>(
             };
             for id in pairs.lower_threshold(to) {
                 let e = Entry { count: pairs.count[id as usize], pair: id };
-                heap.push(e, &|x, y| better(x, y, &toks, &pairs, hf));
+                heap.push(e, &|x, y| better(x, y, &toks, &pairs, ties));
             }
             pairs.complete(&words);
             continue;
@@ -456,7 +482,7 @@ fn merge_loop<S: Sym>(
         if words.worth_compacting() {
             words.compact();
         }
-        push_touched(&mut heap, &pairs, &toks, hf, &mut s.touched);
+        push_touched(&mut heap, &pairs, &toks, ties, &mut s.touched);
         s.merge_no = s.merge_no.wrapping_add(1);
         if s.merge_no == u32::MAX {
             // Stamps would collide with "never" (only after 4 billion merges).

@@ -417,6 +417,11 @@ impl Pairs {
             .collect()
     }
 
+    /// The id of `(a, b)` if it is a full pair.
+    pub fn id_of(&self, a: u32, b: u32) -> Option<usize> {
+        self.index.value(a, b).filter(|v| v & QUIET == 0).map(|v| v as usize)
+    }
+
     /// Whether pair `p`'s lists may miss words.
     pub fn is_partial(&self, p: usize) -> bool {
         self.partial[p]

@@ -206,10 +206,10 @@ impl<S: Sym> Words<S> {
 
     /// Merges every occurrence of `a b` in word `w` into `c` (left to right, non-overlapping),
     /// appending the pair changes next to each occurrence: `x a b y` loses (x, a) and (b, y) and
-    /// gains (x, c) and (c, y). (The merged pair's own count is the caller's.) Returns whether
-    /// the word held the pair.
+    /// gains (x, c) and (c, y). (The merged pair's own count is the caller's.) Returns how many
+    /// occurrences merged (the word's tokens fewer by that).
     #[inline]
-    pub fn merge(&mut self, w: usize, a: u32, b: u32, c: u32, deltas: &mut Vec<Delta>) -> bool {
+    pub fn merge(&mut self, w: usize, a: u32, b: u32, c: u32, deltas: &mut Vec<Delta>) -> usize {
         let (st, end) = self.slots(w);
         let s = &mut self.syms[st..end];
         let (sa, sb, sc) = (S::of(a), S::of(b), S::of(c));
@@ -242,7 +242,7 @@ impl<S: Sym> Words<S> {
             s[wr] = end;
         }
         self.stale += r - wr;
-        wr != r
+        r - wr
     }
 
     /// Whether merges have left stale a quarter of the slots.
@@ -312,18 +312,18 @@ mod tests {
         let mut words = Words::<u16>::from_segmented(&[1, 2, 1, 2, 3, 1, 2], &[0, 5, 7], &[4, 1 << 40]);
         let mut deltas = Vec::new();
         let pairs = |d: &mut Vec<Delta>| d.drain(..).map(|d| (d.left, d.right, d.sign)).collect::<Vec<_>>();
-        assert!(words.merge(0, 1, 2, 9, &mut deltas));
+        assert!(words.merge(0, 1, 2, 9, &mut deltas) > 0);
         assert_eq!(pairs(&mut deltas), [(2, 1, -1), (9, 1, 1), (9, 1, -1), (9, 9, 1), (2, 3, -1), (9, 3, 1)]);
         assert_eq!(words.syms_of(0), [9, 9, 3]);
         assert_eq!(words.syms[..5], [9, 9, 3, u16::MAX, 3]);
-        assert!(words.merge(0, 9, 9, 8, &mut deltas));
+        assert!(words.merge(0, 9, 9, 8, &mut deltas) > 0);
         assert_eq!(words.syms_of(0), [8, 3]);
         assert_eq!(pairs(&mut deltas), [(9, 3, -1), (8, 3, 1)]);
-        assert!(!words.merge(0, 1, 2, 9, &mut deltas));
+        assert_eq!(words.merge(0, 1, 2, 9, &mut deltas), 0);
         // The right neighbour of the last pair is the end mark: no pair with it.
-        assert!(words.merge(0, 8, 3, 7, &mut deltas));
+        assert!(words.merge(0, 8, 3, 7, &mut deltas) > 0);
         assert_eq!((words.syms_of(0), pairs(&mut deltas)), (&[7u16][..], vec![]));
-        assert!(words.merge(1, 1, 2, 9, &mut deltas));
+        assert!(words.merge(1, 1, 2, 9, &mut deltas) > 0);
         assert_eq!((words.syms_of(1), words.count(1)), (&[9u16][..], 1 << 40));
         // 4 of the 7 slots are stale: compacting keeps the words and drops the rest.
         assert!(words.worth_compacting());
@@ -336,7 +336,7 @@ mod tests {
     fn compacting_keeps_every_word() {
         let mut words = Words::<u16>::from_segmented(&[1, 2, 3, 1, 2, 1, 2, 3], &[0, 3, 5, 8], &[1, 1, 1]);
         let mut deltas = Vec::new();
-        assert!(words.merge(0, 2, 3, 9, &mut deltas) && words.merge(2, 1, 2, 9, &mut deltas));
+        assert!(words.merge(0, 2, 3, 9, &mut deltas) > 0 && words.merge(2, 1, 2, 9, &mut deltas) > 0);
         words.compact();
         assert_eq!(words.wraps, Vec::<u32>::new());
         assert_eq!((words.syms_of(0), words.syms_of(1), words.syms_of(2)), (&[1u16, 9][..], &[1u16, 2][..], &[9u16, 3][..]));
