@@ -15,7 +15,8 @@ What is measured
   held-out pairs (both sides), for classical BPE (``hf_bpe.train`` on all corpora together) and
   for ``train_parity`` in several settings.
   *Speed*: ``train_parity(tie_break="hf")`` against ``ParityBpeTrainer`` given the same corpora and
-  the same dev texts per language (the first ``--hf-dev-lines`` of each; ``tokenizers`` takes
+  the same dev texts per language (the first ``--hf-dev-lines`` of each, at most the fewest any
+  language has; ``tokenizers`` takes
   only raw dev totals, so the dev texts are passed as parallel texts to both); merges checked
   equal; seconds per call in this process (all cores), runs interleaved, medians.
 """
@@ -108,8 +109,9 @@ def main() -> None:
             fair_rows.append((vocab, name, g, g0, t, t0, w))
             print(f"vocab {vocab} {name}: gini {g:.3f} ({g0:.3f}), tokens {t / t0:.3f}x", flush=True)
 
-        parallel = {lang: [t for t, _ in v[:args.hf_dev_lines]] for lang, v in dev_pairs.items()}
-        parallel["eng"] = [e for _, e in next(iter(dev_pairs.values()))[:args.hf_dev_lines]]
+        lines_ = min([args.hf_dev_lines] + [len(v) for v in dev_pairs.values()])
+        parallel = {lang: [t for t, _ in v[:lines_]] for lang, v in dev_pairs.items()}
+        parallel["eng"] = [e for _, e in next(iter(dev_pairs.values()))[:lines_]]
         ours_s, hf_s = [], []
         for _ in range(args.runs):
             t = time.perf_counter()
@@ -143,7 +145,7 @@ def main() -> None:
         lines.append(f"| {vocab:,} | {name} | {g:.3f} | {(g / g0 - 1) * 100:+.0f}% | {w:.2f} | {t:,} | "
                      f"{t / t0:.3f}x |")
     lines += ["", "## Speed against ParityBpeTrainer (same merges, checked)", "",
-              f"Same corpora; dev: the first {args.hf_dev_lines} dev sentences per language as parallel texts; "
+              f"Same corpora; dev: the first {lines_} dev sentences per language as parallel texts; "
               f"seconds per call, median of {args.runs}, all cores.", "",
               "| vocab | merges | hf_bpe s | ParityBpeTrainer s | speed-up |", "|---:|---:|---:|---:|---:|"]
     for vocab, n, o, h in speed_rows:

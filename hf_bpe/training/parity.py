@@ -68,7 +68,8 @@ def train_parity(
     specials = check_options(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
     _core.pattern_source(pattern)
     if not isinstance(corpora, Mapping) or not corpora:
-        raise TypeError("corpora must map each language to its documents or WordCounts, e.g. {'deu': [...], 'eng': [...]}")
+        raise TypeError("corpora must map each language to its documents or WordCounts, "
+                        "e.g. {'deu': [...], 'eng': [...]}")
     if dev is None:
         raise ValueError("parity training needs dev=: {lang: [(text, english), ...]} or {lang: [parallel texts]}")
     if not isinstance(dev, Mapping):
