@@ -291,3 +291,26 @@ def test_held_out_premiums_are_fairer_than_classical_bpe():
     (g0, t0), (g1, t1) = costs(plain), costs(fair)
     assert g1 <= 0.75 * g0, (g0, g1)
     assert t1 <= 1.05 * t0, (t0, t1)
+
+
+def test_cli_trains_from_language_files_and_a_pairs_file(data, tmp_path, capsys):
+    from hf_bpe.tools.cli import main
+
+    corpora, pairs, _ = data
+    args = []
+    for lang, texts in corpora.items():
+        path = tmp_path / f"{lang}.txt"
+        path.write_text("\n".join(texts), encoding="utf-8")
+        args.append(f"{lang}={path}")
+    dev = tmp_path / "pairs.jsonl"
+    dev.write_text("".join(json.dumps({"lang": lang, "text": t, "eng": e}, ensure_ascii=False) + "\n"
+                           for lang, rows in pairs.items() for t, e in rows) + json.dumps(
+        {"lang": "xxx", "text": "a", "eng": "b"}) + "\n", encoding="utf-8")
+    assert main(["train-parity", *args, "--dev", str(dev), "--vocab-size", "600", "--variant", "window",
+                 "--global-merges", "50", "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    assert "for 6 languages" in capsys.readouterr().out
+    want = hf_bpe.train_parity({lang: ["\n".join(texts)] for lang, texts in corpora.items()}, 600, pairs,
+                               variant="window", global_merges=50, progress=False)
+    assert hf_bpe.BPE.load(tmp_path / "out").merges == want.merges
+    assert main(["train-parity", "deu", "--dev", str(dev), "--out", str(tmp_path / "x")]) == 1
+    assert "'deu': a corpus is LANG=FILE" in capsys.readouterr().err

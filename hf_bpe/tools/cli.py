@@ -1,4 +1,4 @@
-"""Command line: ``hf-bpe train | demo | encode | stats | convert | viz | report``."""
+"""Command line: ``hf-bpe train | train-parity | demo | encode | stats | convert | viz | report``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 __all__ = ["main"]
 
 
-def _add_train_options(p: argparse.ArgumentParser, vocab_size: int) -> None:
+def _add_train_options(p: argparse.ArgumentParser, vocab_size: int, superwords: bool = True) -> None:
     p.add_argument("--vocab-size", type=int, default=vocab_size, help="tokens in all: 256 bytes + specials + merges")
     p.add_argument("--special-token", action="append", dest="special_tokens", metavar="T",
                    help="a special token (repeatable); default <|endoftext|>")
@@ -21,11 +21,8 @@ def _add_train_options(p: argparse.ArgumentParser, vocab_size: int) -> None:
                    help="gpt2, cl100k, o200k, llama3, qwen2, qwen3.5, nemotron, deepseek-v3, kimi or a regex")
     p.add_argument("--min-frequency", type=int, default=0)
     p.add_argument("--max-token-length", type=int, default=None)
-    p.add_argument("--superword-transition", type=int, default=None, metavar="T",
-                   help="superword tokens (SuperBPE): plain BPE up to T tokens, then tokens spanning words "
-                        "(gpt2 pattern only)")
-    p.add_argument("--superword-max-words", type=int, default=None, metavar="N",
-                   help="with --superword-transition: words a superword token spans at most (default 4)")
+    if superwords:
+        _add_superword_options(p)
     p.add_argument("--merge-filter", default=None, metavar="REGEX",
                    help="never form a token that holds a match of REGEX (e.g. '[.!?]\\s')")
     p.add_argument("--threads", type=int, default=None, help="default: all cores")
@@ -35,6 +32,14 @@ def _add_train_options(p: argparse.ArgumentParser, vocab_size: int) -> None:
     p.add_argument("--tokenizer-class", default=None, metavar="NAME",
                    help="the class tokenizer_config.json names (default BPETokenizer; PreTrainedTokenizerFast "
                         "for transformers 4 without hf_bpe)")
+
+
+def _add_superword_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--superword-transition", type=int, default=None, metavar="T",
+                   help="superword tokens (SuperBPE): plain BPE up to T tokens, then tokens spanning words "
+                        "(gpt2 pattern only)")
+    p.add_argument("--superword-max-words", type=int, default=None, metavar="N",
+                   help="with --superword-transition: words a superword token spans at most (default 4)")
 
 
 def _add_ray_option(p: argparse.ArgumentParser, what: str) -> None:
@@ -69,6 +74,33 @@ def _train(args: argparse.Namespace, files: list[str]) -> "object":
 
 def _cmd_train(args: argparse.Namespace) -> int:
     _train(args, args.files)
+    return 0
+
+
+def _cmd_train_parity(args: argparse.Namespace) -> int:
+    import hf_bpe
+    from hf_bpe.tools.report import _read_pairs
+
+    specials = args.special_tokens if args.special_tokens is not None else ["<|endoftext|>"]
+    files: dict[str, list[str]] = {}
+    for spec in args.corpora:
+        lang, sep, path = spec.partition("=")
+        if not sep or not lang or not path:
+            raise ValueError(f"{spec!r}: a corpus is LANG=FILE (e.g. deu=de.txt.gz)")
+        files.setdefault(lang, []).append(path)
+    t0 = time.perf_counter()
+    options = dict(special_tokens=specials, pattern=args.pattern, num_threads=args.threads, progress=False,
+                   errors=args.errors)
+    counts = {lang: hf_bpe.count_files(paths, **options) for lang, paths in files.items()}
+    dev = {lang: list(zip(texts, engs)) for lang, (texts, engs) in _read_pairs(args.dev).items() if lang in counts}
+    bpe = hf_bpe.train_parity(counts, args.vocab_size, dev, pivot=args.pivot, variant=args.variant,
+                              window_size=args.window_size, alpha=args.alpha, global_merges=args.global_merges,
+                              special_tokens=specials, pattern=args.pattern, tie_break=args.tie_break,
+                              min_frequency=args.min_frequency, max_token_length=args.max_token_length,
+                              progress=not args.quiet, merge_filter=args.merge_filter)
+    out = bpe.save(args.out, tokenizer_class=args.tokenizer_class)
+    print(f"trained {bpe.vocab_size} tokens ({len(bpe.merges)} merges) for {len(counts)} languages in "
+          f"{time.perf_counter() - t0:.1f} s -> {out}")
     return 0
 
 
@@ -276,6 +308,22 @@ def main(argv: list[str] | None = None) -> int:
     _add_train_options(p, 32000)
     _add_ray_option(p, "count on a Ray cluster")
     p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("train-parity", help="parity-aware training: one corpus per language, a parallel dev file")
+    p.add_argument("corpora", nargs="+", metavar="LANG=FILE", help="a language's corpus file (repeat a language "
+                   "for several files)")
+    p.add_argument("--dev", required=True, metavar="PAIRS", help="JSON lines {\"lang\", \"text\", \"eng\"} "
+                   "(.gz allowed): each language's dev sentences and their English translations (languages "
+                   "without a corpus are left out)")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--pivot", default="eng", help="the translations' language (its cost is 1; default eng)")
+    p.add_argument("--variant", choices=["base", "window"], default="base")
+    p.add_argument("--window-size", type=int, default=100, help="window variant: steps looked back (default 100)")
+    p.add_argument("--alpha", type=float, default=2.0, help="window variant: a language's share of the window "
+                   "is at most ALPHA / languages (default 2)")
+    p.add_argument("--global-merges", type=int, default=0, metavar="N", help="first N merges by total counts")
+    _add_train_options(p, 32000, superwords=False)
+    p.set_defaults(func=_cmd_train_parity)
 
     p = sub.add_parser("demo", help="train on the bundled sample corpus and show the result")
     p.add_argument("--out", default="hf_bpe_demo", help="output folder (default ./hf_bpe_demo)")
