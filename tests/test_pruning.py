@@ -163,3 +163,25 @@ def test_bad_requests_are_refused_by_name(base):
         hf_bpe.prune(base, 100)
     with pytest.raises(TypeError, match="prune takes an hf_bpe.BPE"):
         hf_bpe.prune("gpt2", 100)
+
+
+def test_cli_prunes_and_reports_the_cost(base, docs, tmp_path, capsys):
+    import numpy as np
+
+    from hf_bpe.tools.cli import main
+
+    base.save(tmp_path / "base")
+    texts = tmp_path / "texts.txt"
+    texts.write_text("<|endoftext|>".join(docs[:100]), encoding="utf-8")
+    assert main(["prune", "--tokenizer", str(tmp_path / "base"), "--vocab-size", "1100", "--texts", str(texts),
+                 "--out", str(tmp_path / "small"), "--id-map", str(tmp_path / "map.npy")]) == 0
+    out = capsys.readouterr().out
+    assert "1500 -> 1100" in out and "bytes/token on the texts" in out
+    want, id_map = hf_bpe.prune(base, 1100, texts=[d for d in "<|endoftext|>".join(docs[:100]).split("<|endoftext|>")])
+    assert hf_bpe.BPE.load(tmp_path / "small").merges == want.merges
+    assert np.load(tmp_path / "map.npy").tolist() == id_map
+    assert main(["prune", "--tokenizer", str(tmp_path / "base"), "--remove", " the", "--out",
+                 str(tmp_path / "x")]) == 0
+    assert hf_bpe.BPE.load(tmp_path / "x").token_to_id(b" the") is None
+    assert main(["prune", "--tokenizer", str(tmp_path / "base"), "--out", str(tmp_path / "y")]) == 1
+    assert "exactly one of" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""Command line: ``hf-bpe train | train-parity | demo | encode | stats | convert | viz | report``."""
+"""Command line: ``hf-bpe train | train-parity | prune | demo | encode | stats | convert | viz | report``
+(``train-parity`` and ``prune``: :mod:`hf_bpe.tools.vocab_commands`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import sys
 import time
 from pathlib import Path
+
+from hf_bpe.tools import vocab_commands
 
 __all__ = ["main"]
 
@@ -74,33 +77,6 @@ def _train(args: argparse.Namespace, files: list[str]) -> "object":
 
 def _cmd_train(args: argparse.Namespace) -> int:
     _train(args, args.files)
-    return 0
-
-
-def _cmd_train_parity(args: argparse.Namespace) -> int:
-    import hf_bpe
-    from hf_bpe.tools.report import _read_pairs
-
-    specials = args.special_tokens if args.special_tokens is not None else ["<|endoftext|>"]
-    files: dict[str, list[str]] = {}
-    for spec in args.corpora:
-        lang, sep, path = spec.partition("=")
-        if not sep or not lang or not path:
-            raise ValueError(f"{spec!r}: a corpus is LANG=FILE (e.g. deu=de.txt.gz)")
-        files.setdefault(lang, []).append(path)
-    t0 = time.perf_counter()
-    options = dict(special_tokens=specials, pattern=args.pattern, num_threads=args.threads, progress=False,
-                   errors=args.errors)
-    counts = {lang: hf_bpe.count_files(paths, **options) for lang, paths in files.items()}
-    dev = {lang: list(zip(texts, engs)) for lang, (texts, engs) in _read_pairs(args.dev).items() if lang in counts}
-    bpe = hf_bpe.train_parity(counts, args.vocab_size, dev, pivot=args.pivot, variant=args.variant,
-                              window_size=args.window_size, alpha=args.alpha, global_merges=args.global_merges,
-                              special_tokens=specials, pattern=args.pattern, tie_break=args.tie_break,
-                              min_frequency=args.min_frequency, max_token_length=args.max_token_length,
-                              progress=not args.quiet, merge_filter=args.merge_filter)
-    out = bpe.save(args.out, tokenizer_class=args.tokenizer_class)
-    print(f"trained {bpe.vocab_size} tokens ({len(bpe.merges)} merges) for {len(counts)} languages in "
-          f"{time.perf_counter() - t0:.1f} s -> {out}")
     return 0
 
 
@@ -309,21 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_ray_option(p, "count on a Ray cluster")
     p.set_defaults(func=_cmd_train)
 
-    p = sub.add_parser("train-parity", help="parity-aware training: one corpus per language, a parallel dev file")
-    p.add_argument("corpora", nargs="+", metavar="LANG=FILE", help="a language's corpus file (repeat a language "
-                   "for several files)")
-    p.add_argument("--dev", required=True, metavar="PAIRS", help="JSON lines {\"lang\", \"text\", \"eng\"} "
-                   "(.gz allowed): each language's dev sentences and their English translations (languages "
-                   "without a corpus are left out)")
-    p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--pivot", default="eng", help="the translations' language (its cost is 1; default eng)")
-    p.add_argument("--variant", choices=["base", "window"], default="base")
-    p.add_argument("--window-size", type=int, default=100, help="window variant: steps looked back (default 100)")
-    p.add_argument("--alpha", type=float, default=2.0, help="window variant: a language's share of the window "
-                   "is at most ALPHA / languages (default 2)")
-    p.add_argument("--global-merges", type=int, default=0, metavar="N", help="first N merges by total counts")
-    _add_train_options(p, 32000, superwords=False)
-    p.set_defaults(func=_cmd_train_parity)
+    vocab_commands.add(sub, _add_train_options)
 
     p = sub.add_parser("demo", help="train on the bundled sample corpus and show the result")
     p.add_argument("--out", default="hf_bpe_demo", help="output folder (default ./hf_bpe_demo)")
