@@ -9,12 +9,12 @@
 from hf_bpe import _core
 from hf_bpe.bpe import BPE
 from hf_bpe.formats import FormatError
-from hf_bpe.training import (count, count_files, extend, prune, train, train_files, train_from_counts,
-                             train_parity)
+from hf_bpe.training import (count, count_files, extend, prune, stochastok, train, train_files,
+                             train_from_counts, train_parity)
 
 __version__ = "0.1.0"
 __all__ = ["BPE", "BPETokenizer", "FormatError", "WordCounts", "count", "count_files", "extend", "map_fn", "prune",
-           "train", "train_files", "train_from_counts", "train_parity", "sample_corpus", "__version__"]
+           "stochastok", "train", "train_files", "train_from_counts", "train_parity", "sample_corpus", "__version__"]
 
 
 def __getattr__(name: str):

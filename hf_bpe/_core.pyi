@@ -169,6 +169,11 @@ class Encoder:
         """Ids of ``text``; allowed specials become their id, disallowed ones raise."""
     def encode_to_numpy(self, text: str, allowed_special: _Specials = None,
                         disallowed_special: _Specials = None) -> npt.NDArray[np.uint32]: ...
+    def encode_batch_dropout(self, texts: Sequence[str], p: float, seed: int, allowed_special: _Specials = None,
+                             disallowed_special: _Specials = None, num_threads: int | None = None
+                             ) -> list[list[int]]:
+        """Ids of each text with BPE-dropout (each merge skipped with probability ``p``),
+        reproducible from ``seed`` and the text alone."""
     def encode_batch(self, texts: Sequence[str], allowed_special: _Specials = None, disallowed_special: _Specials = None,
                      num_threads: int | None = None) -> list[list[int]]:
         """Ids of each text, on all cores (GIL released)."""

@@ -265,20 +265,34 @@ class BPE:
             self._core_pid = pid
         return self._core
 
-    def encode(self, text: str, allowed_special: AllowedSpecial = (),
-               disallowed_special: AllowedSpecial = "all") -> list[int]:
+    def encode(self, text: str, allowed_special: AllowedSpecial = (), disallowed_special: AllowedSpecial = "all",
+               *, dropout: float | None = None, seed: int | None = None) -> list[int]:
         """Text to ids. Special tokens in ``allowed_special`` (a set, or ``"all"``) become their id;
-        a disallowed special token found in the text raises ``ValueError``, as in tiktoken."""
+        a disallowed special token found in the text raises ``ValueError``, as in tiktoken.
+        ``dropout=p`` skips each merge with probability ``p`` (BPE-dropout, as ``tokenizers``'
+        ``BPE(dropout=p)``); ``seed`` makes it reproducible (the same text and seed give the same
+        ids in any batch, on any number of threads), ``None`` draws one."""
+        if dropout:
+            return self.encode_batch([text], 1, allowed_special, disallowed_special, dropout=dropout, seed=seed)[0]
         return self._encoder().encode(text, _specials_arg(allowed_special), _specials_arg(disallowed_special))
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Text to ids, with special tokens treated as plain text."""
+    def encode_ordinary(self, text: str, *, dropout: float | None = None, seed: int | None = None) -> list[int]:
+        """Text to ids, with special tokens treated as plain text (``dropout``, ``seed``: :meth:`encode`)."""
+        if dropout:
+            return self.encode_batch([text], 1, (), (), dropout=dropout, seed=seed)[0]
         return self._encoder().encode_ordinary(text)
 
     def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, allowed_special: AllowedSpecial = (),
-                     disallowed_special: AllowedSpecial = "all") -> list[list[int]]:
-        """Encodes many texts on all cores (GIL released)."""
+                     disallowed_special: AllowedSpecial = "all", *, dropout: float | None = None,
+                     seed: int | None = None) -> list[list[int]]:
+        """Encodes many texts on all cores (GIL released); ``dropout``, ``seed``: :meth:`encode`."""
         with gc_paused():
+            if dropout:
+                if seed is None:
+                    seed = int.from_bytes(os.urandom(8), "little")
+                return self._encoder().encode_batch_dropout(_texts_arg(texts), float(dropout), seed,
+                                                            _specials_arg(allowed_special),
+                                                            _specials_arg(disallowed_special), num_threads)
             return self._encoder().encode_batch(_texts_arg(texts), _specials_arg(allowed_special),
                                                 _specials_arg(disallowed_special), num_threads)
 

@@ -16,6 +16,7 @@
 //! * **FxHash** everywhere: keys are integers or short byte strings from trusted tables.
 //! * **Bounded memory.** `cache_bytes` bounds all slots together; `0` disables caching.
 
+mod dropout;
 mod fold;
 mod general;
 mod long;
@@ -60,6 +61,8 @@ pub struct Encoder {
     inner_plain: Option<Arc<Automaton>>,
     /// Ids per 1024 input bytes of the last batch (see [`Self::output_estimate`]).
     ids_per_kib: AtomicUsize,
+    /// Every merge, for BPE-dropout ([`dropout`]), built on first use.
+    dropout: std::sync::OnceLock<dropout::DropoutTable>,
 }
 
 impl Encoder {
@@ -144,6 +147,7 @@ impl Encoder {
             generic,
             inner_plain,
             ids_per_kib: AtomicUsize::new(1024),
+            dropout: std::sync::OnceLock::new(),
         })
     }
 
@@ -331,6 +335,41 @@ impl Encoder {
             self.encode_piece(cache, &b[s..e], &mut ids);
             f(s, e, &ids, false);
         })
+    }
+
+    /// Ids of `text` with BPE-dropout ([`dropout`]): each merge skipped with probability `p`,
+    /// reproducibly from `seed` and the text. Special tokens as in [`Self::check_disallowed`]
+    /// and [`Self::split_specials`]; the pre-tokenizer must be one pattern (no general path).
+    pub fn encode_dropout(&self, text: &str, allowed: &SpecialSet, disallowed: &Option<SpecialSet>, p: f32, seed: u64, out: &mut Vec<u32>) -> Result<(), String> {
+        if p.is_nan() || !(0.0..=1.0).contains(&p) {
+            return Err(format!("dropout must be between 0 and 1, not {p}"));
+        }
+        if self.generic {
+            return Err("dropout needs a tokenizer whose pre-tokenization is one pattern over bytes; this tokenizer.json's pipeline (a normalizer, several pre-tokenizer steps, missing byte tokens or normalized added tokens) is not".into());
+        }
+        self.check_disallowed(text, allowed, disallowed)?;
+        let table = match self.dropout.get() {
+            Some(t) => t,
+            None => {
+                let by_bytes = self.tables.mergeable(&self.specials)?;
+                let tokens: Vec<(u32, &[u8])> = by_bytes.iter().map(|(b, i)| (*i, *b)).collect();
+                let _ = self.dropout.set(dropout::DropoutTable::new(&tokens, self.merges()));
+                self.dropout.get().ok_or("dropout table")?
+            }
+        };
+        let text_seed = dropout::text_seed(seed, text.as_bytes());
+        let mut items = Vec::new();
+        self.split_specials(text, allowed, 0, &mut items);
+        let b = text.as_bytes();
+        for it in items {
+            match it {
+                Item::Text(s, e) => self.pattern.for_each_piece_dyn(&text[s..e], &mut |ps, pe| {
+                    table.merge(&b[s + ps..s + pe], &self.ranks.byte_ids, p, &mut dropout::Rng::at(text_seed, s + ps), out)
+                })?,
+                Item::Special(id, _, _) => out.push(id),
+            }
+        }
+        Ok(())
     }
 
     /// Fails if `text` holds a special token that is neither allowed nor left out of the check

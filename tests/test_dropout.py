@@ -1,0 +1,86 @@
+"""BPE-dropout (``encode*(..., dropout=p, seed=s)``) against HF ``tokenizers``' ``BPE(dropout=p)``,
+and the StochasTok augmentation (``hf_bpe.stochastok``)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+
+import numpy as np
+import pytest
+
+import hf_bpe
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[str]:
+    with gzip.open(hf_bpe.sample_corpus(), "rt", encoding="utf-8") as f:
+        return [p for p in f.read(300_000).split("\n\n") if p.strip()]
+
+
+@pytest.fixture(scope="module")
+def bpe(docs) -> hf_bpe.BPE:
+    return hf_bpe.train(docs, 2000, progress=False)
+
+
+def test_no_dropout_is_encode_and_full_dropout_is_bytes(bpe, docs):
+    text = docs[3] + "<|endoftext|>" + docs[4]
+    assert bpe.encode(text, allowed_special="all", dropout=0.0) == bpe.encode(text, allowed_special="all")
+    ids = bpe.encode(text, allowed_special="all", dropout=1.0, seed=1)
+    eot = bpe.special_tokens["<|endoftext|>"]
+    assert ids.count(eot) == 1
+    assert [i for i in ids if i != eot] == [bpe.token_to_id(bytes([b])) for b in (docs[3] + docs[4]).encode()]
+
+
+def test_ids_decode_to_the_text_and_depend_on_text_and_seed_only(bpe, docs):
+    texts = docs[:60]
+    a = bpe.encode_batch(texts, dropout=0.3, seed=7)
+    assert [bpe.decode(x) for x in a] == texts
+    assert a == bpe.encode_batch(texts, dropout=0.3, seed=7, num_threads=1)
+    assert a[5] == bpe.encode(texts[5], dropout=0.3, seed=7) == bpe.encode_batch(texts[5:1:-1], dropout=0.3, seed=7)[0]
+    assert a != bpe.encode_batch(texts, dropout=0.3, seed=8)
+    plain = bpe.encode_batch(texts)
+    assert sum(map(len, a)) > sum(map(len, plain))
+    assert bpe.encode_ordinary("<|endoftext|> x", dropout=1.0, seed=1)[0] == bpe.token_to_id(b"<")
+    with pytest.raises(ValueError, match="disallowed special token"):
+        bpe.encode("a <|endoftext|>", dropout=0.1)
+
+
+def test_mean_token_count_matches_tokenizers(bpe, docs, tmp_path):
+    """At p=0.1 the mean number of tokens of the same text is within 3% of ``tokenizers``'."""
+    tokenizers = pytest.importorskip("tokenizers")
+    bpe.save(tmp_path / "tok")
+    spec = json.loads((tmp_path / "tok" / "tokenizer.json").read_text())
+    spec["model"]["dropout"] = 0.1
+    tok = tokenizers.Tokenizer.from_str(json.dumps(spec))
+    text = "\n\n".join(docs[:40])
+    theirs = statistics.mean(len(tok.encode(text).ids) for _ in range(20))
+    ours = statistics.mean(len(bpe.encode(text, dropout=0.1, seed=s)) for s in range(20))
+    plain = len(bpe.encode(text))
+    assert theirs > plain * 1.02, "the peer's dropout did nothing"
+    assert abs(ours / theirs - 1) < 0.03, (ours, theirs, plain)
+
+
+def test_bad_dropout_is_refused(bpe):
+    for p in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="dropout must be between 0 and 1"):
+            bpe.encode("hello", dropout=p, seed=1)
+
+
+def test_stochastok_splits_and_decodes_the_same(bpe, docs):
+    ids = np.asarray(bpe.encode("\n\n".join(docs[:20]) + "<|endoftext|>", allowed_special="all"))
+    same = hf_bpe.stochastok(bpe, ids, 0.0, seed=1)
+    assert same.tolist() == ids.tolist()
+    out = hf_bpe.stochastok(bpe, ids, 0.3, seed=1)
+    assert bpe.decode(out.tolist()) == bpe.decode(ids.tolist())
+    assert out.tolist() == hf_bpe.stochastok(bpe, ids.tolist(), 0.3, seed=1).tolist()
+    splittable = sum(1 for i in ids if len(bpe.vocab[int(i)]) > 1 and int(i) not in bpe.special_tokens.values())
+    everything = hf_bpe.stochastok(bpe, ids, 1.0, seed=2)
+    assert len(everything) == len(ids) + splittable  # every merged token has a split (its merge)
+    assert 0 < len(out) - len(ids) < splittable
+    assert (everything == bpe.special_tokens["<|endoftext|>"]).sum() == 1
+    deeper = hf_bpe.stochastok(bpe, ids, 1.0, seed=2, rounds=3)
+    assert len(deeper) > len(everything) and bpe.decode(deeper.tolist()) == bpe.decode(ids.tolist())
+    with pytest.raises(ValueError, match="id 99999 is not in the vocabulary"):
+        hf_bpe.stochastok(bpe, [1, 99999], 0.5)
