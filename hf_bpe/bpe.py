@@ -17,9 +17,7 @@ from hf_bpe.formats import ranks, tiktoken_export
 
 @contextlib.contextmanager
 def gc_paused():
-    """Python's cyclic garbage collector paused while a batch's lists are built: the lists hold
-    ints only, yet every few hundred of them the collector walked all the young ones (a third of
-    the time of ``encode_batch`` on short texts)."""
+    """The cyclic GC paused while a batch's lists of ints are built (it took a third of short texts' time)."""
     if not gc.isenabled():
         yield
         return
@@ -28,6 +26,7 @@ def gc_paused():
         yield
     finally:
         gc.enable()
+
 
 if TYPE_CHECKING:  # numpy is imported where it is used: `import hf_bpe` stays light (~16 MiB less RSS)
     import numpy as np
@@ -156,9 +155,8 @@ class BPE:
     # ---- files ----------------------------------------------------------------------------
 
     def derive(self, added_tokens: Iterable[formats.AddedToken] = (), *, post_processor: dict | None = None) -> "BPE":
-        """This tokenizer with more added tokens (:class:`hf_bpe.formats.AddedToken`, or tuples of its
-        fields; those it has are kept, a clash raises ``ValueError``) and, when given, another
-        ``tokenizer.json`` ``post_processor`` (e.g. a ``TemplateProcessing`` adding a BOS token)."""
+        """This tokenizer with more added tokens (:class:`hf_bpe.formats.AddedToken`s or their tuples;
+        a clash raises ``ValueError``) and, if given, another ``tokenizer.json`` ``post_processor``."""
         new = [formats.AddedToken(*t) for t in added_tokens]
         pipeline = None if post_processor is None else json.dumps(
             dict(formats.pipeline_parts(self.pattern, self.pipeline), post_processor=post_processor))
@@ -182,9 +180,8 @@ class BPE:
         ``.tiktoken`` file (``cl100k_base.tiktoken``, ...; see :func:`hf_bpe.formats.read`).
 
         Malformed files raise :class:`hf_bpe.formats.FormatError` naming the file and line.
-        ``special_tokens`` declares extra vocabulary entries as special; ``cache_bytes`` bounds the
-        word cache. A ``tokenizer.json`` that sets ``truncation`` or ``padding`` (which ``tokenizers``
-        applies to every encode) is refused unless ``truncation_and_padding="ignore"``."""
+        ``special_tokens`` declares extra entries special; ``cache_bytes`` bounds the word cache. A
+        ``tokenizer.json`` setting ``truncation`` or ``padding`` needs ``truncation_and_padding="ignore"``."""
         return cls.from_tables(formats.read(path, special_tokens), path, cache_bytes=cache_bytes,
                                truncation_and_padding=truncation_and_padding)
 
@@ -219,20 +216,16 @@ class BPE:
                                cache_bytes=cache_bytes)
 
     def to_tiktoken(self, name: str | None = None) -> "tiktoken.Encoding":
-        """A ``tiktoken.Encoding`` (same pattern, ranks = ids, same special tokens) that gives the
-        ids of :meth:`encode` for every input (a custom pattern spelled for tiktoken by
-        ``formats.tiktoken_export.pat_str``; a sequence of splits is refused). A merges-mode
-        vocabulary is accepted only when tiktoken's rule (join the pair whose token has the lowest
-        id) reproduces its merges, as for GPT-2's files and every trained vocabulary; otherwise
-        ``ValueError`` names the token or merge at fault. Needs the ``tiktoken`` package (the
-        ``tiktoken`` extra)."""
+        """A ``tiktoken.Encoding`` (same pattern, ranks = ids, same specials) that gives the ids of
+        :meth:`encode` for every input; a merges vocabulary only when tiktoken's rule (join the
+        pair whose token has the lowest id) reproduces its merges (else ``ValueError`` names the
+        token at fault), a sequence of splits never. Needs ``tiktoken`` (the ``tiktoken`` extra)."""
         pat = tiktoken_export.pat_str(self.pattern, self.pattern_source)
         return tiktoken_export.to_encoding(name, pat, self._ranks(), self.special_tokens)
 
     def save_tiktoken(self, path: str | os.PathLike) -> Path:
-        """Writes the ``.tiktoken`` rank file (``base64(token) rank`` per line, by rank) to ``path``,
-        atomically; refuses what :meth:`to_tiktoken` refuses. It holds neither the pattern nor the
-        special tokens: give them to :meth:`from_tiktoken` (or name it ``cl100k_base.tiktoken``, ...)."""
+        """Writes the ``.tiktoken`` rank file to ``path`` atomically (as :meth:`to_tiktoken`); it holds
+        neither the pattern nor the specials: give them to :meth:`from_tiktoken`."""
         return formats.write_file(path, tiktoken_export.rank_file(self._ranks()))
 
     def _ranks(self) -> dict[bytes, int]:
@@ -242,17 +235,14 @@ class BPE:
 
     @property
     def cache_bytes(self) -> int:
-        """The word cache's memory budget in bytes, all threads together (0 turns caching off).
-        Setting it rebuilds the native encoder with the new budget (the cache starts empty)."""
+        """The word cache's budget in bytes, all threads together (0: off); setting it empties it."""
         return self._encoder().cache_bytes
 
     @cache_bytes.setter
     def cache_bytes(self, value: int) -> None:
         self._core = _core.Encoder.from_state(self._encoder().to_state(), cache_bytes=_budget(value))
 
-    # ---- pickling: the core's deterministic state; never the cache ------------------------
-
-    def __reduce__(self):
+    def __reduce__(self):  # (pickled: the core's deterministic state; never the cache)
         return (_from_state, (self._core.to_state(),))
 
     # ---- encoding -------------------------------------------------------------------------
@@ -269,18 +259,16 @@ class BPE:
                *, dropout: float | None = None, seed: int | None = None) -> list[int]:
         """Text to ids. Special tokens in ``allowed_special`` (a set, or ``"all"``) become their id;
         a disallowed special token found in the text raises ``ValueError``, as in tiktoken.
-        ``dropout=p`` skips each merge with probability ``p`` (BPE-dropout, as ``tokenizers``'
-        ``BPE(dropout=p)``); ``seed`` makes it reproducible (the same text and seed give the same
-        ids in any batch, on any number of threads), ``None`` draws one."""
+        ``dropout=p``: BPE-dropout, each merge skipped with probability ``p`` as ``tokenizers``'
+        ``BPE(dropout=p)``; ``seed`` makes it reproducible (per text, whatever the batch)."""
         if dropout:
             return self.encode_batch([text], 1, allowed_special, disallowed_special, dropout=dropout, seed=seed)[0]
         return self._encoder().encode(text, _specials_arg(allowed_special), _specials_arg(disallowed_special))
 
     def encode_ordinary(self, text: str, *, dropout: float | None = None, seed: int | None = None) -> list[int]:
-        """Text to ids, with special tokens treated as plain text (``dropout``, ``seed``: :meth:`encode`)."""
-        if dropout:
-            return self.encode_batch([text], 1, (), (), dropout=dropout, seed=seed)[0]
-        return self._encoder().encode_ordinary(text)
+        """Text to ids, with special tokens treated as plain text (``dropout``: :meth:`encode`)."""
+        return self.encode_batch([text], 1, (), (), dropout=dropout, seed=seed)[0] if dropout else \
+            self._encoder().encode_ordinary(text)
 
     def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, allowed_special: AllowedSpecial = (),
                      disallowed_special: AllowedSpecial = "all", *, dropout: float | None = None,
@@ -288,11 +276,10 @@ class BPE:
         """Encodes many texts on all cores (GIL released); ``dropout``, ``seed``: :meth:`encode`."""
         with gc_paused():
             if dropout:
-                if seed is None:
-                    seed = int.from_bytes(os.urandom(8), "little")
-                return self._encoder().encode_batch_dropout(_texts_arg(texts), float(dropout), seed,
-                                                            _specials_arg(allowed_special),
-                                                            _specials_arg(disallowed_special), num_threads)
+                seed = int.from_bytes(os.urandom(8), "little") if seed is None else seed
+                return _core.encode_batch_dropout(self._encoder(), _texts_arg(texts), float(dropout), seed,
+                                                  _specials_arg(allowed_special), _specials_arg(disallowed_special),
+                                                  num_threads)
             return self._encoder().encode_batch(_texts_arg(texts), _specials_arg(allowed_special),
                                                 _specials_arg(disallowed_special), num_threads)
 

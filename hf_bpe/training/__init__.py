@@ -13,4 +13,5 @@ from hf_bpe.training.parity import train_parity
 from hf_bpe.training.pruning import prune
 from hf_bpe.training.trainer import train, train_files, train_from_counts
 
-__all__ = ["count", "count_files", "extend", "train", "train_files", "train_from_counts", "train_parity", "prune", "stochastok"]
+__all__ = ["count", "count_files", "extend", "train", "train_files", "train_from_counts", "train_parity", "prune",
+           "stochastok"]

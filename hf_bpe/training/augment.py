@@ -33,7 +33,8 @@ def stochastok(bpe: BPE, ids: "npt.ArrayLike", p: float, seed: int | None = None
         raise ValueError(f"rounds must be >= 0, not {rounds}")
     arr = np.asarray(ids)
     if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"ids must be a flat sequence of ints, not an array of shape {arr.shape} and dtype {arr.dtype}")
+        raise ValueError(f"ids must be a flat sequence of ints, not an array of shape {arr.shape} "
+                         f"and dtype {arr.dtype}")
     arr = arr.astype(np.int64)
     offsets, left, right = _splits(bpe)
     n_ids = len(offsets) - 1

@@ -300,44 +300,6 @@ impl Encoder {
         PyList::new(py, lists)
     }
 
-    /// Ids of each text with BPE-dropout: each merge skipped with probability `p` (as
-    /// `tokenizers`' `BPE(dropout=p)`), reproducibly from `seed` and the text alone (never the
-    /// batch or the threads). Specials as in `encode`. On all cores, GIL released.
-    #[pyo3(signature = (texts, p, seed, allowed_special=None, disallowed_special=None, num_threads=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn encode_batch_dropout<'py>(
-        &self,
-        py: Python<'py>,
-        texts: &Bound<'py, PyAny>,
-        p: f32,
-        seed: u64,
-        allowed_special: Option<&Bound<'_, PyAny>>,
-        disallowed_special: Option<&Bound<'_, PyAny>>,
-        num_threads: Option<isize>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        use rayon::prelude::*;
-        let allowed = allowed_of(allowed_special)?;
-        let disallowed = disallowed_of(disallowed_special)?;
-        let held = texts_of(texts)?;
-        let texts = strs_of(&held)?;
-        let n = threads(num_threads)?;
-        let enc = &self.inner;
-        let one = |t: &std::borrow::Cow<'_, str>| -> Result<Vec<u32>, String> {
-            let mut out = Vec::with_capacity(t.len() / 2 + 4);
-            enc.encode_dropout(t, &allowed, &disallowed, p, seed, &mut out)?;
-            Ok(out)
-        };
-        let lists: Vec<Vec<u32>> = py
-            .allow_threads(|| {
-                no_panic(|| match (texts.len() > 1).then(|| crate::pool::get(n)).flatten() {
-                    Some(pool) => pool.install(|| texts.par_iter().map(one).collect()),
-                    None => texts.iter().map(one).collect(),
-                })
-            })
-            .map_err(value_error)?;
-        PyList::new(py, lists.iter().map(|l| PyList::new(py, l)).collect::<PyResult<Vec<_>>>()?)
-    }
-
     /// Like `encode_ordinary` for each text.
     #[pyo3(signature = (texts, num_threads=None))]
     fn encode_ordinary_batch<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, num_threads: Option<isize>) -> PyResult<Bound<'py, PyList>> {

@@ -4,6 +4,7 @@
 //! progress through [`with_progress`], which also stops the work on Ctrl-C.
 
 mod columns;
+mod dropout;
 mod encoder;
 mod training;
 
@@ -230,6 +231,7 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(columns::pad_rows, m)?)?;
     m.add_class::<encoder::IdBuffer>()?;
     m.add_function(wrap_pyfunction!(encoder::_encoder_from_state, m)?)?;
+    m.add_function(wrap_pyfunction!(dropout::encode_batch_dropout, m)?)?;
     Ok(())
 }
 
