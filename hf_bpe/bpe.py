@@ -3,8 +3,6 @@ decodes text through the native core, saves to GPT-2/HF files and loads them bac
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import os
 import sys
@@ -13,19 +11,7 @@ from typing import TYPE_CHECKING, AbstractSet, Collection, Iterable, Literal, Se
 
 from hf_bpe import _core, formats
 from hf_bpe.formats import ranks, tiktoken_export
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """The cyclic GC paused while a batch's lists of ints are built (it took a third of short texts' time)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+from hf_bpe.progress import gc_paused
 
 
 if TYPE_CHECKING:  # numpy is imported where it is used: `import hf_bpe` stays light (~16 MiB less RSS)
@@ -86,6 +72,8 @@ class BPE:
         """Every added token with its flags, by id (special tokens among them)."""
         self.pipeline: str | None = core.pipeline
         """An imported ``tokenizer.json``'s components (JSON), or ``None``."""
+        self.dropout: float | None = json.loads(core.pipeline)["model"].get("dropout") if core.pipeline else None
+        """The default BPE-dropout of ``encode*`` (a ``tokenizer.json``'s model ``dropout``), or ``None``."""
         self.truncation_padding: dict | None = None  # a file's truncation/padding sections, loaded ignored
         self.pattern: str = core.pattern
         self.pattern_source: str = self.pattern if self.pattern.startswith("{") else _core.pattern_source(self.pattern)
@@ -261,19 +249,20 @@ class BPE:
         a disallowed special token found in the text raises ``ValueError``, as in tiktoken.
         ``dropout=p``: BPE-dropout, each merge skipped with probability ``p`` as ``tokenizers``'
         ``BPE(dropout=p)``; ``seed`` makes it reproducible (per text, whatever the batch)."""
-        if dropout:
+        if dropout or (dropout is None and self.dropout):
             return self.encode_batch([text], 1, allowed_special, disallowed_special, dropout=dropout, seed=seed)[0]
         return self._encoder().encode(text, _specials_arg(allowed_special), _specials_arg(disallowed_special))
 
     def encode_ordinary(self, text: str, *, dropout: float | None = None, seed: int | None = None) -> list[int]:
         """Text to ids, with special tokens treated as plain text (``dropout``: :meth:`encode`)."""
-        return self.encode_batch([text], 1, (), (), dropout=dropout, seed=seed)[0] if dropout else \
-            self._encoder().encode_ordinary(text)
+        return self.encode_batch([text], 1, (), (), dropout=dropout, seed=seed)[0] if dropout or (
+            dropout is None and self.dropout) else self._encoder().encode_ordinary(text)
 
     def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, allowed_special: AllowedSpecial = (),
                      disallowed_special: AllowedSpecial = "all", *, dropout: float | None = None,
                      seed: int | None = None) -> list[list[int]]:
         """Encodes many texts on all cores (GIL released); ``dropout``, ``seed``: :meth:`encode`."""
+        dropout = self.dropout if dropout is None else dropout
         with gc_paused():
             if dropout:
                 seed = int.from_bytes(os.urandom(8), "little") if seed is None else seed

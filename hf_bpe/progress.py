@@ -1,13 +1,15 @@
-"""Progress bars (tqdm) for long jobs: reading files, merging."""
+"""Progress bars (tqdm) for long jobs (reading files, merging), and the pause of Python's GC
+while a batch's results are built."""
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 from typing import Callable, Iterator, Sequence
 
-__all__ = ["file_progress", "count_progress"]
+__all__ = ["file_progress", "count_progress", "gc_paused"]
 
 
 def _tqdm(**kw):
@@ -58,3 +60,18 @@ def count_progress(total: int, desc: str, unit: str, enabled: bool = True) -> It
         yield cb
     finally:
         bar.close()
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while a batch's lists are built: the lists hold
+    ints only, yet every few hundred of them the collector walked all the young ones (a third of
+    the time of ``encode_batch`` on short texts)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -84,3 +84,22 @@ def test_stochastok_splits_and_decodes_the_same(bpe, docs):
     assert len(deeper) > len(everything) and bpe.decode(deeper.tolist()) == bpe.decode(ids.tolist())
     with pytest.raises(ValueError, match="id 99999 is not in the vocabulary"):
         hf_bpe.stochastok(bpe, [1, 99999], 0.5)
+
+
+def test_a_tokenizer_json_with_dropout_applies_it_by_default(bpe, docs, tmp_path):
+    import pickle
+
+    bpe.save(tmp_path / "tok")
+    spec = json.loads((tmp_path / "tok" / "tokenizer.json").read_text())
+    spec["model"]["dropout"] = 0.2
+    (tmp_path / "tok" / "tokenizer.json").write_text(json.dumps(spec))
+    loaded = hf_bpe.BPE.load(tmp_path / "tok" / "tokenizer.json")
+    assert loaded.dropout == pytest.approx(0.2) and bpe.dropout is None
+    text = "\n\n".join(docs[:5])
+    plain = bpe.encode(text)
+    assert loaded.encode(text, dropout=0) == plain
+    assert loaded.encode(text, seed=3) == bpe.encode(text, dropout=0.2, seed=3) != plain
+    assert loaded.encode_batch([text], seed=3) == [loaded.encode_ordinary(text, seed=3)]
+    assert pickle.loads(pickle.dumps(loaded)).dropout == pytest.approx(0.2)
+    loaded.save(tmp_path / "again")
+    assert json.loads((tmp_path / "again" / "tokenizer.json").read_text())["model"]["dropout"] == pytest.approx(0.2)

@@ -272,7 +272,7 @@ def _cached(request, which):
     ("decoder", {"type": "Metaspace"}, "decoder Metaspace is not supported"),
     ("decoder", None, "decoder is null"),
     ("post_processor", {"type": "Whatever"}, "post_processor Whatever is not supported"),
-    ("model.dropout", 0.1, "dropout 0.1 makes encoding random"),
+    ("model.dropout", 1.5, "dropout 1.5 is not a probability between 0 and 1"),
     ("model.continuing_subword_prefix", "##", "continuing_subword_prefix"),
     ("model.end_of_word_suffix", "</w>", "end_of_word_suffix"),
     ("model.unk_token", "<nope>", "unk_token \"<nope>\" is not in the vocabulary"),

@@ -15,7 +15,8 @@ from transformers.utils import logging
 from transformers.utils.generic import PaddingStrategy
 
 from hf_bpe import _core, formats
-from hf_bpe.bpe import BPE, gc_paused
+from hf_bpe.bpe import BPE
+from hf_bpe.progress import gc_paused
 from hf_bpe.hf.post import offset_trim
 
 __all__ = ["TokenTables", "token_tables", "new_added", "encode_flat", "encode_texts", "encode_split_words",

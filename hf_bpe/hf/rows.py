@@ -11,7 +11,7 @@ from itertools import repeat
 from transformers.tokenization_utils_base import TruncationStrategy
 from transformers.utils.generic import PaddingStrategy
 
-from hf_bpe.bpe import gc_paused
+from hf_bpe.progress import gc_paused
 
 __all__ = ["windows", "pair_keep", "pad_rows", "rows_of", "all_rows", "ones_rows"]
 

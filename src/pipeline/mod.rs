@@ -9,7 +9,8 @@
 //!   else to do (no normalizer, one group of added tokens, every byte token that UTF-8 text can
 //!   need) never takes the general path: it runs on the encoder's hot path.
 //! * **Nothing ignored.** A component or option the general path cannot reproduce exactly fails
-//!   to load with an error naming it (`dropout`, a `continuing_subword_prefix`, Metaspace, ...).
+//!   to load with an error naming it (a `continuing_subword_prefix`, Metaspace, ...). A model's
+//!   `dropout` stays in the canonical JSON (the default of the Python API's `encode*(dropout=)`).
 //! * **Missing byte tokens** (vocabularies that leave out bytes, as GPT-NeoX's): as
 //!   `tokenizers`, such a byte becomes its `<0xNN>` token with `byte_fallback`, else the
 //!   `unk_token` (consecutive ones fused with `fuse_unk`), else it is dropped and its
@@ -111,11 +112,13 @@ impl Pipeline {
         if let Some(t) = opt("type").and_then(Value::as_str).filter(|t| *t != "BPE") {
             return Err(format!("model type {t} is not BPE"));
         }
-        if let Some(d) = opt("dropout") {
-            if d.as_f64() != Some(0.0) {
-                return Err(format!("model dropout {d} makes encoding random (tokenizers drops merges at random); set it to null to load"));
+        let dropout = match opt("dropout") {
+            None => None,
+            Some(d) => {
+                let p = d.as_f64().filter(|p| (0.0..=1.0).contains(p)).ok_or_else(|| format!("model dropout {d} is not a probability between 0 and 1"))?;
+                (p > 0.0).then_some(p as f32)
             }
-        }
+        };
         for k in ["continuing_subword_prefix", "end_of_word_suffix"] {
             if let Some(x) = opt(k).filter(|x| x.as_str() != Some("")) {
                 return Err(format!("model {k} {x} is not supported for byte-level BPE"));
@@ -159,7 +162,7 @@ impl Pipeline {
             "normalizer": get("normalizer"),
             "pre_tokenizer": get("pre_tokenizer"),
             "model": {"type": "BPE", "ignore_merges": ignore_merges, "fuse_unk": fuse_unk, "byte_fallback": byte_fallback,
-                      "unk_token": opt("unk_token").cloned().unwrap_or(Value::Null)},
+                      "unk_token": opt("unk_token").cloned().unwrap_or(Value::Null), "dropout": dropout},
             "post_processor": get("post_processor"),
             "decoder": get("decoder"),
         });
@@ -173,6 +176,7 @@ impl Pipeline {
             && !ignore_merges
             && unk.is_none()
             && !byte_fallback
+            && dropout.is_none()
             && kind(get("decoder"), "decoder")? == "ByteLevel";
         let pre = if pattern.is_some() { None } else { Some(pre) };
         let json = if plain { None } else { Some(canonical.to_string()) };
