@@ -13,7 +13,8 @@ step the language whose dev cost is highest gives its best pair, and the merge a
 the last ``window_size`` steps; ``global_merges`` first makes that many merges by counts over
 all languages together. The result is a standard :class:`~hf_bpe.BPE`: its merges load
 anywhere. The merge loop is the core's (``src/train/parity.rs``);
-:func:`hf_bpe.reference.train_parity_reference` is its oracle.
+:func:`hf_bpe.reference.train_parity_reference` is its oracle. Fairness and speed measured:
+[log](../../docs/performance.md#parity-aware-training).
 """
 
 from __future__ import annotations

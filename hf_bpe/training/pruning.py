@@ -2,16 +2,17 @@
 is still built from remaining tokens, and the ids compacted (or kept, with holes).
 
 The merge list is walked in order. A merge whose two parts and result all remain is kept as it
-is. A remaining token whose every merge lost a part is rebuilt where its first merge was: its
-bytes are encoded with the merges kept before that point, and if they come out as two tokens,
-those two are its new merge (so ``" the"`` survives the removal of ``"he"`` as ``" t" + "he"`` ->
-``" th" + "e"``). If they come out as three or more, no single merge can make it: it is removed
-too. So encoding never produces a removed id, and nothing changes where nothing was removed. A
-tiktoken vocabulary (ids are ranks) stays one: the ranks keep their order.
+is. A remaining token whose every merge lost a part is rebuilt where its first merge was:
+its bytes are encoded with the merges kept before that point, and if they come out as two tokens,
+those two are its new merge (with ``"he"`` gone, ``" the"``, once ``" t" + "he"``, becomes what
+its bytes make just before its rank). If they come out as three or more, no single merge can
+make it: it is removed too. So encoding never produces a removed id, and nothing changes where
+nothing was removed. A tiktoken vocabulary (ids are ranks) stays one: the ranks keep their order.
 
 Which tokens go: an explicit ``remove`` list, everything but a ``keep`` list, or down to
 ``vocab_size`` the tokens least emitted when encoding ``texts`` (without texts, the last merged).
-Byte tokens and special/added tokens are never removed.
+Byte tokens and special/added tokens are never removed. Costs measured:
+[log](../../docs/performance.md#pruning-and-dropout-issue-35).
 """
 
 from __future__ import annotations

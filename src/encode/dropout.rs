@@ -11,6 +11,8 @@
 //!   batch, its order or the threads.
 //! * No word cache (a cached piece would drop the same merges every time), no `ignore_merges`
 //!   (as `tokenizers`, whose dropout path skips both).
+//!
+//! Speed against `tokenizers`: [log](../../docs/performance.md#pruning-and-dropout-issue-35).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -17,6 +17,7 @@
 //! Ties between pairs: [`TieBreak::Lexicographic`] as in [`super::train`]; [`TieBreak::Hf`] is
 //! HF's `ParityBpeTrainer` (the greatest pair as strings of the ByteLevel alphabet), whose
 //! picks the tests check merge for merge. The oracle: `hf_bpe.reference.train_parity_reference`.
+//! Measured: [log](../../docs/performance.md#parity-aware-training).
 
 use std::collections::VecDeque;
 
