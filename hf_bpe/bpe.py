@@ -106,8 +106,7 @@ class BPE:
 
     @property
     def vocab_size(self) -> int:
-        """The largest id + 1 (tiktoken's ``n_vocab``): the size of an embedding table that every
-        id fits. ``len(bpe)`` counts the tokens, which is less where ids have holes."""
+        """The largest id + 1 (tiktoken's ``n_vocab``); ``len(bpe)`` counts tokens (less with holes)."""
         return self._core.n_vocab
 
     def __len__(self) -> int:
@@ -117,10 +116,8 @@ class BPE:
     def token_to_id(self, token: bytes | str) -> int | None:
         """The id of a token given by its bytes, or of an added token given by its text."""
         if isinstance(token, str):
-            for t in self.added_tokens:
-                if t.content == token:
-                    return t.id
-            token = token.encode()
+            added = next((t.id for t in self.added_tokens if t.content == token), None)
+            return added if added is not None else self._ids.get(token.encode())
         return self._ids.get(token)
 
     def __repr__(self) -> str:
@@ -151,6 +148,7 @@ class BPE:
         out = BPE.__new__(BPE)
         vocab = {**{t.id: t.content.encode() for t in new}, **self._vocab}
         out._adopt(self._encoder().derive([tuple(t) for t in new], pipeline), vocab, self._merges)
+        out.dropout = self.dropout
         return out
 
     def save(self, path: str | os.PathLike, *, tokenizer_class: str | None = None) -> Path:
@@ -231,7 +229,8 @@ class BPE:
         self._core = _core.Encoder.from_state(self._encoder().to_state(), cache_bytes=_budget(value))
 
     def __reduce__(self):  # (pickled: the core's deterministic state; never the cache)
-        return (_from_state, (self._core.to_state(),))
+        # With dropout, each pickle differs (a nonce): `datasets` never serves a map from its cache.
+        return (_from_state, (self._core.to_state(),) + ((os.urandom(8),) if self.dropout else ()))
 
     # ---- encoding -------------------------------------------------------------------------
 
@@ -276,7 +275,9 @@ class BPE:
                           allowed_special: AllowedSpecial = (), disallowed_special: AllowedSpecial = "all"
                           ) -> tuple[np.ndarray, np.ndarray]:
         """Encodes many texts into one flat ``uint32`` array plus ``int64`` offsets (``len(texts)+1``):
-        the ids of text ``i`` are ``ids[offsets[i]:offsets[i+1]]``."""
+        the ids of text ``i`` are ``ids[offsets[i]:offsets[i+1]]`` (with :attr:`dropout` if set)."""
+        if self.dropout:
+            return _flat(self.encode_batch(texts, num_threads, allowed_special, disallowed_special))
         return self._encoder().encode_batch_flat(_texts_arg(texts), _specials_arg(allowed_special),
                                                  _specials_arg(disallowed_special), num_threads)
 
@@ -285,13 +286,16 @@ class BPE:
                          ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`encode_batch_flat` of the rows ``data[offsets[i]:offsets[i+1]]`` of a UTF-8 buffer
         (``uint8``; ``offsets`` ``int64``, n + 1 of them): an Arrow string column's two buffers."""
+        if self.dropout:
+            rows = [bytes(data[a:b]).decode() for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+            return self.encode_batch_flat(rows, num_threads, allowed_special, disallowed_special)
         return _core.encode_utf8_column(self._encoder(), data, offsets, _specials_arg(allowed_special),
                                         _specials_arg(disallowed_special), num_threads)
 
     def encode_with_offsets(self, text: str, allowed_special: AllowedSpecial = (),
                             disallowed_special: AllowedSpecial = "all") -> tuple[list[int], list[tuple[int, int]]]:
-        """Ids plus each token's ``(start, end)`` character offsets into ``text`` (a character belongs
-        to the token holding its first byte). Special tokens as in :meth:`encode`."""
+        """Ids plus each token's ``(start, end)`` char offsets into ``text`` (a char belongs to the token
+        holding its first byte)."""
         return self._encoder().encode_with_offsets(text, _specials_arg(allowed_special),
                                                    _specials_arg(disallowed_special))
 
@@ -381,7 +385,14 @@ def _specials_arg(s: AllowedSpecial) -> str | list[str]:
     return sorted(s)
 
 
-def _from_state(state: bytes) -> BPE:
+def _flat(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
+    return (np.fromiter((i for x in lists for i in x), dtype=np.uint32),
+            np.concatenate(([0], np.cumsum([len(x) for x in lists], dtype=np.int64))))
+
+
+def _from_state(state: bytes, _nonce: bytes = b"") -> BPE:
     """Unpickles a :class:`BPE` from its core's state."""
     core = _core.Encoder.from_state(state)
     bpe = BPE.__new__(BPE)

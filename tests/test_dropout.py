@@ -103,3 +103,28 @@ def test_a_tokenizer_json_with_dropout_applies_it_by_default(bpe, docs, tmp_path
     assert pickle.loads(pickle.dumps(loaded)).dropout == pytest.approx(0.2)
     loaded.save(tmp_path / "again")
     assert json.loads((tmp_path / "again" / "tokenizer.json").read_text())["model"]["dropout"] == pytest.approx(0.2)
+
+
+def test_bpetokenizer_and_dataset_map_apply_a_files_dropout(bpe, docs, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    pytest.importorskip("transformers")
+    bpe.save(tmp_path / "tok")
+    path = tmp_path / "tok" / "tokenizer.json"
+    spec = json.loads(path.read_text())
+    spec["model"]["dropout"] = 0.3
+    path.write_text(json.dumps(spec))
+    tok = hf_bpe.BPETokenizer.from_pretrained(tmp_path / "tok")
+    tok.pad_token = "<|endoftext|>"
+    rows = docs[:30]
+    plain = bpe.encode_batch(rows)
+    lists = tok(rows)["input_ids"]
+    assert [bpe.decode(x) for x in lists] == rows and sum(map(len, lists)) > sum(map(len, plain)) * 1.05
+    padded = tok(rows, return_tensors="np", padding=True)
+    assert padded["attention_mask"].sum() > sum(map(len, plain)) * 1.05
+    with pytest.raises(ValueError, match="drops merges at random"):
+        tok(rows[:2], return_offsets_mapping=True)
+    ds = datasets.Dataset.from_dict({"text": rows})
+    first = ds.map(tok, batched=True, input_columns="text")["input_ids"]
+    second = ds.map(tok, batched=True, input_columns="text")["input_ids"]
+    assert first != second, "the second map was served from the cache (or dropout was not applied)"
+    assert [bpe.decode(x) for x in first] == rows and sum(map(len, first)) > sum(map(len, plain)) * 1.05

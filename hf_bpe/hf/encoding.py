@@ -167,6 +167,9 @@ def encode_texts(bpe: BPE, texts: list[str], split_special: bool, offsets: bool)
     if not offsets:  # the core builds the lists
         return (bpe.encode_batch(texts, allowed_special=() if split_special else "all", disallowed_special=()),
                 None, None)
+    if bpe.dropout:
+        raise ValueError(f"this tokenizer drops merges at random (dropout {bpe.dropout}): offsets, word ids and "
+                         "encodings are not available with it; set tokenizer.bpe.dropout = None for them")
     ids, offs, words, off = bpe.encode_spans(texts, allowed_special=() if split_special else "all",
                                              disallowed_special=())
     trim = offset_trim(bpe.pipeline)
