@@ -125,6 +125,11 @@ def test_stock_tokenizers_and_tiktoken_give_our_ids(base, docs, tmp_path):
     assert isinstance(enc, tiktoken.Encoding)
     assert [enc.encode_ordinary(t) for t in sample] == [new.encode_ordinary(t) for t in sample]
     assert hf_bpe.BPE.load(tmp_path / "out").merges == new.merges
+    transformers = pytest.importorskip("transformers")
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "out" / "tokenizer.json"))
+    assert fast(sample)["input_ids"] == new.encode_batch(sample)
+    auto = transformers.AutoTokenizer.from_pretrained(tmp_path / "out")
+    assert auto(sample)["input_ids"] == new.encode_batch(sample)
 
 
 @pytest.mark.skipif(not (SHARED / "gpt2").exists() or not (SHARED / "tiktoken").exists(),
@@ -161,7 +166,7 @@ def test_bad_requests_are_refused_by_name(base):
         hf_bpe.prune(base, remove=[b"zzzzzz"])
     with pytest.raises(ValueError, match="below the 257 byte and special/added tokens"):
         hf_bpe.prune(base, 100)
-    with pytest.raises(TypeError, match="prune takes an hf_bpe.BPE"):
+    with pytest.raises(TypeError, match="prune takes an hf_bpe.BPE .* or a BPETokenizer"):
         hf_bpe.prune("gpt2", 100)
 
 
@@ -185,3 +190,19 @@ def test_cli_prunes_and_reports_the_cost(base, docs, tmp_path, capsys):
     assert hf_bpe.BPE.load(tmp_path / "x").token_to_id(b" the") is None
     assert main(["prune", "--tokenizer", str(tmp_path / "base"), "--out", str(tmp_path / "y")]) == 1
     assert "exactly one of" in capsys.readouterr().err
+
+
+def test_a_bpetokenizer_comes_back_as_one_with_its_added_tokens(base, docs):
+    pytest.importorskip("transformers")
+    tok = hf_bpe.BPETokenizer.from_bpe(base)
+    tok.add_tokens(["<extra>"])
+    extra = tok.convert_tokens_to_ids("<extra>")
+    small, id_map = hf_bpe.prune(tok, 1100, texts=docs[:100])
+    assert isinstance(small, hf_bpe.BPETokenizer) and len(small) == 1100
+    assert small.convert_tokens_to_ids("<extra>") == id_map[extra] >= 0
+    assert small.eos_token == tok.eos_token
+    text = docs[120] + " <extra>"
+    ids = small(text)["input_ids"]
+    assert small.decode(ids) == text and ids[-1] == id_map[extra]
+    inverse = {j: i for i, j in enumerate(id_map) if j >= 0}
+    assert all(inverse[i] < len(id_map) for i in ids)

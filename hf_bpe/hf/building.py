@@ -119,6 +119,15 @@ def extended(tok, texts, vocab_size: int, **options):
                                    **options))
 
 
+def pruned(tok, *args: Any, **kwargs: Any):
+    """:func:`hf_bpe.prune` of a ``BPETokenizer``: its engine (added tokens included) pruned, the
+    tokenizer rebuilt around it; with the id map."""
+    from hf_bpe.training.pruning import prune_bpe
+
+    bpe, id_map = prune_bpe(tok.engine(), *args, **kwargs)
+    return rebuilt(tok, bpe), id_map
+
+
 def backend_of(tok):
     """``tok`` as a ``tokenizers.Tokenizer`` built from the ``tokenizer.json`` it saves (added
     tokens included): the same ids."""

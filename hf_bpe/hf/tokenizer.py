@@ -22,7 +22,7 @@ from hf_bpe import formats
 from hf_bpe.bpe import BPE
 from hf_bpe.formats.files import save_staged
 from hf_bpe.hf.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
-from hf_bpe.hf.building import (backend_of, bpe_of, extended, portable_config, train_new, with_file_defaults,
+from hf_bpe.hf.building import (backend_of, bpe_of, extended, pruned, portable_config, train_new, with_file_defaults,
                                 write_vocabulary)
 from hf_bpe.hf.encoding import cleans_up, encode_split_words, encode_texts, new_added, numpy_batch, token_tables
 from hf_bpe.hf.post import bos_eos_flag, bos_eos_template, prefix_space, template_of
@@ -165,6 +165,10 @@ class BPETokenizer(PreTrainedTokenizer):
     def _extended(self, texts, vocab_size: int, **options: Any) -> "BPETokenizer":
         """:func:`hf_bpe.extend` of this tokenizer (see :func:`hf.building.extended`)."""
         return extended(self, texts, vocab_size, **options)
+
+    def _pruned(self, *args: Any, **kwargs: Any) -> tuple["BPETokenizer", list[int]]:
+        """:func:`hf_bpe.prune` of this tokenizer (see :func:`hf.building.pruned`)."""
+        return pruned(self, *args, **kwargs)
 
     def get_vocab(self) -> dict[str, int]:
         v = dict(token_tables(self.bpe).str_to_id)

@@ -22,13 +22,15 @@ from typing import Any
 
 from hf_bpe.bpe import BPE
 
-__all__ = ["prune"]
+__all__ = ["prune", "prune_bpe"]
 
 
-def prune(bpe: BPE, vocab_size: int | None = None, *, remove: Iterable[bytes | str | int] | None = None,
+def prune(tokenizer, vocab_size: int | None = None, *, remove: Iterable[bytes | str | int] | None = None,
           keep: Iterable[bytes | str | int] | None = None, texts: Sequence[str] | None = None,
-          keep_ids: bool = False) -> tuple[BPE, list[int]]:
-    """``bpe`` without some of its merged tokens, and the map of old ids to new ones.
+          keep_ids: bool = False) -> tuple[Any, list[int]]:
+    """``tokenizer`` (a :class:`~hf_bpe.BPE`, or a ``BPETokenizer``, which comes back as one with
+    its added tokens and settings) without some of its merged tokens, and the map of old ids to
+    new ones.
 
     Give one of ``vocab_size`` (tokens in all, as :attr:`BPE.vocab_size` counts them when ids are
     compact; the least emitted on ``texts`` go first, or without ``texts`` the last merged),
@@ -38,8 +40,18 @@ def prune(bpe: BPE, vocab_size: int | None = None, *, remove: Iterable[bytes | s
     keep the old order without holes; ``keep_ids=True`` keeps every id as it was (holes where
     tokens went).
     """
+    own = getattr(tokenizer, "_pruned", None)
+    if not isinstance(tokenizer, BPE) and own is not None:
+        return own(vocab_size, remove=remove, keep=keep, texts=texts, keep_ids=keep_ids)
+    return prune_bpe(tokenizer, vocab_size, remove=remove, keep=keep, texts=texts, keep_ids=keep_ids)
+
+
+def prune_bpe(bpe: BPE, vocab_size: int | None = None, *, remove: Iterable[bytes | str | int] | None = None,
+              keep: Iterable[bytes | str | int] | None = None, texts: Sequence[str] | None = None,
+              keep_ids: bool = False) -> tuple[BPE, list[int]]:
+    """:func:`prune` of a :class:`~hf_bpe.BPE`."""
     if not isinstance(bpe, BPE):
-        raise TypeError(f"prune takes an hf_bpe.BPE (BPE.load reads every format; a BPETokenizer's is .bpe), "
+        raise TypeError(f"prune takes an hf_bpe.BPE (BPE.load reads every format) or a BPETokenizer, "
                         f"not {type(bpe).__name__}")
     if sum(x is not None for x in (vocab_size, remove, keep)) != 1:
         raise ValueError("give exactly one of vocab_size=, remove= or keep=")
