@@ -131,10 +131,11 @@ def train_parity_merges(corpora: Sequence[CountArrays], dev: Sequence[tuple[Coun
     per language its dev words and its reference's (``None``: its own tokens are its cost).
     ``"hf"`` ties are those of HF's ``ParityBpeTrainer``."""
 
-def encode_batch_dropout(encoder: Encoder, texts: Sequence[str], p: float, seed: int, allowed_special: _Specials = None,
-                         disallowed_special: _Specials = None, num_threads: int | None = None) -> list[list[int]]:
-    """Ids of each text with BPE-dropout (each merge skipped with probability ``p``),
-    reproducible from ``seed`` and the text alone."""
+def encode_batch_dropout(encoder: Encoder, texts: Sequence[str], p: float, seed: int | None,
+                         allowed_special: _Specials = None, disallowed_special: _Specials = None,
+                         num_threads: int | None = None) -> list[list[int]]:
+    """Ids of each text with BPE-dropout (each merge skipped with probability ``p``), reproducible
+    from ``seed`` and the text alone (``None``: each text draws its own)."""
 
 def count_pieces(pattern: str, text: str) -> int:
     """Number of pre-tokens of ``text`` (benchmarks the scanner without building Python strings)."""

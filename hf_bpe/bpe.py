@@ -155,7 +155,7 @@ class BPE:
         """Writes ``vocab.json``, ``merges.txt``, ``tokenizer.json`` and ``tokenizer_config.json``
         into the folder ``path`` (created if needed), atomically. Returns the folder."""
         files = formats.folder_files(self._vocab, self.merges, self.special_tokens, self.pattern, tokenizer_class,
-                                     self.added_tokens, self.pipeline)
+                                     self.added_tokens, formats.with_dropout(self.pattern, self.pipeline, self.dropout))
         return formats.write_folder(path, files)
 
     @classmethod
@@ -230,7 +230,7 @@ class BPE:
 
     def __reduce__(self):  # (pickled: the core's deterministic state; never the cache)
         # With dropout, each pickle differs (a nonce): `datasets` never serves a map from its cache.
-        return (_from_state, (self._core.to_state(),) + ((os.urandom(8),) if self.dropout else ()))
+        return (_from_state, (self._core.to_state(), self.dropout) + ((os.urandom(8),) if self.dropout else ()))
 
     # ---- encoding -------------------------------------------------------------------------
 
@@ -247,7 +247,7 @@ class BPE:
         """Text to ids. Special tokens in ``allowed_special`` (a set, or ``"all"``) become their id;
         a disallowed special token found in the text raises ``ValueError``, as in tiktoken.
         ``dropout=p``: BPE-dropout, each merge skipped with probability ``p`` as ``tokenizers``'
-        ``BPE(dropout=p)``; ``seed`` makes it reproducible (per text, whatever the batch)."""
+        ``BPE(dropout=p)``; ``seed`` makes it reproducible per text, whatever the batch."""
         if dropout or (dropout is None and self.dropout):
             return self.encode_batch([text], 1, allowed_special, disallowed_special, dropout=dropout, seed=seed)[0]
         return self._encoder().encode(text, _specials_arg(allowed_special), _specials_arg(disallowed_special))
@@ -263,8 +263,7 @@ class BPE:
         """Encodes many texts on all cores (GIL released); ``dropout``, ``seed``: :meth:`encode`."""
         dropout = self.dropout if dropout is None else dropout
         with gc_paused():
-            if dropout:
-                seed = int.from_bytes(os.urandom(8), "little") if seed is None else seed
+            if dropout:  # (seed None: each text draws its own)
                 return _core.encode_batch_dropout(self._encoder(), _texts_arg(texts), float(dropout), seed,
                                                   _specials_arg(allowed_special), _specials_arg(disallowed_special),
                                                   num_threads)
@@ -392,9 +391,10 @@ def _flat(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
             np.concatenate(([0], np.cumsum([len(x) for x in lists], dtype=np.int64))))
 
 
-def _from_state(state: bytes, _nonce: bytes = b"") -> BPE:
-    """Unpickles a :class:`BPE` from its core's state."""
+def _from_state(state: bytes, dropout: float | None = None, _nonce: bytes = b"") -> BPE:
+    """Unpickles a :class:`BPE` from its core's state (and its :attr:`BPE.dropout`)."""
     core = _core.Encoder.from_state(state)
     bpe = BPE.__new__(BPE)
     bpe._adopt(core, core.vocab, core.merges)
+    bpe.dropout = dropout
     return bpe

@@ -128,3 +128,26 @@ def test_bpetokenizer_and_dataset_map_apply_a_files_dropout(bpe, docs, tmp_path)
     second = ds.map(tok, batched=True, input_columns="text")["input_ids"]
     assert first != second, "the second map was served from the cache (or dropout was not applied)"
     assert [bpe.decode(x) for x in first] == rows and sum(map(len, first)) > sum(map(len, plain)) * 1.05
+
+
+def test_a_set_dropout_survives_pickle_save_and_added_tokens(bpe, docs, tmp_path):
+    import pickle
+
+    own = pickle.loads(pickle.dumps(bpe))
+    own.dropout = 0.25
+    assert pickle.loads(pickle.dumps(own)).dropout == 0.25
+    own.save(tmp_path / "d")
+    assert json.loads((tmp_path / "d" / "tokenizer.json").read_text())["model"]["dropout"] == 0.25
+    assert hf_bpe.BPE.load(tmp_path / "d").dropout == 0.25
+    own.dropout = None
+    assert pickle.loads(pickle.dumps(own)).dropout is None
+    text = docs[1]
+    many = own.encode_batch([text] * 20, dropout=0.3)  # no seed: every text draws its own
+    assert len({tuple(x) for x in many}) > 1 and all(own.decode(x) == text for x in many)
+    pytest.importorskip("transformers")
+    tok = hf_bpe.BPETokenizer.from_pretrained(tmp_path / "d")
+    tok.add_tokens(["<extra>"])  # a second group of added tokens (normalized ones)
+    ids = tok(text + " <extra>")["input_ids"]
+    assert ids[-1] == tok.convert_tokens_to_ids("<extra>") and tok.decode(ids) == text + " <extra>"
+    tok.bpe.dropout = None
+    assert tok(text)["input_ids"] == bpe.encode(text) and tok(text, return_offsets_mapping=True)["offset_mapping"]

@@ -38,12 +38,12 @@ def check_pruned(old: hf_bpe.BPE, new: hf_bpe.BPE, id_map: list[int], texts: lis
         if id_map[i] >= 0:
             assert new.vocab[id_map[i]] == b
     assert len(new) == len(old) - len(gone)
-    inverse = {j: i for i, j in enumerate(id_map) if j >= 0}
+    removed = {old.vocab[i] for i in gone}
     for a, b in new.merges:  # each kept token is made of kept tokens
         assert new.token_to_id(a) is not None and new.token_to_id(b) is not None and new.token_to_id(a + b) is not None
     for t in texts:
         ids = new.encode(t)
-        assert all(inverse[i] not in gone for i in ids)
+        assert all(i in new.vocab and new.vocab[i] not in removed for i in ids)
         assert new.decode(ids) == t
         want = [new.token_to_id(tok) for m in regex.finditer(GPT2, t)
                 for tok in reference.encode_word_reference(m.group().encode(), new.merges)]
@@ -204,5 +204,29 @@ def test_a_bpetokenizer_comes_back_as_one_with_its_added_tokens(base, docs):
     text = docs[120] + " <extra>"
     ids = small(text)["input_ids"]
     assert small.decode(ids) == text and ids[-1] == id_map[extra]
-    inverse = {j: i for i, j in enumerate(id_map) if j >= 0}
-    assert all(inverse[i] < len(id_map) for i in ids)
+    assert all(i in small.get_vocab().values() for i in ids)
+
+
+def test_a_post_processor_template_follows_the_new_ids(base, docs, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    from hf_bpe.formats import AddedToken
+    from hf_bpe.hf.post import bos_eos_template
+
+    n = base.vocab_size
+    with_bos = base.derive([AddedToken("<s>", n), AddedToken("</s>", n + 1)],
+                           post_processor=bos_eos_template(("<s>", n, True), (None, None, False)))
+    small, id_map = hf_bpe.prune(with_bos, remove=[with_bos.vocab[n - 1], with_bos.vocab[n - 2]])
+    assert id_map[n] == n - 2 and small.token_to_id("<s>") == n - 2
+    assert "[" + str(n - 2) + "]" in small.pipeline.replace(" ", "") and str(n) not in small.pipeline
+    small.save(tmp_path / "out")
+    tok = tokenizers.Tokenizer.from_file(str(tmp_path / "out" / "tokenizer.json"))
+    assert tok.encode(docs[0][:200]).ids[0] == n - 2
+
+
+def test_keep_may_list_bytes_and_specials(base):
+    keep = [b"a", "<|endoftext|>", b"he", b"th"]
+    new, _ = hf_bpe.prune(base, keep=keep)
+    assert new.merges == [(b"t", b"h"), (b"h", b"e")] or new.merges == [(b"h", b"e"), (b"t", b"h")]
+    assert len(new) == 256 + 1 + 2
+    alone, _ = hf_bpe.prune(base, keep=[b" the"])  # its parts gone, no two kept tokens make it: it goes too
+    assert alone.merges == [] and len(alone) == 257

@@ -19,9 +19,10 @@ from hf_bpe.formats.files import write_file, write_folder
 from hf_bpe.formats.reader import TIKTOKEN_ENCODINGS, from_strings, read, read_tiktoken
 from hf_bpe.formats.regex_forms import for_oniguruma, for_tiktoken, pattern_key, pattern_name
 from hf_bpe.formats.types import MAX_ID, AddedToken, FormatError, Tables
-from hf_bpe.formats.writer import ARTIFACTS, folder_files, gpt2_files, pipeline_parts, tokenizer_config, tokenizer_json
+from hf_bpe.formats.writer import (ARTIFACTS, folder_files, gpt2_files, pipeline_parts, tokenizer_config,
+                                   tokenizer_json, with_dropout)
 
 __all__ = ["FormatError", "AddedToken", "Tables", "MAX_ID", "read", "from_strings", "read_tiktoken",
            "TIKTOKEN_ENCODINGS", "pattern_name", "pattern_key", "for_oniguruma", "for_tiktoken", "bytes_to_unicode",
            "token_to_str", "str_to_token", "BYTE_TO_CHAR", "ARTIFACTS", "folder_files", "gpt2_files", "pipeline_parts",
-           "tokenizer_json", "tokenizer_config", "write_folder", "write_file"]
+           "tokenizer_json", "tokenizer_config", "write_folder", "write_file", "with_dropout"]

@@ -11,7 +11,8 @@ from hf_bpe import _core
 from hf_bpe.formats.alphabet import token_to_str
 from hf_bpe.formats.regex_forms import for_oniguruma
 
-__all__ = ["ARTIFACTS", "folder_files", "gpt2_files", "pipeline_parts", "tokenizer_json", "tokenizer_config"]
+__all__ = ["ARTIFACTS", "folder_files", "gpt2_files", "pipeline_parts", "tokenizer_json", "tokenizer_config",
+           "with_dropout"]
 
 # The files `save` writes, in the order they are moved into place (the config last).
 ARTIFACTS = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json")
@@ -72,6 +73,15 @@ def pipeline_parts(pattern: str, pipeline: str | None) -> dict:
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {},
     }
+
+
+def with_dropout(pattern: str, pipeline: str | None, dropout: float | None) -> str | None:
+    """``pipeline`` whose model sets ``dropout`` (the components written for ``pattern`` if there
+    are none); ``pipeline`` itself when it says so already."""
+    parts = pipeline_parts(pattern, pipeline)
+    if parts["model"].get("dropout") == dropout:
+        return pipeline
+    return json.dumps({**parts, "model": {**parts["model"], "dropout": dropout}})
 
 
 def tokenizer_json(

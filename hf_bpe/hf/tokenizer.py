@@ -244,7 +244,7 @@ class BPETokenizer(PreTrainedTokenizer):
         once per set of them; ``bpe`` itself when there are none)."""
         cache = self.__dict__.setdefault("cache", {})  # datasets' hasher ignores a dict named `cache`
         key = (id(self.bpe), len(self._added_tokens_decoder), self._bos_eos,
-               self._bos_eos and (self.bos_token, self.eos_token))
+               self._bos_eos and (self.bos_token, self.eos_token), self.bpe.dropout)
         hit = cache.get("engine")
         if hit is None or hit[0] != key:
             extra = new_added(self.bpe, self._added_tokens_decoder)

@@ -99,8 +99,8 @@ def _prune(args: argparse.Namespace) -> int:
     line = f"pruned {gone} tokens: {len(bpe)} -> {len(pruned)} (vocab_size {pruned.vocab_size})"
     if texts:
         nbytes = sum(len(t.encode()) for t in texts)
-        before = nbytes / max(1, sum(map(len, bpe.encode_batch(texts))))
-        after = nbytes / max(1, sum(map(len, pruned.encode_batch(texts))))
+        before = nbytes / max(1, sum(map(len, bpe.encode_batch(texts, dropout=0))))
+        after = nbytes / max(1, sum(map(len, pruned.encode_batch(texts, dropout=0))))
         line += f"; bytes/token on the texts {before:.3f} -> {after:.3f} ({after / before:.3f}x)"
     print(f"{line} -> {out}")
     return 0

@@ -17,6 +17,7 @@ Byte tokens and special/added tokens are never removed. Costs measured:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -61,8 +62,11 @@ def prune_bpe(bpe: BPE, vocab_size: int | None = None, *, remove: Iterable[bytes
     if vocab_size is not None:
         gone = _by_size(bpe, vocab, merged, protected, vocab_size, texts)
     else:
-        listed = {_id_of(bpe, t, protected) for t in (remove if remove is not None else keep)}
-        gone = listed if remove is not None else {i for i in merged if i not in listed}
+        if remove is not None:
+            gone = {_id_of(bpe, t, protected) for t in remove}
+        else:
+            listed = {_id_of(bpe, t, set()) for t in keep}  # (bytes and specials may be listed: they stay)
+            gone = {i for i in merged if i not in listed}
     merges, gone = _rederived(bpe, vocab, gone)
     return _rebuilt(bpe, vocab, merges, gone, keep_ids)
 
@@ -88,8 +92,9 @@ def _by_size(bpe: BPE, vocab: dict[int, bytes], merged: list[int], protected: se
     if texts is not None:
         import numpy as np
 
-        ids = bpe.encode_batch_flat(list(texts), allowed_special="all")[0] if texts else np.zeros(0, np.int64)
-        uses = np.bincount(np.asarray(ids, dtype=np.int64), minlength=max(vocab) + 1)
+        lists = bpe.encode_batch(list(texts), allowed_special="all", dropout=0)  # (never a file's dropout)
+        ids = np.fromiter((i for x in lists for i in x), dtype=np.int64)
+        uses = np.bincount(ids, minlength=max(vocab) + 1)
         order = sorted(merged, key=lambda i: (int(uses[i]), -i))  # least emitted, then the later one
     else:
         order = merged[::-1]
@@ -168,6 +173,24 @@ def _rebuilt(bpe: BPE, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]
     specials = {s: id_map[i] for s, i in bpe.special_tokens.items()}
     new_vocab = {id_map[i]: b for i, b in vocab.items() if id_map[i] >= 0}
     kept_merges: Any = None if bpe.is_tiktoken else merges
+    pipeline = None if bpe.pipeline is None else json.dumps(_remapped(json.loads(bpe.pipeline), id_map, vocab))
     pruned = BPE(new_vocab, kept_merges, specials, bpe.pattern, cache_bytes=bpe.cache_bytes, added_tokens=added,
-                 pipeline=bpe.pipeline)
+                 pipeline=pipeline)
+    pruned.dropout = bpe.dropout
     return pruned, id_map
+
+
+def _remapped(node: Any, id_map: list[int], vocab: dict[int, bytes], key: str = "") -> Any:
+    """A post-processor's ids (a template's ``ids``, Roberta/Bert's ``[token, id]``) through ``id_map``."""
+    def new(i: int) -> int:
+        if not 0 <= i < len(id_map) or id_map[i] < 0:
+            raise ValueError(f"the post-processor uses id {i} ({vocab.get(i)!r}), which pruning removes: keep it")
+        return id_map[i]
+
+    if isinstance(node, dict):
+        return {k: (_remapped(v, id_map, vocab, k) if k != "ids" else [new(i) for i in v]) for k, v in node.items()}
+    if isinstance(node, list):
+        if key in ("sep", "cls") and len(node) == 2 and isinstance(node[1], int):
+            return [node[0], new(node[1])]
+        return [_remapped(v, id_map, vocab) for v in node]
+    return node

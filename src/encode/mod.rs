@@ -344,8 +344,8 @@ impl Encoder {
         if p.is_nan() || !(0.0..=1.0).contains(&p) {
             return Err(format!("dropout must be between 0 and 1, not {p}"));
         }
-        if self.generic {
-            return Err("dropout needs a tokenizer whose pre-tokenization is one pattern over bytes; this tokenizer.json's pipeline (a normalizer, several pre-tokenizer steps, missing byte tokens or normalized added tokens) is not".into());
+        if self.pipeline.is_needed() {
+            return Err("dropout needs a tokenizer whose pre-tokenization is one pattern over bytes; this tokenizer.json's pipeline (a normalizer, several pre-tokenizer steps or missing byte tokens) is not".into());
         }
         self.check_disallowed(text, allowed, disallowed)?;
         let table = match self.dropout.get() {
@@ -358,15 +358,24 @@ impl Encoder {
             }
         };
         let text_seed = dropout::text_seed(seed, text.as_bytes());
-        let mut items = Vec::new();
+        let (mut items, mut inner_items) = (Vec::new(), Vec::new());
         self.split_specials(text, allowed, 0, &mut items);
+        // (Added tokens of the normalized group match in the text between the raw group's.)
+        let inner = self.inner_automaton(allowed);
         let b = text.as_bytes();
         for it in items {
-            match it {
-                Item::Text(s, e) => self.pattern.for_each_piece_dyn(&text[s..e], &mut |ps, pe| {
-                    table.merge(&b[s + ps..s + pe], &self.ranks.byte_ids, p, &mut dropout::Rng::at(text_seed, s + ps), out)
-                })?,
-                Item::Special(id, _, _) => out.push(id),
+            inner_items.clear();
+            match (it, inner.as_deref()) {
+                (Item::Text(s, e), Some(a)) => self.specials.split_with(Some(a), &text[s..e], s, &mut inner_items),
+                (it, _) => inner_items.push(it),
+            }
+            for it in &inner_items {
+                match *it {
+                    Item::Text(s, e) => self.pattern.for_each_piece_dyn(&text[s..e], &mut |ps, pe| {
+                        table.merge(&b[s + ps..s + pe], &self.ranks.byte_ids, p, &mut dropout::Rng::at(text_seed, s + ps), out)
+                    })?,
+                    Item::Special(id, _, _) => out.push(id),
+                }
             }
         }
         Ok(())

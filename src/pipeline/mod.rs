@@ -116,7 +116,7 @@ impl Pipeline {
             None => None,
             Some(d) => {
                 let p = d.as_f64().filter(|p| (0.0..=1.0).contains(p)).ok_or_else(|| format!("model dropout {d} is not a probability between 0 and 1"))?;
-                (p > 0.0).then_some(p as f32)
+                (p > 0.0).then_some(p)
             }
         };
         for k in ["continuing_subword_prefix", "end_of_word_suffix"] {
