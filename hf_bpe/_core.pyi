@@ -125,8 +125,8 @@ def train_parity_merges(corpora: Sequence[CountArrays], dev: Sequence[tuple[Coun
                         variant: Literal["base", "window"] = "base", window_size: int = 100,
                         alpha: float = 2.0, global_merges: int = 0,
                         progress: Callable[[int], object] | None = None,
-                        merge_filter: Callable[[bytes, bytes], bool] | str | None = None
-                        ) -> list[tuple[bytes, bytes]]:
+                        merge_filter: Callable[[bytes, bytes], bool] | str | None = None,
+                        num_threads: int | None = None) -> list[tuple[bytes, bytes]]:
     """Learns parity-aware merges: ``corpora`` one word table per language (flat arrays), ``dev``
     per language its dev words and its reference's (``None``: its own tokens are its cost).
     ``"hf"`` ties are those of HF's ``ParityBpeTrainer``."""

@@ -82,7 +82,7 @@ def train_parity(
     with count_progress(max_new, "merging", "tok", enabled=progress and max_new > 0) as cb:
         merges = _core.train_parity_merges(
             [(c.bytes, c.offsets, c.counts) for c in counts], dev_tables, max_new, tie_break, min_frequency,
-            max_token_length, variant, window_size, alpha, global_merges, cb, merge_filter)
+            max_token_length, variant, window_size, alpha, global_merges, cb, merge_filter, num_threads)
         bpe = assemble(merges, specials, pattern, tie_break)
         if cb is not None:
             cb(bpe.vocab_size - 256 - len(specials))

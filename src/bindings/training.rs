@@ -221,7 +221,7 @@ pub fn train_merges_extending<'py>(
 /// Learns parity-aware merges (`crate::train::train_parity`): `corpora` one word table per
 /// language (flat arrays), `dev` per language its dev words and optionally its reference's.
 #[pyfunction]
-#[pyo3(signature = (corpora, dev, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, variant="base", window_size=100, alpha=2.0, global_merges=0, progress=None, merge_filter=None))]
+#[pyo3(signature = (corpora, dev, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, variant="base", window_size=100, alpha=2.0, global_merges=0, progress=None, merge_filter=None, num_threads=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn train_parity_merges<'py>(
     py: Python<'py>,
@@ -237,7 +237,9 @@ pub fn train_parity_merges<'py>(
     global_merges: usize,
     progress: Option<PyObject>,
     merge_filter: Option<PyObject>,
+    num_threads: Option<isize>,
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+    let n_threads = threads(num_threads)?;
     let variant = match variant {
         "base" => train::Variant::Base,
         "window" => train::Variant::Window { size: window_size, alpha },
@@ -254,7 +256,7 @@ pub fn train_parity_merges<'py>(
     py.allow_threads(|| corpora.iter().chain(dev.iter().flat_map(|d| std::iter::once(&d.text).chain(&d.reference))).try_for_each(|&f| counts::check(f)))
         .map_err(value_error)?;
     let merges = with_progress(py, progress, |cb| {
-        let pool = crate::pool::get(0);
+        let pool = crate::pool::get(n_threads);
         train::train_parity(&corpora, &dev, &cfg, pool.as_deref(), &mut |n| cb(n as u64))
     })?;
     raise_filter_error(&failed)?;
