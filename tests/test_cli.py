@@ -52,3 +52,57 @@ def test_errors_exit_1_with_a_message(tmp_path, capsys):
     assert main(["train", str(bad), "--out", str(tmp_path / "o"), "--quiet", "--vocab-size", "300"]) == 1
     assert "bad.txt: invalid UTF-8 at byte offset 8" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_version_help_defaults_text_field_and_a_short_training(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"hf-bpe {hf_bpe.__version__}"
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    helptext = " ".join(capsys.readouterr().out.split())
+    assert "(default: 32000)" in helptext and "--text-field NAME" in helptext and "0 or unset: all cores" in helptext
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join('{"body": "%s"}\n' % t for t in ["the cat sat", "the hat", "a cat and a hat"] * 5))
+    assert main(["train", str(rows), "--text-field", "body", "--vocab-size", "32000", "--out", str(tmp_path / "t"),
+                 "--quiet"]) == 0
+    got = hf_bpe.BPE.load(tmp_path / "t")
+    assert got == hf_bpe.train_files(rows, 32000, text_field="body", progress=False) and got.vocab_size < 300
+    err = capsys.readouterr().err
+    assert f"note: {got.vocab_size:,} of the 32,000 tokens asked for: no pair is left to merge" in err
+    assert main(["train", str(rows), "--text-field", "body", "--min-frequency", "6", "--out", str(tmp_path / "u"),
+                 "--quiet"]) == 0
+    assert "no pair occurs 6 times or more (--min-frequency)" in capsys.readouterr().err
+
+
+def test_messages_speak_the_cli_and_name_the_users_path(tmp_path, capsys, monkeypatch):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok text\n\xff\xfe\n")
+    good = tmp_path / "good.txt"
+    good.write_text("the cat sat on the mat " * 20)
+    assert main(["train", str(good), "--vocab-size", "260", "--out", str(tmp_path / "tok"), "--quiet"]) == 0
+    assert main(["stats", "--tokenizer", str(tmp_path / "tok"), str(bad), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "(pass --errors replace to read it anyway)" in err and "errors='" not in err
+    assert main(["train", str(bad), "--out", str(tmp_path / "o"), "--quiet"]) == 1
+    assert "--errors replace or --errors ignore" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["viz", "--port", "99999"])
+    assert e.value.code == 2 and "'99999' is not a port (0-65535)" in capsys.readouterr().err
+    assert main(["train", str(good), "--vocab-size", "100", "--out", str(tmp_path / "x"), "--quiet"]) == 1
+    assert "256 byte tokens + 1 special token = 257" in capsys.readouterr().err
+
+    import os
+
+    from hf_bpe.formats import files
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied", os.fspath(src))
+
+    monkeypatch.setattr(files.os, "replace", refuse)
+    with pytest.raises(PermissionError) as e:
+        files.write_file(tmp_path / "ids.npy", b"x")
+    assert e.value.filename == str(tmp_path / "ids.npy") and not list(tmp_path.glob(".ids.npy.tmp-*"))
+    with pytest.raises(PermissionError) as e:
+        hf_bpe.BPE.load(tmp_path / "tok").save(tmp_path / "new")
+    assert e.value.filename == str(tmp_path / "new")

@@ -28,6 +28,11 @@ def test_demo_trains_on_the_bundled_corpus_and_reports(tmp_path):
     assert "decode: 'The quick brown fox jumps over the lazy dog, and then it rests.'" in text
     assert json.loads((out / "vocab.json").read_text())["Ġthe"] > 256
     assert hf_bpe.BPE.load(out).vocab_size == 2000
+    here = subprocess.run([sys.executable, "-m", "hf_bpe", "demo", "--vocab-size", "300", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert here.returncode == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["demo"], here.stderr
+    folder = here.stdout.split("output folder:")[1].split()[0]
+    assert hf_bpe.BPE.load(folder).vocab_size == 300
 
 
 def test_core_stubs_match_the_extension():

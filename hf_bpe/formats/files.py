@@ -38,7 +38,20 @@ def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
     removes once its process is gone. Where the exchange is not available, the files are moved
     in one by one, the config last (a reader may then see the folder without a config).
     """
-    out = Path(path)
+    try:
+        return _write_folder(Path(path), files)
+    except OSError as e:
+        raise _named(e, Path(path)) from None
+
+
+def _named(e: OSError, out: Path) -> OSError:
+    """``e`` naming ``out`` where it named one of our hidden temporary paths beside it."""
+    if e.errno is not None and ".tmp-" in os.fspath(e.filename or ""):
+        return type(e)(e.errno, e.strerror, os.fspath(out))
+    return e
+
+
+def _write_folder(out: Path, files: dict[str, bytes]) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out} exists and is not a folder")
@@ -80,7 +93,10 @@ def write_file(path: str | os.PathLike, data: bytes | Sequence[bytes | memoryvie
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale(out)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the usual mode, after the umask
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the usual mode, after the umask
+    except OSError as e:
+        raise _named(e, out) from None
     try:
         with os.fdopen(fd, "wb") as f:
             for part in [data] if isinstance(data, (bytes, bytearray, memoryview)) else data:
@@ -89,6 +105,9 @@ def write_file(path: str | os.PathLike, data: bytes | Sequence[bytes | memoryvie
             os.fsync(f.fileno())
         _step("rename")
         os.replace(tmp, out)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise _named(e, out) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -19,18 +19,20 @@ def _add_train_options(p: argparse.ArgumentParser, vocab_size: int, superwords: 
     p.add_argument("--vocab-size", type=int, default=vocab_size, help="tokens in all: 256 bytes + specials + merges")
     p.add_argument("--special-token", action="append", dest="special_tokens", metavar="T",
                    help="a special token (repeatable); default <|endoftext|>")
-    p.add_argument("--tie-break", choices=["lexicographic", "hf"], default="lexicographic")
+    p.add_argument("--tie-break", choices=["lexicographic", "hf"], default="lexicographic",
+                   help="among pairs of equal count: the greatest bytes, or exactly HF tokenizers' BpeTrainer")
     p.add_argument("--pattern", default="gpt2",
                    help="gpt2, cl100k, o200k, llama3, qwen2, qwen3.5, nemotron, deepseek-v3, kimi or a regex")
-    p.add_argument("--min-frequency", type=int, default=0)
-    p.add_argument("--max-token-length", type=int, default=None)
+    p.add_argument("--min-frequency", type=int, default=0, help="stop when no pair occurs this often")
+    p.add_argument("--max-token-length", type=int, default=None, help="longest merged token, in bytes (none)")
     if superwords:
         _add_superword_options(p)
     p.add_argument("--merge-filter", default=None, metavar="REGEX",
                    help="never form a token that holds a match of REGEX (e.g. '[.!?]\\s')")
-    p.add_argument("--threads", type=int, default=None, help="default: all cores")
+    p.add_argument("--threads", type=int, default=None, help="threads (0 or unset: all cores)")
     p.add_argument("--errors", choices=["strict", "replace", "ignore"], default="strict",
                    help="what to do with bytes that are not UTF-8")
+    p.add_argument("--text-field", default="text", metavar="NAME", help="the field of JSON-lines files to read")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--tokenizer-class", default=None, metavar="NAME",
                    help="the class tokenizer_config.json names (default BPETokenizer; PreTrainedTokenizerFast "
@@ -58,7 +60,8 @@ def _train(args: argparse.Namespace, files: list[str]) -> "object":
     t0 = time.perf_counter()
     options = dict(vocab_size=args.vocab_size, special_tokens=specials, pattern=args.pattern, tie_break=args.tie_break,
                    min_frequency=args.min_frequency, max_token_length=args.max_token_length, progress=not args.quiet,
-                   errors=args.errors, superword_transition=getattr(args, "superword_transition", None),
+                   errors=args.errors, text_field=args.text_field,
+                   superword_transition=getattr(args, "superword_transition", None),
                    **({} if getattr(args, "superword_max_words", None) is None
                       else {"superword_max_words": args.superword_max_words}),
                    merge_filter=getattr(args, "merge_filter", None))
@@ -72,6 +75,7 @@ def _train(args: argparse.Namespace, files: list[str]) -> "object":
     elapsed = time.perf_counter() - t0
     out = bpe.save(args.out, tokenizer_class=args.tokenizer_class)
     print(f"trained {bpe.vocab_size} tokens ({len(bpe.merges)} merges) in {elapsed:.1f} s -> {out}")
+    vocab_commands.short_notice(bpe.vocab_size, args.vocab_size, args.min_frequency)
     return bpe
 
 
@@ -92,6 +96,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     import hf_bpe
 
     corpus = hf_bpe.sample_corpus()
+    if args.out is None:
+        import tempfile
+
+        args.out = tempfile.mkdtemp(prefix="hf-bpe-demo-")
     print(f"training on the bundled corpus {corpus}")
     print("  (21 public-domain Project Gutenberg books, 8.8 MB of English text)")
     args.special_tokens = None
@@ -267,6 +275,28 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Help(argparse.HelpFormatter):
+    """Help that names each option's default (when it has one worth naming)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.option_strings and action.default not in (None, False, argparse.SUPPRESS) and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535)")
+    return int(text)
+
+
+def _version() -> str:
+    from hf_bpe import __version__
+
+    return __version__
+
+
 def _quote(s: str) -> str:
     import shlex
 
@@ -276,10 +306,11 @@ def _quote(s: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``hf-bpe`` command."""
     parser = argparse.ArgumentParser(prog="hf-bpe", description="Byte-level BPE: train, encode, inspect.")
+    parser.add_argument("--version", action="version", version=f"hf-bpe {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="train a vocabulary on files (text, .gz, .jsonl)")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE", help="text, .gz or .jsonl(.gz) files")
     p.add_argument("--out", required=True, help="output folder")
     _add_train_options(p, 32000)
     _add_ray_option(p, "count on a Ray cluster")
@@ -288,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     vocab_commands.add(sub, _add_train_options)
 
     p = sub.add_parser("demo", help="train on the bundled sample corpus and show the result")
-    p.add_argument("--out", default="hf_bpe_demo", help="output folder (default ./hf_bpe_demo)")
+    p.add_argument("--out", default=None, help="output folder (default: a new folder in the system's temporary "
+                   "place, named when done)")
     _add_train_options(p, 8000)
     p.set_defaults(func=_cmd_demo)
 
@@ -321,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("viz", help="the blog post's diagram as a local page: text -> tokens -> ids, merge by merge")
     p.add_argument("--tokenizer", default=None, help="tokenizer to show (default: the post's worked example)")
     p.add_argument("--compare", default=None, metavar="DIR2", help="a second tokenizer, side by side")
-    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--port", type=_port, default=0, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.set_defaults(func=_cmd_viz)
 
@@ -337,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_report)
 
+    for p in sub.choices.values():
+        p.formatter_class = _Help
     args = parser.parse_args(argv)
     try:
         return args.func(args)
@@ -344,7 +378,10 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except (ValueError, OSError, TypeError) as e:
-        print(f"hf-bpe {args.command}: error: {e}", file=sys.stderr)
+        spelled = "--errors replace" + (" or --errors ignore" if args.command in ("train", "train-parity", "demo")
+                                        else "")
+        msg = str(e).replace("errors='replace' or errors='ignore'", spelled)
+        print(f"hf-bpe {args.command}: error: {msg}", file=sys.stderr)
         return 1
 
 

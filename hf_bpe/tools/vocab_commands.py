@@ -1,12 +1,14 @@
-"""``hf-bpe train-parity`` and ``hf-bpe prune``: vocabularies built beyond plain training."""
+"""``hf-bpe train-parity`` and ``hf-bpe prune``: vocabularies built beyond plain training (and the
+notice of a training that ended below its size)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Callable
 
-__all__ = ["add"]
+__all__ = ["add", "short_notice"]
 
 
 def add(sub, add_train_options: Callable[..., None]) -> None:
@@ -56,7 +58,7 @@ def _train_parity(args: argparse.Namespace) -> int:
         files.setdefault(lang, []).append(path)
     t0 = time.perf_counter()
     options = dict(special_tokens=specials, pattern=args.pattern, num_threads=args.threads, progress=False,
-                   errors=args.errors)
+                   errors=args.errors, text_field=args.text_field)
     counts = {lang: hf_bpe.count_files(paths, **options) for lang, paths in files.items()}
     dev = {lang: list(zip(texts, engs)) for lang, (texts, engs) in _read_pairs(args.dev).items() if lang in counts}
     bpe = hf_bpe.train_parity(counts, args.vocab_size, dev, pivot=args.pivot, variant=args.variant,
@@ -67,7 +69,16 @@ def _train_parity(args: argparse.Namespace) -> int:
     out = bpe.save(args.out, tokenizer_class=args.tokenizer_class)
     print(f"trained {bpe.vocab_size} tokens ({len(bpe.merges)} merges) for {len(counts)} languages in "
           f"{time.perf_counter() - t0:.1f} s -> {out}")
+    short_notice(bpe.vocab_size, args.vocab_size, args.min_frequency)
     return 0
+
+
+def short_notice(got: int, wanted: int, min_frequency: int) -> None:
+    """Says why training stopped below the requested size, if it did."""
+    if got < wanted:
+        why = (f"no pair occurs {min_frequency} times or more (--min-frequency)" if min_frequency > 1
+               else "no pair is left to merge: the corpus is too small for this size")
+        print(f"note: {got:,} of the {wanted:,} tokens asked for: {why}", file=sys.stderr)
 
 
 def _read_texts(paths: list[str]) -> list[str]:

@@ -36,7 +36,8 @@ def check_options(vocab_size: int, special_tokens: Sequence[str], tie_break: str
     if vocab_size > MAX_VOCAB_SIZE:
         raise ValueError(f"vocab_size={vocab_size} is above the largest vocabulary hf_bpe trains, {MAX_VOCAB_SIZE:,}")
     if vocab_size < 256 + len(specials):
-        raise ValueError(f"vocab_size={vocab_size!r} is below 256 byte tokens + {len(specials)} special tokens "
+        raise ValueError(f"vocab_size={vocab_size!r} is below 256 byte tokens + {len(specials)} special "
+                         f"token{'s' * (len(specials) != 1)} "
                          f"= {256 + len(specials)}")
     if tie_break not in ("lexicographic", "hf"):
         raise ValueError(f"tie_break must be 'lexicographic' or 'hf', not {tie_break!r}")

@@ -68,7 +68,7 @@ def check_superword(transition: object, vocab_size: int, specials: Sequence[str]
                         f"not {type(transition).__name__}")
     if not low <= transition <= vocab_size:
         raise ValueError(f"superword_transition={transition} must be between {low} (256 bytes + "
-                         f"{len(specials)} special tokens) and vocab_size={vocab_size}")
+                         f"{len(specials)} special token{'s' * (len(specials) != 1)}) and vocab_size={vocab_size}")
     return transition
 
 
