@@ -106,3 +106,16 @@ def test_messages_speak_the_cli_and_name_the_users_path(tmp_path, capsys, monkey
     with pytest.raises(PermissionError) as e:
         hf_bpe.BPE.load(tmp_path / "tok").save(tmp_path / "new")
     assert e.value.filename == str(tmp_path / "new")
+
+
+def test_an_output_that_is_a_folder_is_refused_cleanly(tmp_path, capsys):
+    good = tmp_path / "good.txt"
+    good.write_text("the cat sat on the mat " * 20)
+    assert main(["train", str(good), "--vocab-size", "260", "--out", str(tmp_path / "tok"), "--quiet"]) == 0
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    assert main(["encode", "--tokenizer", str(tmp_path / "tok"), str(good), "--out", str(folder), "--quiet"]) == 1
+    assert f"{folder} is a folder: --out names the .npy file to write" in capsys.readouterr().err
+    assert main(["report", "--tokenizer", str(tmp_path / "tok"), str(good), "--out", str(folder), "--quiet"]) == 1
+    assert f"{folder} is a folder" in capsys.readouterr().err
+    assert list(folder.iterdir()) == [] and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -130,6 +130,8 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     bpe = hf_bpe.BPE.load(args.tokenizer)
     t0 = time.perf_counter()
     out = Path(args.out)
+    if out.is_dir():
+        raise IsADirectoryError(f"{out} is a folder: --out names the .npy file to write")
     out.parent.mkdir(parents=True, exist_ok=True)
     tokens = nbytes = 0
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".hf-bpe-encode-") as d:
