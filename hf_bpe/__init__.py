@@ -8,13 +8,18 @@
 
 from hf_bpe import _core
 from hf_bpe.bpe import BPE
+from hf_bpe.encoding_api import UnknownTokenError
 from hf_bpe.formats import FormatError
+from hf_bpe.registry import Encoding, encoding_for_model, encoding_name_for_model, get_encoding, list_encoding_names
 from hf_bpe.training import (count, count_files, extend, prune, stochastok, train, train_files,
                              train_from_counts, train_parity)
 
 __version__ = "0.1.0"
-__all__ = ["BPE", "BPETokenizer", "FormatError", "WordCounts", "count", "count_files", "extend", "map_fn", "prune",
-           "stochastok", "train", "train_files", "train_from_counts", "train_parity", "sample_corpus", "__version__"]
+__all__ = ["BPE", "BPETokenizer", "FormatError", "UnknownTokenError", "WordCounts", "count", "count_files", "extend",
+           "map_fn", "prune", "stochastok", "train", "train_files", "train_from_counts", "train_parity",
+           "sample_corpus", "__version__",
+           # tiktoken's entry points: `import hf_bpe as tiktoken` works
+           "Encoding", "get_encoding", "list_encoding_names", "encoding_for_model", "encoding_name_for_model"]
 
 
 def __getattr__(name: str):

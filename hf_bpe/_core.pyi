@@ -137,6 +137,13 @@ def encode_batch_dropout(encoder: Encoder, texts: Sequence[str], p: float, seed:
     """Ids of each text with BPE-dropout (each merge skipped with probability ``p``), reproducible
     from ``seed`` and the text alone (``None``: each text draws its own)."""
 
+def encode_bytes(encoder: Encoder, data: bytes) -> list[int]:
+    """Ids of any bytes, as tiktoken's ``_encode_bytes``: valid UTF-8 is ``encode_ordinary``; else
+    the valid prefix's last piece (and whitespace tokens before it) is merged again with the rest."""
+
+class UnknownTokenError(KeyError, ValueError):
+    """An id or token the vocabulary does not have (tiktoken raises ``KeyError``)."""
+
 def count_pieces(pattern: str, text: str) -> int:
     """Number of pre-tokens of ``text`` (benchmarks the scanner without building Python strings)."""
 

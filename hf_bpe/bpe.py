@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Collection, Iterable, Literal, Sequence
 
 from hf_bpe import _core, formats
+from hf_bpe.encoding_api import EncodingAPI
+from hf_bpe.encoding_api import specials_arg as _specials_arg
 from hf_bpe.formats import ranks, tiktoken_export
 from hf_bpe.progress import gc_paused
 
@@ -27,8 +29,9 @@ AllowedSpecial = Literal["all"] | AbstractSet[str] | Collection[str]
 Sections = Literal["refuse", "ignore"]  # what load does with a tokenizer.json's truncation/padding
 
 
-class BPE:
+class BPE(EncodingAPI):
     """A byte-level BPE tokenizer: vocabulary, merges, special tokens and a pre-tokenization pattern.
+    It also answers tiktoken's ``Encoding`` API (:class:`~hf_bpe.encoding_api.EncodingAPI`).
 
     >>> bpe = BPE.load("out/")                     # doctest: +SKIP
     >>> bpe.decode(bpe.encode("hello world"))      # doctest: +SKIP
@@ -75,6 +78,7 @@ class BPE:
         self.dropout: float | None = json.loads(core.pipeline)["model"].get("dropout") if core.pipeline else None
         """The default BPE-dropout of ``encode*`` (a ``tokenizer.json``'s model ``dropout``), or ``None``."""
         self.truncation_padding: dict | None = None  # a file's truncation/padding sections, loaded ignored
+        self.name = None
         self.pattern: str = core.pattern
         self.pattern_source: str = self.pattern if self.pattern.startswith("{") else _core.pattern_source(self.pattern)
         self._vocab = vocab
@@ -163,7 +167,9 @@ class BPE:
              cache_bytes: int = DEFAULT_CACHE_BYTES, truncation_and_padding: Sections = "refuse") -> "BPE":
         """Loads a folder saved by :meth:`save`, GPT-2's ``vocab.json`` + ``merges.txt`` (a folder,
         or the path of either file), a byte-level BPE ``tokenizer.json``, or a tiktoken encoding's
-        ``.tiktoken`` file (``cl100k_base.tiktoken``, ...; see :func:`hf_bpe.formats.read`).
+        ``.tiktoken`` file (``cl100k_base.tiktoken``, ...; see :func:`hf_bpe.formats.read`), or one of
+        OpenAI's published encodings by name (``"gpt2"``, ``"cl100k_base"``, ``"o200k_base"``, ...: shipped,
+        no network; a path that exists wins).
 
         Malformed files raise :class:`hf_bpe.formats.FormatError` naming the file and line.
         ``special_tokens`` declares extra entries special; ``cache_bytes`` bounds the word cache. A
@@ -189,7 +195,7 @@ class BPE:
             if source is None:
                 raise
             raise formats.FormatError(f"{name}: {e}") from None
-        out.truncation_padding = tables.truncation_padding
+        out.truncation_padding, out.name = tables.truncation_padding, tables.name
         return out
 
     @classmethod
@@ -230,7 +236,7 @@ class BPE:
 
     def __reduce__(self):  # (pickled: the core's deterministic state; never the cache)
         # With dropout, each pickle differs (a nonce): `datasets` never serves a map from its cache.
-        return (_from_state, (self._core.to_state(), self.dropout) + ((os.urandom(8),) if self.dropout else ()))
+        return (_from_state, (self._core.to_state(), self.dropout, os.urandom(8) if self.dropout else b"", self.name))
 
     # ---- encoding -------------------------------------------------------------------------
 
@@ -376,14 +382,6 @@ def _texts_arg(texts: Sequence[str]) -> list[str]:
     return texts if isinstance(texts, list) else list(texts)
 
 
-def _specials_arg(s: AllowedSpecial) -> str | list[str]:
-    if s == "all":
-        return "all"
-    if isinstance(s, str):
-        raise TypeError(f"expected 'all' or a collection of special tokens, got the string {s!r}")
-    return sorted(s)
-
-
 def _flat(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
 
@@ -391,10 +389,10 @@ def _flat(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
             np.concatenate(([0], np.cumsum([len(x) for x in lists], dtype=np.int64))))
 
 
-def _from_state(state: bytes, dropout: float | None = None, _nonce: bytes = b"") -> BPE:
-    """Unpickles a :class:`BPE` from its core's state (and its :attr:`BPE.dropout`)."""
+def _from_state(state: bytes, dropout: float | None = None, _nonce: bytes = b"", name: str | None = None) -> BPE:
+    """Unpickles a :class:`BPE` from its core's state (and its :attr:`BPE.dropout` and name)."""
     core = _core.Encoder.from_state(state)
     bpe = BPE.__new__(BPE)
     bpe._adopt(core, core.vocab, core.merges)
-    bpe.dropout = dropout
+    bpe.dropout, bpe.name = dropout, name
     return bpe

@@ -44,9 +44,19 @@ def shared_data() -> Path:
     return SHARED
 
 
+def corpus_path(name: str) -> Path:
+    """``corpus/<name>.txt.gz`` of ``../shared/data``; without it (a user's clone), English is the
+    sample corpus shipped in the package (8.8 MB of the same books) and the others skip."""
+    if name == "english" and not SHARED.is_dir() and not os.environ.get("CI"):
+        import hf_bpe
+
+        return Path(hf_bpe.sample_corpus())
+    return shared_data() / "corpus" / f"{name}.txt.gz"
+
+
 def corpus_docs(name: str, max_bytes: int) -> list[str]:
     """Whole documents from the start of ``corpus/<name>.txt.gz``, about ``max_bytes`` in all."""
-    path = shared_data() / "corpus" / f"{name}.txt.gz"
+    path = corpus_path(name)
     with gzip.open(path, "rb") as f:
         raw = f.read(max_bytes + 200_000)
     text = raw.decode("utf-8", errors="ignore")
@@ -64,7 +74,7 @@ def corpus_docs(name: str, max_bytes: int) -> list[str]:
 
 def corpus_slice(name: str, max_bytes: int, offset: int = 0) -> str:
     """``max_bytes`` of text (cut at a character boundary) from ``corpus/<name>.txt.gz``."""
-    path = shared_data() / "corpus" / f"{name}.txt.gz"
+    path = corpus_path(name)
     with gzip.open(path, "rb") as f:
         if offset:
             f.read(offset)
@@ -93,9 +103,80 @@ def script_file(tmp_path: Path, kind: str, mb: int) -> Path:
     return path
 
 
+# OpenAI's published files and the sha256 tiktoken 0.14.0 pins for their downloads
+# (`tiktoken_ext/openai_public.py`): facts to check the files the package ships against.
+OPENAI_SHA256 = {
+    "r50k_base.tiktoken": "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
+    "p50k_base.tiktoken": "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
+    "cl100k_base.tiktoken": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base.tiktoken": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    "gpt2/merges.txt": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",  # vocab.bpe
+    "gpt2/vocab.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",  # encoder.json
+}
+
+
+@functools.cache
+def openai_files() -> Path:
+    """OpenAI's files rebuilt from the three rank files in the package, in a folder of the test
+    cache, each checked byte for byte against tiktoken's pinned sha256: ``r50k_base``,
+    ``p50k_base`` (r50k + the space runs 2..25), ``cl100k_base``, ``o200k_base`` ``.tiktoken`` and
+    GPT-2's ``gpt2/vocab.json`` + ``gpt2/merges.txt`` (GPT-2's ranks, written here in OpenAI's
+    layout), with the ``tokenizer.json`` of the same. So the tests of GPT-2/r50k/cl100k/o200k need
+    no ``../shared``."""
+    import base64
+    import hashlib
+    import json
+    import lzma
+    from importlib.resources import files
+
+    from hf_bpe.formats import bytes_to_unicode
+
+    out = Path(os.environ.get("HF_BPE_TEST_CACHE", Path.home() / ".cache" / "hf_bpe-tests")) / "openai"
+    (out / "gpt2").mkdir(parents=True, exist_ok=True)
+    data = {n: lzma.decompress((files("hf_bpe") / "data" / f"{n}.xz").read_bytes())
+            for n in ("r50k_base.tiktoken", "cl100k_base.tiktoken", "o200k_base.tiktoken")}
+    data["p50k_base.tiktoken"] = data["r50k_base.tiktoken"] + b"".join(
+        base64.b64encode(b" " * n) + b" %d\n" % (50255 + n) for n in range(2, 26))
+    ranks = sorted(((base64.b64decode(t), int(r)) for t, r in
+                    (line.split() for line in data["r50k_base.tiktoken"].splitlines())), key=lambda x: x[1])
+    alphabet = bytes_to_unicode()
+    spell = {t: "".join(alphabet[b] for b in t) for t, _ in ranks}
+    vocab = {spell[t]: r for t, r in ranks} | {"<|endoftext|>": 50256}
+    data["gpt2/vocab.json"] = json.dumps(vocab, separators=(", ", ": ")).encode()
+    merges, rank_of = [], dict(ranks)
+    for t, r in ranks[256:]:  # GPT-2's merge r makes token 256 + r, from the two tokens of lower rank
+        parts = [t[i:i + 1] for i in range(len(t))]
+        while len(parts) > 2:  # tiktoken's rule with the tokens below r: the lowest-ranked join first
+            joins = [rank_of.get(parts[k] + parts[k + 1], r) for k in range(len(parts) - 1)]
+            i = joins.index(min(joins))
+            parts[i:i + 2] = [parts[i] + parts[i + 1]]
+        merges.append(f"{spell[parts[0]]} {spell[parts[1]]}\n")
+    data["gpt2/merges.txt"] = ("#version: 0.2\n" + "".join(merges)).encode()
+    for name, content in data.items():
+        got = hashlib.sha256(content).hexdigest()
+        assert got == OPENAI_SHA256[name], f"{name} rebuilt from the package is not OpenAI's file ({got})"
+    # GPT-2 in tokenizers' format, as released models ship it (its JSON equals ../shared's copy: tested)
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True}
+    data["gpt2/tokenizer.json"] = json.dumps({
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": 50256, "special": True, "content": "<|endoftext|>", "single_word": False,
+                          "lstrip": False, "rstrip": False, "normalized": True}],
+        "normalizer": None, "pre_tokenizer": byte_level,
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True},
+        "model": {"dropout": None, "unk_token": None, "continuing_subword_prefix": "", "end_of_word_suffix": "",
+                  "fuse_unk": False, "vocab": vocab, "merges": [m[:-1] for m in merges]}}, ensure_ascii=False).encode()
+    for name, content in data.items():
+        if not (out / name).exists() or (out / name).read_bytes() != content:
+            tmp = out / f"{name}.tmp-{os.getpid()}"
+            tmp.write_bytes(content)
+            os.replace(tmp, out / name)
+    return out
+
+
 @pytest.fixture
 def gpt2_dir() -> Path:
-    return shared_data() / "gpt2"
+    return openai_files() / "gpt2"
 
 
 @functools.cache
@@ -171,7 +252,7 @@ SLOW_FILES = frozenset({
     "test_transformers_suite.py", "test_transformers4.py", "test_tokenizers1.py", "test_hf.py", "test_hf_methods.py",
     "test_extend.py", "test_rust_units.py", "test_distributed.py", "test_model_files.py", "test_tiktoken_export.py",
     "test_encoder_core.py", "test_model_patterns.py", "test_custom_regex.py", "test_fuzz_parity.py",
-    "test_viz_browser.py", "test_readme.py",
+    "test_viz_browser.py", "test_readme.py", "test_tiktoken_suite.py",
 })
 
 

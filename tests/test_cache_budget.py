@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import hf_bpe
+from conftest import openai_files
 
 
 def test_the_cache_budget_is_a_public_knob(tmp_path, gpt2_dir):
@@ -21,7 +22,7 @@ def test_the_cache_budget_is_a_public_knob(tmp_path, gpt2_dir):
         bpe.cache_bytes = -1
     small = hf_bpe.BPE(bpe.vocab, bpe.merges, bpe.special_tokens, cache_bytes=4096)
     assert small.cache_bytes == 4096 and small.encode("the cat") == bpe.encode("the cat")
-    cl = hf_bpe.BPE.from_tiktoken(gpt2_dir.parent / "tiktoken" / "r50k_base.tiktoken", pattern="gpt2", cache_bytes=0)
+    cl = hf_bpe.BPE.from_tiktoken(openai_files() / "r50k_base.tiktoken", pattern="gpt2", cache_bytes=0)
     assert cl.cache_bytes == 0
     pytest.importorskip("transformers")
     bpe.save(tmp_path / "t")

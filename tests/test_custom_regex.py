@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import hf_bpe
 from hf_bpe import _core
-from conftest import CL100K_PAT, GPT2_PAT, O200K_PAT, corpus_docs, shared_data
+from conftest import CL100K_PAT, GPT2_PAT, O200K_PAT, corpus_docs, openai_files
 from pretok_harness import assert_same_pieces, code_points, isolated, mixed_text, pretok_settings
 
 FAST = {
@@ -140,7 +140,7 @@ def test_every_code_point(name):
 def test_ids_equal_tiktoken(name):
     import tiktoken
 
-    path = shared_data() / "tiktoken" / "cl100k_base.tiktoken"
+    path = openai_files() / "cl100k_base.tiktoken"
     ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in path.read_bytes().splitlines() if line)}
     tt = tiktoken.Encoding(f"cl100k_{name}", pat_str=ALL[name], mergeable_ranks=ranks, special_tokens={})
     bpe = hf_bpe.BPE.from_tiktoken(path, pattern=ALL[name])

@@ -11,14 +11,14 @@ import pytest
 import hf_bpe
 import hf_bpe.hf.tokenizer as hf_mod
 from hf_bpe.hf.arrow import column_flat
-from conftest import corpus_docs, shared_data
+from conftest import corpus_docs, openai_files
 
 datasets.disable_progress_bars()
 
 
 @pytest.fixture(scope="module")
 def tok():
-    return hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
+    return hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2")
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ def test_options_added_tokens_and_none_rows(tok, rows, spy):
     ds = datasets.Dataset.from_dict({"text": rows[:30]})
     cut = ds.map(tok, batched=True, fn_kwargs={"truncation": True, "max_length": 8})
     assert cut["input_ids"] == [tok(t, truncation=True, max_length=8)["input_ids"] for t in rows[:30]] and not spy
-    tok2 = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
+    tok2 = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2")
     tok2.add_tokens(["日本語トークン"])
     t2 = ["a日本語トークンb", "plain", ""]
     got = datasets.Dataset.from_dict({"text": t2}).map(tok2, batched=True)["input_ids"]
@@ -137,8 +137,8 @@ def test_numpy_batches_take_the_flat_path_and_equal_gpt2tokenizer(rows, monkeypa
     equals transformers' GPT2Tokenizer on the same files, option by option."""
     from transformers import GPT2Tokenizer
 
-    ours = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
-    ref = GPT2Tokenizer.from_pretrained(shared_data() / "gpt2")
+    ours = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2")
+    ref = GPT2Tokenizer.from_pretrained(openai_files() / "gpt2")
     for t in (ours, ref):
         t.pad_token = t.eos_token
     calls = []

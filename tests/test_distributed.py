@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import hf_bpe
 from hf_bpe import _core
-from conftest import corpus_docs, shared_data
+from conftest import corpus_docs, corpus_path, openai_files
 
 ray = pytest.importorskip("ray", reason="Ray is in the test extra")
 from hf_bpe import distributed  # noqa: E402
@@ -62,7 +62,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     d = tmp_path_factory.mktemp("corpus")
-    with gzip.open(shared_data() / "corpus" / "english.txt.gz", "rb") as f:
+    with gzip.open(corpus_path("english"), "rb") as f:
         (d / "english.txt").write_bytes(f.read(6_000_000))
     docs = corpus_docs("code", 400_000)
     (d / "code.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in docs), encoding="utf-8")
@@ -96,7 +96,7 @@ def test_train_on_a_ray_dataset_equals_train(cluster):
 
 
 def test_encode_dataset_and_files_equal_the_engine(cluster, corpus, tmp_path):
-    bpe = hf_bpe.BPE.load(shared_data() / "gpt2")
+    bpe = hf_bpe.BPE.load(openai_files() / "gpt2")
     docs = corpus_docs("english", 300_000) + ["", "a<|endoftext|>b"]
     ds = ray.data.from_items([{"text": t, "n": i} for i, t in enumerate(docs)]).repartition(3)
     out = distributed.encode_dataset(ds, bpe, batch_size=64).to_arrow_refs()
@@ -104,7 +104,7 @@ def test_encode_dataset_and_files_equal_the_engine(cluster, corpus, tmp_path):
     rows = sorted(zip(table.column("n").to_pylist(), table.column("input_ids").to_pylist()))
     flat, off = bpe.encode_batch_flat(docs, allowed_special="all", disallowed_special=())
     assert [r for _, r in rows] == [flat[off[i]:off[i + 1]].tolist() for i in range(len(docs))]
-    tok = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
+    tok = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2")
     tok.add_tokens(["<|im_start|>"], special_tokens=True)
     got = ray.get(distributed.encode_dataset(ray.data.from_items([{"text": "hi<|im_start|>"}]), tok).to_arrow_refs())
     assert got[0].column("input_ids").to_pylist() == [tok("hi<|im_start|>")["input_ids"]]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import hf_bpe
 from hf_bpe import formats
 from hf_bpe.reference import encode_word_reference
-from conftest import CL100K_PAT, GPT2_PAT, corpus_docs, peer_stable_chars
+from conftest import CL100K_PAT, GPT2_PAT, corpus_docs, peer_stable_chars, openai_files
 
 tiktoken = pytest.importorskip("tiktoken")
 tokenizers = pytest.importorskip("tokenizers")
@@ -182,9 +182,7 @@ def test_decode_bad_ids(trained):
 
 
 def test_from_tiktoken_equals_tiktoken(tmp_path):
-    from conftest import shared_data
-
-    path = shared_data() / "tiktoken" / "cl100k_base.tiktoken"
+    path = openai_files() / "cl100k_base.tiktoken"
     specials = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
                 "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
     bpe = hf_bpe.BPE.from_tiktoken(path, pattern="cl100k", special_tokens=specials)

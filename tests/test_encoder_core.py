@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from hf_bpe._core import Encoder
-from conftest import CL100K_PAT, O200K_PAT, R50K_PAT, peer_stable_chars, shared_data
+from conftest import CL100K_PAT, O200K_PAT, R50K_PAT, corpus_path, openai_files, peer_stable_chars
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -30,7 +30,7 @@ from hypothesis import strategies as st  # noqa: E402
 tiktoken = pytest.importorskip("tiktoken")
 tokenizers = pytest.importorskip("tokenizers")
 
-DATA = shared_data()  # skips the module in a fresh clone without ../shared; fails in CI
+OPENAI = openai_files()  # the GPT-2 and tiktoken files, rebuilt from the package (no ../shared needed)
 
 EOT = "<|endoftext|>"
 SPECIALS = {
@@ -60,9 +60,9 @@ def bytes_to_unicode() -> dict[int, str]:
 
 def load_gpt2():
     byte_dec = {c: b for b, c in bytes_to_unicode().items()}
-    v = json.loads((DATA / "gpt2" / "vocab.json").read_text(encoding="utf-8"))
+    v = json.loads((OPENAI / "gpt2" / "vocab.json").read_text(encoding="utf-8"))
     vocab = {i: bytes(byte_dec[c] for c in tok) for tok, i in v.items()}
-    lines = (DATA / "gpt2" / "merges.txt").read_text(encoding="utf-8").split("\n")
+    lines = (OPENAI / "gpt2" / "merges.txt").read_text(encoding="utf-8").split("\n")
     if lines[0].startswith("#version"):
         lines = lines[1:]
     merges = [(vocab[v[a]], vocab[v[b]]) for a, b in (line.split(" ") for line in lines if line)]
@@ -71,7 +71,7 @@ def load_gpt2():
 
 def load_ranks(name: str) -> dict[bytes, int]:
     ranks = {}
-    with open(DATA / "tiktoken" / f"{name}.tiktoken", "rb") as f:
+    with open(OPENAI / f"{name}.tiktoken", "rb") as f:
         for line in f:
             if line.strip():
                 tok, rank = line.split()
@@ -92,7 +92,7 @@ def gpt2_enc(gpt2_tables):
 
 @pytest.fixture(scope="module")
 def hf_tok():
-    return tokenizers.Tokenizer.from_file(str(DATA / "gpt2" / "tokenizer.json"))
+    return tokenizers.Tokenizer.from_file(str(OPENAI / "gpt2" / "tokenizer.json"))
 
 
 _RANKS: dict[str, dict[bytes, int]] = {}
@@ -134,9 +134,7 @@ KINDS = ["gpt2-merges", "r50k", "cl100k", "o200k"]
 
 def corpus_docs(name: str, max_bytes: int) -> list[str]:
     """Whole documents from the start of a shared corpus, about `max_bytes` in total."""
-    path = DATA / "corpus" / f"{name}.txt.gz"
-    if not path.exists():
-        pytest.skip(f"corpus {path} not found")
+    path = corpus_path(name)  # (the big corpora; a fresh clone has English only, the shipped sample)
     with gzip.open(path, "rt", encoding="utf-8") as f:
         text = f.read(max_bytes + 2_000_000)
     docs = text.split(f"\n{EOT}\n")[:-1]  # drop the last, possibly cut, document

@@ -10,7 +10,7 @@ import pytest
 
 import hf_bpe
 from hf_bpe import reference
-from conftest import corpus_docs, shared_data
+from conftest import corpus_docs, shared_data, openai_files
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_extending_gpt2_reads_alike_in_tokenizers_and_tiktoken(new_docs, tmp_pat
     import tiktoken  # noqa: F401  (the test extra)
     import tokenizers
 
-    base = hf_bpe.BPE.load(shared_data() / "gpt2")
+    base = hf_bpe.BPE.load(openai_files() / "gpt2")
     ext = hf_bpe.train(new_docs, vocab_size=base.vocab_size + 300, base=base)
     report = capsys.readouterr().err
     assert "300 new tokens (ids 50257..50556)" in report
@@ -66,7 +66,7 @@ def test_extending_gpt2_reads_alike_in_tokenizers_and_tiktoken(new_docs, tmp_pat
 def test_extending_cl100k_keeps_its_holes(new_docs, tmp_path):
     import tokenizers
 
-    base = hf_bpe.BPE.load(shared_data() / "tiktoken" / "cl100k_base.tiktoken")
+    base = hf_bpe.BPE.load(openai_files() / "cl100k_base.tiktoken")
     ext = hf_bpe.extend(base, new_docs, vocab_size=base.vocab_size + 200, progress=False)
     holes = set(range(base.vocab_size)) - set(base.vocab)
     assert holes and not holes & set(ext.vocab) and sorted(set(ext.vocab) - set(base.vocab)) == list(
@@ -90,7 +90,7 @@ def test_extending_a_model_file_and_a_transformers_tokenizer(new_docs, tmp_path)
     file = tokenizers.Tokenizer.from_file(str(tmp_path / "olmo" / "tokenizer.json"))
     assert [e.ids for e in file.encode_batch(new_docs[:30], add_special_tokens=False)] == ext.encode_batch(new_docs[:30])
 
-    tok = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2", pad_token="<|endoftext|>", model_max_length=77)
+    tok = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2", pad_token="<|endoftext|>", model_max_length=77)
     tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
     tok.add_tokens(["hello_token"])
     out = hf_bpe.extend(tok, new_docs, vocab_size=len(tok) + 50, progress=False)

@@ -12,6 +12,7 @@ import pytest
 
 import hf_bpe
 from hf_bpe import BPE, FormatError, formats
+from conftest import openai_files
 
 DOCS = ["the cat sat on the mat. The hat is on the cat!", "héllo wörld 🙂 日本語 tests 123 <|x|> y"] * 20
 
@@ -85,9 +86,7 @@ def test_only_added_tokens_marked_special_are_special(small, saved, tmp_path):
 
 
 def test_well_known_tiktoken_files_load_by_name(tmp_path):
-    from conftest import shared_data
-
-    path = shared_data() / "tiktoken" / "cl100k_base.tiktoken"
+    path = openai_files() / "cl100k_base.tiktoken"
     specials = formats.TIKTOKEN_ENCODINGS["cl100k_base"][1]
     bpe = BPE.load(path)
     assert bpe.pattern == "cl100k" and bpe.is_tiktoken and bpe.special_tokens == specials
@@ -96,7 +95,7 @@ def test_well_known_tiktoken_files_load_by_name(tmp_path):
     assert bpe.encode(text, allowed_special="all") == BPE.from_tiktoken(
         path, pattern="cl100k", special_tokens=specials).encode(text, allowed_special="all")
     other = tmp_path / "mine.tiktoken"
-    other.write_bytes((shared_data() / "tiktoken" / "r50k_base.tiktoken").read_bytes())
+    other.write_bytes((openai_files() / "r50k_base.tiktoken").read_bytes())
     with pytest.raises(FormatError, match=r"mine\.tiktoken: .*BPE\.from_tiktoken\(path, pattern=\.\.\."):
         BPE.load(other)
 

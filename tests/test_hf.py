@@ -22,7 +22,7 @@ pytest.importorskip("transformers")
 datasets = pytest.importorskip("datasets")
 
 import hf_bpe  # noqa: E402
-from conftest import corpus_docs, shared_data  # noqa: E402
+from conftest import corpus_docs, openai_files  # noqa: E402
 from transformers import AutoTokenizer, GPT2Tokenizer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,7 +65,7 @@ def trained_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module", params=["gpt2", "trained"])
 def pair(request, trained_dir):
-    folder = shared_data() / "gpt2" if request.param == "gpt2" else trained_dir
+    folder = openai_files() / "gpt2" if request.param == "gpt2" else trained_dir
     ours = hf_bpe.BPETokenizer.from_pretrained(folder)
     ref = GPT2Tokenizer.from_pretrained(folder)
     for t in (ours, ref):

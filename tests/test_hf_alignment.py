@@ -17,7 +17,7 @@ tokenizers = pytest.importorskip("tokenizers")
 pytest.importorskip("transformers")
 
 import hf_bpe  # noqa: E402
-from conftest import corpus_docs, shared_data  # noqa: E402
+from conftest import corpus_docs, openai_files, shared_data  # noqa: E402
 from transformers import AddedToken, GPT2Tokenizer, PreTrainedTokenizerFast  # noqa: E402
 
 MODELS = ["phi-2", "whisper-large-v3", "olmo-2-dolma2", "gpt-neox-20b"]
@@ -87,7 +87,7 @@ def pair(request, trained_dir):
         path = str(shared_data() / "hf-tokenizers" / request.param / "tokenizer.json")
         ours, ref = hf_bpe.BPETokenizer(tokenizer_file=path), PreTrainedTokenizerFast(tokenizer_file=path)
     else:
-        folder = shared_data() / "gpt2" if request.param == "gpt2" else trained_dir
+        folder = openai_files() / "gpt2" if request.param == "gpt2" else trained_dir
         ours, ref = hf_bpe.BPETokenizer.from_pretrained(folder), GPT2Tokenizer.from_pretrained(folder)
     pad = str(ours.eos_token or ours.convert_ids_to_tokens(0))  # (PreTrainedTokenizerFast names no eos)
     for t in (ours, ref):
@@ -142,7 +142,7 @@ def test_split_words_equal_tokenizers_pretokenized(pair):
 
 
 def test_encodings_are_built_only_when_asked_and_pickle():
-    ours = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
+    ours = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2")
     calls = []
     real = ours._batch
     ours._batch = lambda *a, **k: calls.append(k["spans"]) or real(*a, **k)
@@ -160,7 +160,7 @@ def test_assistant_masks_equal_tokenizers_backend():
             {"role": "user", "content": "日本語"}, {"role": "assistant", "content": "はい、どうぞ"}]
     outs = []
     for cls in (hf_bpe.BPETokenizer, GPT2Tokenizer):
-        t = cls.from_pretrained(shared_data() / "gpt2")
+        t = cls.from_pretrained(openai_files() / "gpt2")
         t.chat_template, t.pad_token = template, t.eos_token
         one = t.apply_chat_template(chat, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
         batch = t.apply_chat_template([chat, chat[:2]], tokenize=True, return_dict=True, padding=True,

@@ -7,7 +7,7 @@ import pytest
 from transformers import GPT2TokenizerFast
 
 import hf_bpe
-from conftest import corpus_docs, shared_data
+from conftest import corpus_docs, shared_data, openai_files
 
 
 def _batches(docs, size=50):
@@ -21,13 +21,13 @@ def docs() -> list[str]:
 
 
 def test_same_merges_as_transformers_and_hf_bpe_train(docs, tmp_path):
-    tok = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
+    tok = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2")
     tok.model_max_length = 77
     ours = tok.train_new_from_iterator(_batches(docs), vocab_size=700, progress=False)
     assert type(ours) is hf_bpe.BPETokenizer and ours.eos_token == "<|endoftext|>" and ours.model_max_length == 77
     direct = hf_bpe.train((d for d in docs), vocab_size=700, special_tokens=["<|endoftext|>"], tie_break="hf", progress=False)
     assert ours.bpe == direct
-    ref = GPT2TokenizerFast.from_pretrained(shared_data() / "gpt2").train_new_from_iterator(_batches(docs), vocab_size=700)
+    ref = GPT2TokenizerFast.from_pretrained(openai_files() / "gpt2").train_new_from_iterator(_batches(docs), vocab_size=700)
     assert ours.get_vocab() == ref.get_vocab()
     text = docs[3][:2000] + "<|endoftext|>" + docs[-1][:2000]
     assert ours(text)["input_ids"] == ref(text)["input_ids"]
@@ -36,7 +36,7 @@ def test_same_merges_as_transformers_and_hf_bpe_train(docs, tmp_path):
 
 
 def test_special_tokens_renamed_and_added_and_bad_options(docs):
-    tok = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
+    tok = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2")
     new = tok.train_new_from_iterator(docs[:20], 400, new_special_tokens=["<|pad|>"],
                                       special_tokens_map={"<|endoftext|>": "<eos>"}, progress=False)
     assert set(new.bpe.special_tokens) == {"<eos>", "<|pad|>"} and new.eos_token == "<eos>"
@@ -48,7 +48,7 @@ def test_special_tokens_renamed_and_added_and_bad_options(docs):
 def test_backend_tokenizer_gives_the_same_ids(docs, tmp_path):
     import tokenizers
 
-    tok = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
+    tok = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2")
     tok.add_tokens(["<|im_start|>"], special_tokens=True)
     tok.add_tokens(["zqxzqx"])
     trained = hf_bpe.BPETokenizer.from_bpe(hf_bpe.train(docs, vocab_size=600, progress=False))
@@ -73,7 +73,7 @@ def test_add_bos_and_eos_tokens_equal_transformers_and_persist(kw, tmp_path):
     from transformers import GPT2Tokenizer
 
     texts, pairs = ["Hello world", "", "a<|endoftext|>b"], ["x y", "z", ""]
-    ours, ref = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2", **kw), GPT2Tokenizer.from_pretrained(shared_data() / "gpt2", **kw)
+    ours, ref = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2", **kw), GPT2Tokenizer.from_pretrained(openai_files() / "gpt2", **kw)
     for args in ((texts,), (texts, pairs)):
         for extra in ({}, dict(return_token_type_ids=True, return_special_tokens_mask=True, return_offsets_mapping=True)):
             assert dict(ours(*args, **extra)) == dict(ref(*args, **extra)), (args, extra)
@@ -87,7 +87,7 @@ def test_add_bos_and_eos_tokens_equal_transformers_and_persist(kw, tmp_path):
             f"print(json.dumps(AutoTokenizer.from_pretrained({str(tmp_path / 'saved')!r})({texts!r})['input_ids']))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300).stdout
     assert json.loads(out.strip().splitlines()[-1]) == want
-    later, ref_later = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2"), GPT2Tokenizer.from_pretrained(shared_data() / "gpt2")
+    later, ref_later = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2"), GPT2Tokenizer.from_pretrained(openai_files() / "gpt2")
     for t in (later, ref_later):
         for k, v in kw.items():
             setattr(t, k, v)
@@ -99,7 +99,7 @@ def test_in_memory_constructor_equals_gpt2tokenizer_and_checks_its_input(docs):
 
     from transformers import GPT2Tokenizer
 
-    g = shared_data() / "gpt2"
+    g = openai_files() / "gpt2"
     vocab = json.loads((g / "vocab.json").read_text(encoding="utf-8"))
     merges = [tuple(line.split(" ")) for line in (g / "merges.txt").read_text(encoding="utf-8").split("\n")[1:] if line]
     ref = GPT2Tokenizer(vocab=vocab, merges=merges)
@@ -117,15 +117,15 @@ def test_in_memory_constructor_equals_gpt2tokenizer_and_checks_its_input(docs):
 def test_add_prefix_space_reports_the_files_pre_tokenizer(tmp_path):
     import json
 
-    tok = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
+    tok = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2")
     assert tok.add_prefix_space is False
-    spec = json.loads((shared_data() / "gpt2" / "tokenizer.json").read_text(encoding="utf-8"))
+    spec = json.loads((openai_files() / "gpt2" / "tokenizer.json").read_text(encoding="utf-8"))
     spec["pre_tokenizer"]["add_prefix_space"] = True
     (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
     spaced = hf_bpe.BPETokenizer(tokenizer_file=str(tmp_path / "tokenizer.json"), add_prefix_space=True)
     assert spaced.add_prefix_space is True and spaced("Hello")["input_ids"] == tok(" Hello")["input_ids"]
     with pytest.raises(ValueError, match="add_prefix_space=True is not supported"):
-        hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2", add_prefix_space=True)
+        hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2", add_prefix_space=True)
 
 
 def test_backend_is_the_fast_one_whatever_class_saved_the_folder(tmp_path):
@@ -136,9 +136,9 @@ def test_backend_is_the_fast_one_whatever_class_saved_the_folder(tmp_path):
 
     from transformers import GPT2Tokenizer
 
-    GPT2Tokenizer.from_pretrained(shared_data() / "gpt2").save_pretrained(tmp_path / "theirs")
+    GPT2Tokenizer.from_pretrained(openai_files() / "gpt2").save_pretrained(tmp_path / "theirs")
     assert json.loads((tmp_path / "theirs" / "tokenizer_config.json").read_text())["backend"] == "tokenizers"
-    hf_bpe.BPE.load(shared_data() / "gpt2").save(tmp_path / "bpe")
+    hf_bpe.BPE.load(openai_files() / "gpt2").save(tmp_path / "bpe")
     for folder in ("theirs", "bpe"):
         tok = hf_bpe.BPETokenizer.from_pretrained(tmp_path / folder)
         assert tok.backend == "tokenizers" and tok("a b", "c").sequence_ids() == [0, 0, 1]
@@ -192,14 +192,14 @@ def test_truncation_and_padding_sections_of_a_tokenizer_json(tmp_path, truncatio
     from transformers import AutoTokenizer
 
     folder = tmp_path / "g"
-    shutil.copytree(shared_data() / "gpt2", folder)
+    shutil.copytree(openai_files() / "gpt2", folder)
     raw = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
     raw.update(truncation=truncation, padding=padding)
     (folder / "tokenizer.json").write_text(json.dumps(raw), encoding="utf-8")
     with pytest.raises(hf_bpe.FormatError, match="tokenizer.json sets (truncation|padding) .*truncation_and_padding='ignore'"):
         hf_bpe.BPE.load(folder)
     bpe = hf_bpe.BPE.load(folder, truncation_and_padding="ignore")
-    assert bpe.encode("hello world " * 10) == hf_bpe.BPE.load(shared_data() / "gpt2").encode("hello world " * 10)
+    assert bpe.encode("hello world " * 10) == hf_bpe.BPE.load(openai_files() / "gpt2").encode("hello world " * 10)
     ours, ref = hf_bpe.BPETokenizer.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
     for name in ("pad_token", "padding_side", "truncation_side", "pad_token_type_id"):
         assert getattr(ours, name) == getattr(ref, name), name
@@ -215,7 +215,7 @@ def test_truncation_and_padding_sections_of_a_tokenizer_json(tmp_path, truncatio
 def test_extend_and_train_new_keep_the_same_settings(docs):
     """Both rebuild the tokenizer around a new BPE the same way (one keep-list): its settings,
     ``add_bos_token``/``add_eos_token`` included, and the tokens they add."""
-    tok = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2", model_max_length=77, padding_side="left",
+    tok = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2", model_max_length=77, padding_side="left",
                                               bos_token="<|endoftext|>", add_bos_token=True, add_eos_token=True)
     trained = tok.train_new_from_iterator(docs[:40], 400, progress=False)
     extended = hf_bpe.extend(tok, docs[:40], len(tok) + 20, progress=False)

@@ -23,12 +23,14 @@ PKG = Path(hf_bpe.__file__).resolve().parent
 # What each wing may import of hf_bpe (besides itself, `_core`, and the leaves `progress` and `reference`).
 ALLOWED = {
     "formats": set(),
-    "bpe": {"formats"},
+    "encoding_api": {"formats"},  # tiktoken's Encoding methods, which BPE has
+    "bpe": {"formats", "encoding_api"},
+    "registry": {"formats", "bpe"},  # tiktoken's entry points over BPE
     "training": {"formats", "bpe"},
     "hf": {"formats", "bpe", "training"},
     "distributed": {"formats", "bpe", "training", "hf"},
     "tools": {"formats", "bpe", "training", "hf", "distributed", ""},
-    "": {"formats", "bpe", "training", "hf"},  # hf_bpe/__init__.py
+    "": {"formats", "encoding_api", "bpe", "registry", "training", "hf"},  # hf_bpe/__init__.py
 }
 LEAVES = {"_core", "progress", "reference"}
 

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import corpus_docs, corpus_slice, peer_stable_chars, shared_data, tokenizers_unstable_chars
+from conftest import (corpus_docs, corpus_slice, openai_files, peer_stable_chars, shared_data,
+                      tokenizers_unstable_chars)
 from hf_bpe import BPE
 from hf_bpe.formats.alphabet import bytes_to_unicode
 from hf_bpe.formats import FormatError
@@ -46,7 +47,7 @@ def llama3_file(tmp_path_factory) -> Path:
     no merge builds (``Ġzqxzqx``)."""
     conv = pytest.importorskip("transformers.convert_slow_tokenizer")
     specials = ["<|begin_of_text|>", "<|end_of_text|>"] + [f"<|reserved_special_token_{i}|>" for i in range(254)]
-    tok = conv.TikTokenConverter(vocab_file=str(shared_data() / "tiktoken" / "cl100k_base.tiktoken"),
+    tok = conv.TikTokenConverter(vocab_file=str(openai_files() / "cl100k_base.tiktoken"),
                                  pattern=LLAMA3_PAT, extra_special_tokens=specials).converted()
     raw = json.loads(tok.to_str())
     raw["model"]["vocab"]["Ġzqxzqx"] = max(raw["model"]["vocab"].values()) + 1
@@ -67,7 +68,7 @@ def llama3_file(tmp_path_factory) -> Path:
 
 def _from_cl100k_merges(tmp_path_factory, name: str, normalizer, pre_tokenizer, added=()) -> Path:
     """A file on GPT-2's merges with other components, written with ``tokenizers``."""
-    gpt2 = shared_data() / "gpt2"
+    gpt2 = openai_files() / "gpt2"
     from tokenizers.models import BPE as TBPE
     tok = tokenizers.Tokenizer(TBPE.from_file(str(gpt2 / "vocab.json"), str(gpt2 / "merges.txt")))
     raw = json.loads(tok.to_str())
@@ -287,7 +288,7 @@ def test_unsupported_components_fail_naming_them(tmp_path, part, value, message)
 def test_missing_byte_tokens_follow_tokenizers(tmp_path):
     """A vocabulary without some byte tokens: dropped (neighbours merge across), the unk token,
     or byte fallback, as ``tokenizers``."""
-    gpt2 = shared_data() / "gpt2"
+    gpt2 = openai_files() / "gpt2"
     from tokenizers.models import BPE as TBPE
     base = json.loads(tokenizers.Tokenizer(TBPE.from_file(str(gpt2 / "vocab.json"), str(gpt2 / "merges.txt"))).to_str())
     from hf_bpe.formats.alphabet import token_to_str

@@ -21,7 +21,7 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import CL100K_PAT, corpus_slice, shared_data
+from conftest import CL100K_PAT, corpus_slice, shared_data, openai_files
 from hf_bpe import _core
 from pretok_harness import (ASSIGNED_CATEGORIES, assert_same_pieces, block_text, category_chars, code_point_texts,
                             code_points, fragment_text, isolated, leads, mixed_text, pretok_settings, trails,
@@ -288,7 +288,7 @@ def test_ids_equal_tiktoken_with_the_same_regex(name, regex_src, offset):
 
     import hf_bpe
 
-    path = shared_data() / "tiktoken" / "cl100k_base.tiktoken"
+    path = openai_files() / "cl100k_base.tiktoken"
     enc = tiktoken.Encoding(f"{name}-regex", pat_str=regex_src, mergeable_ranks=load_tiktoken_bpe(str(path)), special_tokens={})
     ours = hf_bpe.BPE.from_tiktoken(str(path), pattern=name)
     for corpus in ("english", "code", "multilingual"):

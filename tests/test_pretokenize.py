@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hf_bpe import _core
-from conftest import CL100K_PAT, GPT2_PAT, O200K_PAT, shared_data
+from conftest import CL100K_PAT, GPT2_PAT, O200K_PAT, corpus_path
 from pretok_harness import (PATTERN_CATEGORIES, assert_same_pieces, block_text, category_chars, code_point_texts,
                             fragment_text, leads, mixed_text, pretok_settings, random_texts_test, trails,
                             window_texts)
@@ -46,7 +46,7 @@ def test_pattern_sources_match_tiktoken():
 
 
 def corpus_slice(name: str) -> str:
-    path = shared_data() / "corpus" / f"{name}.txt.gz"  # skips in a fresh clone, fails in CI
+    path = corpus_path(name)  # skips in a fresh clone, fails in CI
     # Read a bounded prefix, then take every k-th whole document so the slice spans the file's
     # variety (languages in multilingual, languages/styles in code) within the budget.
     with gzip.open(path, "rt", encoding="utf-8") as fh:

@@ -17,7 +17,7 @@ import hf_bpe
 from hf_bpe import _core
 from hf_bpe.formats import FormatError
 from hf_bpe.formats.regex_forms import for_oniguruma
-from conftest import shared_data
+from conftest import shared_data, openai_files
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import Regex, pre_tokenizers  # noqa: E402
@@ -186,7 +186,7 @@ def test_a_builtins_tiktoken_spelling_in_a_tokenizer_json_is_read_as_oniguruma_r
 
 @pytest.fixture(scope="module")
 def cl100k():
-    path = shared_data() / "tiktoken" / "cl100k_base.tiktoken"
+    path = openai_files() / "cl100k_base.tiktoken"
     if not path.exists():
         pytest.skip(f"{path} is missing")
     return hf_bpe.BPE.from_tiktoken(path, pattern="cl100k", special_tokens={"<|endoftext|>": 100257})

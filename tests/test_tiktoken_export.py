@@ -22,7 +22,7 @@ from hf_bpe import BPE, formats
 from hf_bpe.formats import files as artifacts
 from hf_bpe.formats.tiktoken_export import pat_str
 from hf_bpe.tools.cli import main
-from conftest import CL100K_PAT, O200K_PAT, R50K_PAT, corpus_docs, corpus_slice, peer_stable_chars, shared_data
+from conftest import CL100K_PAT, O200K_PAT, R50K_PAT, corpus_docs, corpus_slice, openai_files, peer_stable_chars
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -38,7 +38,7 @@ KINDS = ["gpt2", "r50k_base", "cl100k_base", "o200k_base", "trained-lexicographi
 
 
 def rank_path(name: str):
-    return shared_data() / "tiktoken" / f"{name}.tiktoken"
+    return openai_files() / f"{name}.tiktoken"
 
 
 def reference(name: str) -> "tiktoken.Encoding":
@@ -58,7 +58,7 @@ def vocab(kind: str) -> tuple[BPE, "tiktoken.Encoding", "tiktoken.Encoding | Non
     """(our BPE, its to_tiktoken(), tiktoken's reference encoding if there is one)."""
     if kind not in _CACHE:
         if kind == "gpt2":
-            bpe, ref = BPE.load(shared_data() / "gpt2"), reference("r50k_base")
+            bpe, ref = BPE.load(openai_files() / "gpt2"), reference("r50k_base")
         elif kind.startswith("trained-"):
             docs = corpus_docs("english", 300_000) + corpus_docs("code", 200_000) + corpus_docs("multilingual", 200_000)
             bpe, ref = hf_bpe.train(docs, vocab_size=2000, tie_break=kind[8:], progress=False), None
@@ -153,7 +153,7 @@ def test_tiktoken_files_save_back_byte_for_byte(name, tmp_path):
 def test_gpt2_round_trip_through_tiktoken(tmp_path):
     """GPT-2 files -> .tiktoken -> BPE -> GPT-2 files: identical. The rank file holds neither the
     pattern nor <|endoftext|>, which are given back on loading; nothing else is lost."""
-    gpt2_dir = shared_data() / "gpt2"
+    gpt2_dir = openai_files() / "gpt2"
     bpe = vocab("gpt2")[0]
     path = bpe.save_tiktoken(tmp_path / "gpt2.tiktoken")
     back = BPE.from_tiktoken(path, pattern="gpt2", special_tokens={EOT: 50256})
@@ -255,7 +255,7 @@ def test_a_later_merge_of_a_made_token_never_fires_and_is_accepted():
 
 
 def test_convert_to_each_format_reads_back_equal(tmp_path, capsys):
-    gpt2_dir = shared_data() / "gpt2"
+    gpt2_dir = openai_files() / "gpt2"
     bpe = vocab("gpt2")[0]
     text = corpora()[0][:200_000]
     expected = bpe.encode(text, allowed_special="all")
@@ -314,7 +314,7 @@ def test_convert_carries_a_custom_pattern_through_tiktoken(tmp_path, capsys):
 def test_convert_errors_are_clear(argv, message, tmp_path, capsys):
     small(*REFUSALS["ids-not-in-merge-order"][:2]).save(tmp_path / "refused")
     small([b"ab"], [(b"a", b"b")]).save(tmp_path / "hf")
-    paths = {"cl100k": str(rank_path("cl100k_base")), "gpt2": str(shared_data() / "gpt2"),
+    paths = {"cl100k": str(rank_path("cl100k_base")), "gpt2": str(openai_files() / "gpt2"),
              "refused": str(tmp_path / "refused"), "tmp": str(tmp_path)}
     assert main(["convert"] + [a.format(**paths) for a in argv]) == 1
     err = capsys.readouterr().err

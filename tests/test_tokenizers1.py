@@ -20,7 +20,7 @@ import pytest
 
 import hf_bpe
 from hf_bpe.tools.cli import main
-from conftest import corpus_docs, peer_python, shared_data
+from conftest import corpus_docs, peer_python, openai_files
 
 TOKENIZERS_1 = "1.0.0rc3"
 LACKS = "needs a system-regex backend"  # 1.0's own words for a pattern it cannot run
@@ -63,7 +63,7 @@ def test_saved_files_read_alike_in_tokenizers_1_or_are_refused_by_it(tmp_path):
         ours[pattern] = bpe.encode_batch(texts, allowed_special="all")
     # OpenAI's published vocabularies, converted
     for name in ("r50k_base", "o200k_base", "cl100k_base"):
-        src = shared_data() / "tiktoken" / f"{name}.tiktoken"
+        src = openai_files() / f"{name}.tiktoken"
         assert main(["convert", str(src), str(tmp_path / name), "--to", "hf"]) == 0
         files[name] = tmp_path / name / "tokenizer.json"
         ours[name] = hf_bpe.BPE.load(tmp_path / name).encode_batch(texts, allowed_special="all")

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from hf_bpe import _core
 from hf_bpe.reference import encode_word_reference, hf_byte_rank, train_reference
-from conftest import shared_data
+from conftest import corpus_path
 
 CORPORA = ["english", "code", "multilingual"]
 SEP = "\n<|endoftext|>\n"
@@ -101,7 +101,7 @@ def test_progress_callback_and_stop():
 
 @lru_cache(maxsize=None)
 def corpus_text(name: str, nbytes: int) -> str:
-    with gzip.open(shared_data() / "corpus" / f"{name}.txt.gz", "rt", encoding="utf-8") as f:
+    with gzip.open(corpus_path(name), "rt", encoding="utf-8") as f:
         return f.read(nbytes)
 
 

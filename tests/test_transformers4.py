@@ -21,7 +21,7 @@ import pytest
 
 import hf_bpe
 from hf_bpe.tools.cli import main
-from conftest import corpus_docs, peer_python, shared_data
+from conftest import corpus_docs, peer_python, shared_data, openai_files
 
 pytest.importorskip("transformers")
 TRANSFORMERS_4 = "4.57.6"  # the last 4.x release
@@ -60,7 +60,7 @@ def test_saved_folders_load_in_transformers_4_with_identical_ids(tmp_path):
     texts = corpus_docs("english", 20_000)[:20] + corpus_docs("multilingual", 20_000)[:10] + [
         "", "  two  spaces\n\n\ttab", "<|endoftext|>x<|endoftext|>", "<|im_start|>user\nhi<|im_end|>",
         "say hello_world_token twice: hello_world_tokenhello_world_token", "\xf0 caf\u00e9 \U0001f642"]
-    tok = hf_bpe.BPETokenizer.from_pretrained(shared_data() / "gpt2")
+    tok = hf_bpe.BPETokenizer.from_pretrained(openai_files() / "gpt2")
     tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
     tok.add_tokens(["hello_world_token"])
     tok.save_pretrained(tmp_path / "added", tokenizer_class="PreTrainedTokenizerFast")

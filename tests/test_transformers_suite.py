@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, shared_data
+from conftest import REPO, openai_files
 
 pytest.importorskip("parameterized", reason="transformers' test suite needs parameterized (the test extra)")
 transformers = pytest.importorskip("transformers")
@@ -110,7 +110,7 @@ def test_transformers_tokenizer_suite_passes_as_for_gpt2tokenizer(tmp_path, kwar
 
     import hf_bpe.hf.tokenizer as hf
 
-    gpt2 = shared_data() / "gpt2"
+    gpt2 = openai_files() / "gpt2"
     pkg = _suite_dir()
     sys.path.insert(0, str(pkg.parent))
     try:

@@ -8,6 +8,7 @@ it (no ``BPE``): ``BPE.load`` and ``BPE.save`` call it with their parts.
 * :mod:`~hf_bpe.formats.reader` — :func:`read` of any tokenizer file into :class:`Tables`;
 * :mod:`~hf_bpe.formats.writer` — the contents of a saved folder, by file name;
 * :mod:`~hf_bpe.formats.files` — atomic writes of a folder or a file;
+* :mod:`~hf_bpe.formats.tiktoken_files` — ``.tiktoken`` rank files; OpenAI's encodings by name, shipped;
 * :mod:`~hf_bpe.formats.ranks` — tiktoken's merge rule against GPT-2's;
 * :mod:`~hf_bpe.formats.tiktoken_export` — export to tiktoken (ranks, pattern, rank file);
 * :mod:`~hf_bpe.formats.regex_forms` — a pattern spelled for Oniguruma or for tiktoken;
@@ -16,13 +17,16 @@ it (no ``BPE``): ``BPE.load`` and ``BPE.save`` call it with their parts.
 
 from hf_bpe.formats.alphabet import BYTE_TO_CHAR, bytes_to_unicode, str_to_token, token_to_str
 from hf_bpe.formats.files import write_file, write_folder
-from hf_bpe.formats.reader import TIKTOKEN_ENCODINGS, from_strings, read, read_tiktoken
-from hf_bpe.formats.regex_forms import for_oniguruma, for_tiktoken, pattern_key, pattern_name
+from hf_bpe.formats.reader import from_strings, read
+from hf_bpe.formats.regex_forms import for_oniguruma, for_tiktoken, from_tiktoken_pattern, pattern_key, pattern_name
+from hf_bpe.formats.tiktoken_files import (PUBLISHED, TIKTOKEN_ENCODINGS, encoding_name_for_model, read_published,
+                                           read_tiktoken)
 from hf_bpe.formats.types import MAX_ID, AddedToken, FormatError, Tables
 from hf_bpe.formats.writer import (ARTIFACTS, folder_files, gpt2_files, pipeline_parts, tokenizer_config,
                                    tokenizer_json, with_dropout)
 
 __all__ = ["FormatError", "AddedToken", "Tables", "MAX_ID", "read", "from_strings", "read_tiktoken",
-           "TIKTOKEN_ENCODINGS", "pattern_name", "pattern_key", "for_oniguruma", "for_tiktoken", "bytes_to_unicode",
+           "TIKTOKEN_ENCODINGS", "PUBLISHED", "read_published", "encoding_name_for_model", "pattern_name",
+           "pattern_key", "from_tiktoken_pattern", "for_oniguruma", "for_tiktoken", "bytes_to_unicode",
            "token_to_str", "str_to_token", "BYTE_TO_CHAR", "ARTIFACTS", "folder_files", "gpt2_files", "pipeline_parts",
            "tokenizer_json", "tokenizer_config", "write_folder", "write_file", "with_dropout"]

@@ -6,12 +6,12 @@ Parsing errors raise :class:`FormatError` naming the file and line. Whether the 
 consistent vocabulary (all 256 byte tokens, no two ids with the same bytes, ...) is checked once,
 by the native core, when a ``BPE`` is built from them (``BPE.from_tables`` names the path).
 
-A ``.tiktoken`` rank file is read by :func:`read_tiktoken`.
+A ``.tiktoken`` rank file, and OpenAI's published encodings by name (``"gpt2"``, ``"cl100k_base"``,
+...), are read by :mod:`~hf_bpe.formats.tiktoken_files`.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import warnings
@@ -20,20 +20,10 @@ from typing import Iterable
 
 from hf_bpe.formats.alphabet import str_to_token
 from hf_bpe.formats.regex_forms import pattern_name
+from hf_bpe.formats.tiktoken_files import PUBLISHED, TIKTOKEN_ENCODINGS, read_published, read_tiktoken
 from hf_bpe.formats.types import MAX_ID, AddedToken, FormatError, Tables
 
-__all__ = ["read", "from_strings", "read_tiktoken", "TIKTOKEN_ENCODINGS"]
-
-_EOT = "<|endoftext|>"
-
-# tiktoken's encodings by file name: (pattern, special tokens), as tiktoken defines them.
-TIKTOKEN_ENCODINGS: dict[str, tuple[str, dict[str, int]]] = {
-    "r50k_base": ("gpt2", {_EOT: 50256}),
-    "p50k_base": ("gpt2", {_EOT: 50256}),
-    "cl100k_base": ("cl100k", {_EOT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
-                               "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}),
-    "o200k_base": ("o200k", {_EOT: 199999, "<|endofprompt|>": 200018}),
-}
+__all__ = ["read", "from_strings"]
 
 
 def read(
@@ -46,7 +36,10 @@ def read(
     """Reads the tokenizer at ``path``: a folder (ours or GPT-2's ``vocab.json`` + ``merges.txt``,
     else its ``tokenizer.json``), the path of ``vocab.json`` or ``merges.txt`` (the pair beside it,
     as in a folder), a ``tokenizer.json`` (any ``*.json`` but ``vocab.json``), or a ``.tiktoken``
-    rank file named after a tiktoken encoding (``cl100k_base.tiktoken``, ...).
+    rank file named after a tiktoken encoding (``cl100k_base.tiktoken``, ...). A name that is no
+    path on disk but one of OpenAI's published encodings (``"gpt2"``, ``"r50k_base"``,
+    ``"p50k_base"``, ``"p50k_edit"``, ``"cl100k_base"``, ``"o200k_base"``, ``"o200k_harmony"``)
+    reads the files shipped in the package: no network.
 
     Special tokens: those ``tokenizer.json`` marks ``"special": true``, the extra vocabulary
     entries named in ``special_tokens``, and entries that cannot be ordinary tokens (not spelled
@@ -72,6 +65,11 @@ def read(
             return _read_tokenizer_json(p, declared)
         raise FormatError(f"{p}: not a tokenizer file (expected a folder, vocab.json, merges.txt, "
                           f"a tokenizer .json or a .tiktoken file)")
+    if not p.exists() and isinstance(path, str) and path in PUBLISHED:
+        if declared:
+            raise ValueError(f"{path}: a published encoding has its own special tokens; add others with "
+                             "BPE.derive or BPETokenizer.add_special_tokens")
+        return read_published(path)
     if not p.exists():
         kind = "file" if p.suffix in (".json", ".txt", ".tiktoken") else "folder"
         raise FileNotFoundError(f"{p}: no such {kind}")
@@ -227,7 +225,7 @@ def _read_tiktoken_encoding(p: Path, declared: list[str]) -> Tables:
     vocab = {r: t for t, r in ranks.items()}
     for s, i in specials.items():
         vocab.setdefault(i, s.encode())
-    return Tables(vocab, None, dict(specials), pattern)
+    return Tables(vocab, None, dict(specials), pattern, name=p.stem)
 
 
 def _to_tables(vocab: dict[str, int], merges: list[tuple[str, str]], declared: Iterable[str], added: Iterable[str],
@@ -329,36 +327,3 @@ def _parse_merges(lines: Iterable[tuple[int, str]], vocab: dict[str, int], path:
             raise FormatError(f"{path}: line {lineno}: the merge result {a + b!r} is not in the vocabulary")
         merges.append((a, b))
     return merges
-
-
-def read_tiktoken(path: str | os.PathLike) -> dict[bytes, int]:
-    """Reads a tiktoken rank file (``base64(token) rank`` per line)."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{p}: no such file") from None
-    ranks: dict[bytes, int] = {}
-    seen: dict[int, int] = {}
-    for lineno, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        parts = line.split()
-        if len(parts) != 2:
-            raise FormatError(f"{p}: line {lineno}: expected 'base64-token rank', got {line[:80]!r}")
-        try:
-            tok = base64.b64decode(parts[0], validate=True)
-            rank = int(parts[1])
-        except ValueError:
-            raise FormatError(f"{p}: line {lineno}: bad token or rank {line[:80]!r}") from None
-        if rank < 0:
-            raise FormatError(f"{p}: line {lineno}: negative rank {rank}")
-        if tok in ranks:
-            raise FormatError(f"{p}: line {lineno}: token {tok!r} already has rank {ranks[tok]}")
-        if rank in seen:
-            raise FormatError(f"{p}: line {lineno}: rank {rank} already used on line {seen[rank]}")
-        ranks[tok] = rank
-        seen[rank] = lineno
-    if not ranks:
-        raise FormatError(f"{p}: no tokens")
-    return ranks

@@ -26,7 +26,7 @@ import re
 
 from hf_bpe import _core
 
-__all__ = ["for_oniguruma", "for_tiktoken", "pattern_name", "pattern_key"]
+__all__ = ["for_oniguruma", "for_tiktoken", "from_tiktoken_pattern", "pattern_name", "pattern_key"]
 
 _WORD = r"\w\x{200C}\x{200D}"  # ours, inside Oniguruma brackets (whose \w lacks ZWNJ/ZWJ and ²³¹¼½¾)
 _POSIX = {  # regex-syntax's ASCII classes, as bracket contents
@@ -199,6 +199,19 @@ def for_tiktoken(src: str) -> str:
     """``src`` (a pattern of ours) for tiktoken's engine (fancy-regex, regex-syntax's classes, as
     ours), where ``$`` is the end of text only: ``$`` is written ``(?=\\n?\\z)``."""
     return _rewrite(src, "tiktoken")
+
+
+def from_tiktoken_pattern(pat_str: str) -> str:
+    """A ``pat_str`` written for tiktoken's engine as a pattern of ours: a built-in pattern's regex
+    (tiktoken's own, Llama 3's, ...) by its name. Another regex raises ``ValueError``: tiktoken drops
+    the text between its matches, hf_bpe encodes it, and which regexes leave such text is not known
+    here; ``BPE(vocab, None, specials, pattern=regex)`` takes it with hf_bpe's meaning."""
+    name = pattern_name(pat_str)
+    if name == pat_str:
+        raise ValueError(f"the tiktoken pattern {pat_str!r} is not one of the built-in patterns: tiktoken drops the "
+                         "text between its matches and hf_bpe encodes it, so it is refused here; give it to "
+                         "BPE(vocab, None, special_tokens, pattern=...) to encode that text too")
+    return name
 
 
 def _rewrite(src: str, mode: str) -> str:

@@ -46,6 +46,8 @@ class Tables(NamedTuple):
     truncation_padding: dict | None = None
     """A ``tokenizer.json``'s ``truncation`` and ``padding`` sections that are set (``tokenizers``
     applies them in every encode; ``BPE.load`` refuses them unless told to ignore them)."""
+    name: str | None = None
+    """The name of a published encoding read by name (``"cl100k_base"``), else ``None``."""
 
 
 # Ids are 32-bit in the core (u32::MAX itself is reserved).

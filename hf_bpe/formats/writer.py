@@ -173,8 +173,14 @@ def folder_files(
     added_tokens: Sequence = (),
     pipeline: str | None = None,
 ) -> dict[str, bytes]:
-    """The contents of every artifact (:data:`ARTIFACTS`), by file name."""
+    """The contents of every artifact (:data:`ARTIFACTS`), by file name. Special tokens that share
+    an id are refused: ``tokenizers`` would give one of them a new id."""
     names = {e["content"]: e["id"] for e in _added_json(special_tokens, added_tokens)}
+    by_id: dict[int, str] = {}
+    for content, i in names.items():
+        if by_id.setdefault(i, content) != content:
+            raise ValueError(f"special tokens {by_id[i]!r} and {content!r} share the id {i}: a tokenizer.json cannot "
+                             "say that (tokenizers gives one of them a new id); save_tiktoken() keeps both")
     return {
         **gpt2_files(vocab, merges, names),
         "tokenizer.json": _dump(tokenizer_json(vocab, merges, special_tokens, pattern, added_tokens, pipeline)),

@@ -19,8 +19,8 @@ from hf_bpe.bpe import BPE
 from hf_bpe.progress import gc_paused
 from hf_bpe.hf.post import offset_trim
 
-__all__ = ["TokenTables", "token_tables", "new_added", "encode_flat", "encode_texts", "encode_split_words",
-           "numpy_batch", "pad_flat", "cleans_up"]
+__all__ = ["decode_ids", "TokenTables", "token_tables", "new_added", "encode_flat", "encode_texts",
+           "encode_split_words", "numpy_batch", "pad_flat", "cleans_up"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,3 +238,13 @@ def cleans_up(tok: Any, flag: bool | None) -> bool:
             f"or {_FORCE_BPE_CLEANUP}=True to force it.")
         return False
     return bool(cleanup)
+
+
+def decode_ids(token_ids) -> list:
+    """``_decode``'s argument (an id, a list or an array of ids) as a list; a non-integer id is a ValueError."""
+    if isinstance(token_ids, (int, np.integer)):
+        token_ids = [token_ids]
+    ids = token_ids.tolist() if isinstance(token_ids, np.ndarray) else list(token_ids)
+    if (bad := next((i for i in ids if not isinstance(i, (int, np.integer)) or isinstance(i, bool)), None)) is not None:
+        raise ValueError(f"token id {bad!r} is not a valid id (ids are integers)")
+    return ids

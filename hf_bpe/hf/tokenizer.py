@@ -24,7 +24,8 @@ from hf_bpe.formats.files import save_staged
 from hf_bpe.hf.arrow import ArrowMapFn, is_arrow_table, map_batch, map_batch_column, map_fn, table_call
 from hf_bpe.hf.building import (backend_of, bpe_of, extended, pruned, portable_config, train_new, with_file_defaults,
                                 write_vocabulary)
-from hf_bpe.hf.encoding import cleans_up, encode_split_words, encode_texts, new_added, numpy_batch, token_tables
+from hf_bpe.hf.encoding import (cleans_up, decode_ids, encode_split_words, encode_texts, new_added, numpy_batch,
+                                token_tables)
 from hf_bpe.hf.post import bos_eos_flag, bos_eos_template, prefix_space, template_of
 from hf_bpe.hf.rows import all_rows, ones_rows, pad_rows, rows_of
 from hf_bpe.hf.spans import LazyEncodings, spans_rows
@@ -97,11 +98,9 @@ class BPETokenizer(PreTrainedTokenizer):
                                                        lstrip=t.lstrip, rstrip=t.rstrip, single_word=t.single_word)
                                       for t in bpe.added_tokens}
         kwargs.setdefault("clean_up_tokenization_spaces", False)
-        # whatever class saved the folder: transformers reads "tokenizers" as "has the fast features"
-        # (sequence_ids, offsets, assistant masks: its processors, pipelines and test suite), as here
+        # whatever class saved the folder: "tokenizers" is "has the fast features" (offsets, sequence_ids...)
         kwargs["backend"] = "tokenizers"
-        # bpe=None: init_kwargs name every argument (transformers' test suite checks it); the
-        # folder, not this object, is what a save writes.
+        # bpe=None: init_kwargs name every argument (transformers' suite checks it); a save writes the folder.
         super().__init__(errors=errors, unk_token=unk_token, bos_token=bos_token, eos_token=eos_token,
                          pad_token=pad_token, add_prefix_space=False, text_column=text_column, bpe=None,
                          cache_bytes=cache_bytes, **kwargs)
@@ -110,6 +109,14 @@ class BPETokenizer(PreTrainedTokenizer):
     def from_bpe(cls, bpe: BPE, **kwargs: Any) -> "BPETokenizer":
         """``bpe`` as a ``transformers`` tokenizer sharing it as ``.bpe``; ``kwargs`` as the constructor's."""
         return cls(bpe=bpe, **kwargs)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args: Any, **kwargs: Any) -> "BPETokenizer":
+        """transformers' ``from_pretrained``, and OpenAI's published encodings by name (``"gpt2"``,
+        ``"cl100k_base"``, ...: shipped, no network) where no such folder exists."""
+        name = pretrained_model_name_or_path
+        named = isinstance(name, str) and name in formats.PUBLISHED and not os.path.exists(name)
+        return cls(*args, bpe=BPE.load(name), **kwargs) if named else super().from_pretrained(name, *args, **kwargs)
 
     add_prefix_space = property(lambda self: prefix_space(self.bpe.pipeline),
                                 doc="Whether a space is put before each text (as the files' ByteLevel says).")
@@ -197,12 +204,7 @@ class BPETokenizer(PreTrainedTokenizer):
 
     def _decode(self, token_ids, skip_special_tokens: bool = False, clean_up_tokenization_spaces: bool | None = None,
                 **kwargs: Any) -> str:
-        if isinstance(token_ids, (int, np.integer)):
-            token_ids = [token_ids]
-        ids = token_ids.tolist() if isinstance(token_ids, np.ndarray) else list(token_ids)
-        if (bad := next((i for i in ids if not isinstance(i, (int, np.integer)) or isinstance(i, bool)),
-                        None)) is not None:
-            raise ValueError(f"token id {bad!r} is not a valid id (ids are integers)")
+        ids = decode_ids(token_ids)
         if skip_special_tokens:
             skip = set(self.all_special_ids) | {i for i, t in self._added_tokens_decoder.items() if t.special}
             ids = [i for i in ids if i not in skip]
@@ -210,7 +212,6 @@ class BPETokenizer(PreTrainedTokenizer):
         return self.clean_up_tokenization(text) if cleans_up(self, clean_up_tokenization_spaces) else text
 
     # ---- files -----------------------------------------------------------------------------
-
     def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str, ...]:
         """vocab.json, merges.txt and tokenizer.json, which lists every added token (``add_tokens`` ones
         too) and the post-processor (the add_bos_token / add_eos_token template when given)."""

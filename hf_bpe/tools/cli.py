@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, func, helptext in (("encode", _cmd_encode, "encode a file into a flat .npy of ids"),
                                  ("stats", _cmd_stats, "bytes, tokens and compression ratio of files")):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("--tokenizer", required=True, help="tokenizer folder or tokenizer.json")
+        p.add_argument("--tokenizer", required=True, help="tokenizer folder or file, or a name (gpt2, cl100k_base...)")
         p.add_argument("inputs", nargs="+", metavar="INPUT")
         if name == "encode":
             p.add_argument("--out", required=True, help="output .npy file")
@@ -344,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("convert", help="write a tokenizer as our folder (hf), GPT-2 files or a .tiktoken file")
     p.add_argument("input", metavar="INPUT",
-                   help="anything BPE.load reads (folder, vocab.json, tokenizer.json, .tiktoken)")
+                   help="anything BPE.load reads (folder, vocab.json, tokenizer.json, .tiktoken, "
+                        "a published name such as cl100k_base)")
     p.add_argument("out", metavar="OUT", help="output folder (hf, gpt2) or file (tiktoken)")
     p.add_argument("--to", required=True, choices=["hf", "gpt2", "tiktoken"])
     p.add_argument("--pattern", default=None, help="pattern of a .tiktoken INPUT not named after a known encoding")
@@ -360,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_cmd_viz)
 
     p = sub.add_parser("report", help="one HTML file: bytes/token per corpus and script, token lengths, unused tokens")
-    p.add_argument("--tokenizer", required=True, help="tokenizer folder or file")
+    p.add_argument("--tokenizer", required=True, help="tokenizer folder or file, or a name (gpt2, cl100k_base, ...)")
     p.add_argument("corpora", nargs="+", metavar="CORPUS")
     p.add_argument("--compare", default=None, metavar="DIR2", help="a second tokenizer, the same figures")
     p.add_argument("--parallel", default=None, metavar="JSONL",

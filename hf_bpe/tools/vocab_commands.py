@@ -31,7 +31,7 @@ def add(sub, add_train_options: Callable[..., None]) -> None:
 
     p = sub.add_parser("prune", help="remove merged tokens: by use on texts down to a size, or a list; merges "
                        "re-derived, ids compacted")
-    p.add_argument("--tokenizer", required=True, help="tokenizer folder, tokenizer.json, GPT-2 files or .tiktoken")
+    p.add_argument("--tokenizer", required=True, help="tokenizer folder or file, or a name (gpt2, cl100k_base, ...)")
     p.add_argument("--out", required=True, help="output folder (or a .tiktoken file for a rank vocabulary)")
     p.add_argument("--vocab-size", type=int, default=None, help="tokens to keep in all (bytes and special "
                    "tokens included)")

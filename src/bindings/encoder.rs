@@ -421,7 +421,7 @@ impl Encoder {
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
         let ids = ids_of(ids)?;
         let mut out = Vec::new();
-        self.inner.decode_bytes(ids, &mut out).map_err(value_error)?;
+        self.inner.decode_bytes(ids, &mut out).map_err(super::tiktoken::unknown_token)?;
         Ok(PyBytes::new(py, &out))
     }
 
@@ -442,7 +442,7 @@ impl Encoder {
     fn token_bytes<'py>(&self, py: Python<'py>, id: i64) -> PyResult<Bound<'py, PyBytes>> {
         match u32::try_from(id).ok().and_then(|i| self.inner.token_bytes(i)) {
             Some(b) => Ok(PyBytes::new(py, b)),
-            None => Err(value_error(format!("unknown token id {id}"))),
+            None => Err(super::tiktoken::unknown_token(format!("unknown token id {id}"))),
         }
     }
 

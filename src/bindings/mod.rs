@@ -6,6 +6,7 @@
 mod columns;
 mod dropout;
 mod encoder;
+mod tiktoken;
 mod training;
 
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
@@ -232,6 +233,8 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoder::IdBuffer>()?;
     m.add_function(wrap_pyfunction!(encoder::_encoder_from_state, m)?)?;
     m.add_function(wrap_pyfunction!(dropout::encode_batch_dropout, m)?)?;
+    m.add_function(wrap_pyfunction!(tiktoken::encode_bytes, m)?)?;
+    m.add("UnknownTokenError", tiktoken::unknown_token_type(m.py())?)?;
     Ok(())
 }
 
