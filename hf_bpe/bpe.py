@@ -320,7 +320,7 @@ class BPE(EncodingAPI):
         """Streams a text/.gz/.jsonl file into a flat ``.npy`` of ids (uint16 when the vocabulary
         fits, else uint32), written atomically (an interrupted run leaves no output file).
         ``separator`` (a special token) is appended after each JSON-lines document.
-        Returns (tokens, bytes of text).
+        Returns (tokens, bytes of text). OS errors raise ``OSError`` subclasses naming the path.
 
         ``errors``: ``"strict"`` (bytes that are not UTF-8 fail, naming the byte offset or the
         JSON line), ``"replace"`` (U+FFFD) or ``"ignore"`` (dropped). With a custom regex

@@ -13,6 +13,18 @@ use crate::encode::Encoder;
 use crate::corpus::read::{read_corpus, Block, CutRule, Progress, ReadOptions, Utf8Errors};
 use crate::specials::SpecialSet;
 
+/// Marks an error string as the OS error `e` (its errno): the bindings raise it as Python's
+/// `OSError`, whose errno picks the subclass (`PermissionError`, `IsADirectoryError`, ...).
+pub fn os_error(e: &std::io::Error, msg: String) -> String {
+    match e.raw_os_error() {
+        Some(n) => format!("{OS_ERROR}{n}:{msg}"),
+        None => msg,
+    }
+}
+
+/// The prefix of [`os_error`]'s strings.
+pub const OS_ERROR: &str = "\u{1}os-error:";
+
 /// Options of [`encode_file`].
 pub struct FileOptions<'a> {
     pub allowed: SpecialSet,
@@ -112,14 +124,14 @@ impl Output {
             }
         }
         let tmp = temp_name(path_out, std::process::id());
-        let file = File::create(&tmp).map_err(|e| format!("{}: cannot create {}: {e}", path_out.display(), tmp.display()))?;
+        let file = File::create(&tmp).map_err(|e| os_error(&e, format!("{}: cannot create it: {e}", path_out.display())))?;
         Ok(Output { file: Some(file), named: Some(tmp), done: false })
     }
 
     /// Syncs the file and gives it its name (replacing any older file there).
     fn finish(mut self, file: File, path_out: &Path) -> Result<(), String> {
         let shown = path_out.display();
-        file.sync_all().map_err(|e| format!("{shown}: {e}"))?;
+        file.sync_all().map_err(|e| os_error(&e, format!("{shown}: {e}")))?;
         let tmp = match &self.named {
             Some(t) => t.clone(),
             None => {
@@ -127,13 +139,13 @@ impl Output {
                 // replace an existing file).
                 let t = temp_name(path_out, std::process::id());
                 let _ = std::fs::remove_file(&t);
-                link_unnamed(&file, &t).map_err(|e| format!("{shown}: cannot link the written file in: {e}"))?;
+                link_unnamed(&file, &t).map_err(|e| os_error(&e, format!("{shown}: cannot link the written file in: {e}")))?;
                 self.named = Some(t.clone());
                 t
             }
         };
         drop(file);
-        std::fs::rename(&tmp, path_out).map_err(|e| format!("cannot rename {} to {shown}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, path_out).map_err(|e| os_error(&e, format!("{shown}: cannot move the written file there: {e}")))?;
         self.done = true;
         Ok(())
     }
@@ -166,13 +178,13 @@ pub fn encode_file(
     progress: Progress,
 ) -> Result<(u64, u64), String> {
     // Fail on a missing input before creating anything.
-    File::open(path_in).map_err(|e| format!("{}: cannot open: {e}", path_in.display()))?;
+    File::open(path_in).map_err(|e| os_error(&e, format!("{}: cannot open: {e}", path_in.display())))?;
     let wide = enc.n_vocab() > 1 << 16;
 
     let mut output = Output::create(path_out)?;
     let tmp_path = path_out.display().to_string();
     let mut w = BufWriter::with_capacity(1 << 20, output.file.take().expect("a new output has its file"));
-    w.write_all(&[0u8; NPY_HEADER]).map_err(|e| format!("{tmp_path}: {e}"))?;
+    w.write_all(&[0u8; NPY_HEADER]).map_err(|e| os_error(&e, format!("{tmp_path}: {e}")))?;
 
     // Built-in patterns: never cut inside any special token (the disallowed check must see it
     // whole). Custom patterns: cut only after specials that are encoded as specials (the
@@ -215,11 +227,11 @@ pub fn encode_file(
         }
         // The next block reuses this block's buffer (see `outbuf`).
         crate::outbuf::POOL.give(flat.ids);
-        w.write_all(&buf16).map_err(|e| format!("{tmp_path}: write failed: {e}"))
+        w.write_all(&buf16).map_err(|e| os_error(&e, format!("{tmp_path}: write failed: {e}")))
     })?;
-    let mut f = w.into_inner().map_err(|e| format!("{tmp_path}: write failed: {e}"))?;
-    f.seek(SeekFrom::Start(0)).map_err(|e| format!("{tmp_path}: {e}"))?;
-    f.write_all(&npy_header(if wide { "<u4" } else { "<u2" }, n_tokens)).map_err(|e| format!("{tmp_path}: {e}"))?;
+    let mut f = w.into_inner().map_err(|e| os_error(e.error(), format!("{tmp_path}: write failed: {}", e.error())))?;
+    f.seek(SeekFrom::Start(0)).map_err(|e| os_error(&e, format!("{tmp_path}: {e}")))?;
+    f.write_all(&npy_header(if wide { "<u4" } else { "<u2" }, n_tokens)).map_err(|e| os_error(&e, format!("{tmp_path}: {e}")))?;
     output.finish(f, path_out)?;
     Ok((n_tokens, n_bytes))
 }

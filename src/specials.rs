@@ -564,7 +564,12 @@ mod tests {
     fn bad_lists_are_refused() {
         assert!(Specials::from_texts(&["".to_string()]).is_err());
         assert!(Specials::from_texts(&["<a>".to_string(), "<a>".to_string()]).is_err());
-        assert!(Specials::new(vec![("<a>".into(), 5), ("<b>".into(), 5)]).is_err());
+        // Plain specials may share an id (tiktoken's o200k_harmony); tokens with flags may not.
+        let shared = Specials::new(vec![("<b>".into(), 5), ("<a>".into(), 5)]).unwrap();
+        assert_eq!(shared.list(), &[("<a>".to_string(), 5), ("<b>".to_string(), 5)]);
+        let mut edged = AddedToken::special("<b>".into(), 5);
+        edged.lstrip = true;
+        assert!(Specials::with_tokens(vec![AddedToken::special("<a>".into(), 5), edged], None).is_err());
     }
 
     #[test]

@@ -224,3 +224,18 @@ def test_the_temporary_files_of_dead_processes_are_removed(tmp_path):
         assert busy.exists() and other.exists()  # a live process's, and another output's
     finally:
         alive.kill()
+
+
+def test_encode_file_os_errors_are_oserror_subclasses_naming_the_users_path(tmp_path):
+    bpe = hf_bpe.train(["the cat sat on the mat"] * 5, vocab_size=260, progress=False)
+    src = tmp_path / "in.txt"
+    src.write_text("the cat sat\n")
+    with pytest.raises(FileNotFoundError) as e:  # a folder that does not exist
+        bpe.encode_file(src, tmp_path / "no" / "such" / "ids.npy", progress=False)
+    assert str(tmp_path / "no" / "such" / "ids.npy") in str(e.value) and ".tmp" not in str(e.value)
+    (tmp_path / "adir").mkdir()
+    with pytest.raises(IsADirectoryError) as e:  # the target is a folder
+        bpe.encode_file(src, tmp_path / "adir", progress=False)
+    assert str(tmp_path / "adir") in str(e.value) and ".tmp" not in str(e.value)
+    assert isinstance(e.value, OSError) and not isinstance(e.value, ValueError)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "in.txt"] and not any((tmp_path / "adir").iterdir())

@@ -17,7 +17,12 @@ use crate::pretok::Pattern;
 use crate::corpus::read::INTERRUPTED;
 
 pub(crate) fn value_error(e: String) -> PyErr {
-    PyValueError::new_err(e)
+    // (an OS error: `OSError(errno, message)`, which Python makes the errno's subclass)
+    let os = e.strip_prefix(crate::files::OS_ERROR).and_then(|r| r.split_once(':'));
+    match os.and_then(|(n, msg)| Some((n.parse::<i32>().ok()?, msg))) {
+        Some((n, msg)) => pyo3::exceptions::PyOSError::new_err((n, msg.to_string())),
+        None => PyValueError::new_err(e),
+    }
 }
 
 /// A file path from Python (str, bytes or path-like) by its bytes, as `os.fsencode` gives them:
