@@ -44,14 +44,54 @@ def shared_data() -> Path:
     return SHARED
 
 
+FIXTURES = REPO / "tests" / "fixtures"
+
+
 def corpus_path(name: str) -> Path:
     """``corpus/<name>.txt.gz`` of ``../shared/data``; without it (a user's clone), English is the
-    sample corpus shipped in the package (8.8 MB of the same books) and the others skip."""
-    if name == "english" and not SHARED.is_dir() and not os.environ.get("CI"):
-        import hf_bpe
+    sample corpus shipped in the package (8.8 MB of the same books), code and multilingual text
+    the small slices of ``tests/fixtures/corpus`` (0.8 and 1 MB)."""
+    if not SHARED.is_dir() and not os.environ.get("CI"):
+        if name == "english":
+            import hf_bpe
 
-        return Path(hf_bpe.sample_corpus())
+            return Path(hf_bpe.sample_corpus())
+        if (FIXTURES / "corpus" / f"{name}.txt.gz").exists():
+            return FIXTURES / "corpus" / f"{name}.txt.gz"
     return shared_data() / "corpus" / f"{name}.txt.gz"
+
+
+# The released models' files (tests/fixtures/hf-tokenizers, xz): the sha256 of each as released.
+MODEL_SHA256 = {
+    "olmo-2-dolma2/tokenizer.json": "3ca996cca8afea58b34e95c353e859333592642a5e51d695d7a6dbbaf692dfe9",
+    "gpt-neox-20b/tokenizer.json": "56ac4821e129d2c520fdaba60abd920fa852ada51b45c0dd52bbb6bd8c985ade",
+    "phi-2/tokenizer.json": "337da36be7a71a6e88aa9148967a7bc8736f4b47c7de8e19ba92b89e80734cfc",
+    "phi-2/tokenizer_config.json": "1906c7514a738bd743a05d7d95c8e9aeddb4d8c9ffdda4fb6ee05653fb6b97c4",
+    "whisper-large-v3/tokenizer.json": "6d8cbd7cd0d8d5815e478dac67b85a26bbe77c1f5e0c6d76d1ce2abc0e5f21ca",
+    "whisper-large-v3/tokenizer_config.json": "844b642c73a91359722f47b35705f7174686df33d252695d8572cf9ac03a6389",
+}
+
+
+@functools.cache
+def model_files() -> Path:
+    """A folder of the released models' tokenizer files (``<model>/tokenizer.json``, ...),
+    unpacked from ``tests/fixtures/hf-tokenizers`` into the test cache, each checked against
+    the sha256 of the released file: the same bytes as ``../shared/data/hf-tokenizers``."""
+    import hashlib
+    import lzma
+
+    out = Path(os.environ.get("HF_BPE_TEST_CACHE", Path.home() / ".cache" / "hf_bpe-tests")) / "hf-tokenizers"
+    for name, want in MODEL_SHA256.items():
+        target = out / name
+        if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == want:
+            continue
+        data = lzma.decompress((FIXTURES / "hf-tokenizers" / f"{name}.xz").read_bytes())
+        assert hashlib.sha256(data).hexdigest() == want, f"tests/fixtures/hf-tokenizers/{name}.xz is damaged"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    return out
 
 
 def corpus_docs(name: str, max_bytes: int) -> list[str]:
@@ -73,8 +113,10 @@ def corpus_docs(name: str, max_bytes: int) -> list[str]:
 
 
 def corpus_slice(name: str, max_bytes: int, offset: int = 0) -> str:
-    """``max_bytes`` of text (cut at a character boundary) from ``corpus/<name>.txt.gz``."""
+    """``max_bytes`` of text (cut at a character boundary) from ``corpus/<name>.txt.gz`` (from the
+    start of a small stand-in of a user's clone, whatever the ``offset``)."""
     path = corpus_path(name)
+    offset = offset if path.parent == SHARED / "corpus" else 0
     with gzip.open(path, "rb") as f:
         if offset:
             f.read(offset)

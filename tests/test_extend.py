@@ -10,7 +10,7 @@ import pytest
 
 import hf_bpe
 from hf_bpe import reference
-from conftest import corpus_docs, shared_data, openai_files
+from conftest import corpus_docs, model_files, openai_files
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,7 @@ def test_extending_cl100k_keeps_its_holes(new_docs, tmp_path):
 def test_extending_a_model_file_and_a_transformers_tokenizer(new_docs, tmp_path):
     import tokenizers
 
-    base = hf_bpe.BPE.load(shared_data() / "hf-tokenizers" / "olmo-2-dolma2")
+    base = hf_bpe.BPE.load(model_files() / "olmo-2-dolma2")
     ext = hf_bpe.extend(base, new_docs, vocab_size=base.vocab_size + 100, progress=False)
     assert_extends(ext, base, new_docs[:30])
     ext.save(tmp_path / "olmo")
@@ -114,7 +114,7 @@ def test_what_cannot_be_extended_is_a_clear_error(new_docs):
         hf_bpe.train(new_docs, vocab_size=500, special_tokens=["<|pad|>"], base=base, progress=False)
     with pytest.raises(ValueError, match="the counts were made with pattern 'o200k', the base uses 'gpt2'"):
         hf_bpe.train_from_counts(hf_bpe.count(new_docs, pattern="o200k", progress=False), vocab_size=500, base=base)
-    neox = hf_bpe.BPE.load(shared_data() / "hf-tokenizers" / "gpt-neox-20b")
+    neox = hf_bpe.BPE.load(model_files() / "gpt-neox-20b")
     with pytest.raises(ValueError, match="this base cannot be extended: its tokenizer.json pipeline"):
         hf_bpe.extend(neox, new_docs, vocab_size=neox.vocab_size + 10)
     with pytest.raises(TypeError, match="base must be an hf_bpe.BPE"):
@@ -153,7 +153,7 @@ def test_phi2_with_two_groups_of_added_tokens_extends_exactly(tmp_path):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        base = hf_bpe.BPE.load(shared_data() / "hf-tokenizers" / "phi-2")
+        base = hf_bpe.BPE.load(model_files() / "phi-2")
     docs = [d + "<|endoftext|>" for d in corpus_docs("code", 200_000)]
     own = [t.content for t in base.added_tokens]
     counts = hf_bpe.count(docs, special_tokens=own, progress=False)

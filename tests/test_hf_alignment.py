@@ -17,7 +17,7 @@ tokenizers = pytest.importorskip("tokenizers")
 pytest.importorskip("transformers")
 
 import hf_bpe  # noqa: E402
-from conftest import corpus_docs, openai_files, shared_data  # noqa: E402
+from conftest import corpus_docs, model_files, openai_files  # noqa: E402
 from transformers import AddedToken, GPT2Tokenizer, PreTrainedTokenizerFast  # noqa: E402
 
 MODELS = ["phi-2", "whisper-large-v3", "olmo-2-dolma2", "gpt-neox-20b"]
@@ -84,7 +84,7 @@ def trained_dir(tmp_path_factory):
 @pytest.fixture(scope="module", params=["gpt2", "trained"] + MODELS)
 def pair(request, trained_dir):
     if request.param in MODELS:
-        path = str(shared_data() / "hf-tokenizers" / request.param / "tokenizer.json")
+        path = str(model_files() / request.param / "tokenizer.json")
         ours, ref = hf_bpe.BPETokenizer(tokenizer_file=path), PreTrainedTokenizerFast(tokenizer_file=path)
     else:
         folder = openai_files() / "gpt2" if request.param == "gpt2" else trained_dir
@@ -176,7 +176,7 @@ def test_assistant_masks_equal_tokenizers_backend():
 def test_offsets_of_text_a_normalizer_changes_are_an_error():
     """NeoX normalizes to NFC: offsets into a text that changes would not point into it. The ids
     stay those of tokenizers; asking for offsets (or alignment) names the normalizer."""
-    path = str(shared_data() / "hf-tokenizers" / "gpt-neox-20b" / "tokenizer.json")
+    path = str(model_files() / "gpt-neox-20b" / "tokenizer.json")
     ours, ref = hf_bpe.BPETokenizer(tokenizer_file=path), PreTrainedTokenizerFast(tokenizer_file=path)
     decomposed = "Cafe\u0301 au lait"
     assert ours(decomposed)["input_ids"] == ref(decomposed)["input_ids"]

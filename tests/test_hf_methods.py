@@ -7,7 +7,7 @@ import pytest
 from transformers import GPT2TokenizerFast
 
 import hf_bpe
-from conftest import corpus_docs, shared_data, openai_files
+from conftest import corpus_docs, model_files, openai_files
 
 
 def _batches(docs, size=50):
@@ -157,7 +157,7 @@ def test_decode_cleans_up_spaces_only_as_the_installed_transformers_does(model):
     # tokenizers (the cleanup turns "tela . Mutu" into "tela. Mutu") unless forced.
     from transformers import AutoTokenizer
 
-    folder = shared_data() / "hf-tokenizers" / model
+    folder = model_files() / model
     texts = ["tela . Mutu", "a , b ! c ? don 't", "x n't y 's z 've"] + corpus_docs("english", 20_000)[:20]
     for kw in ({}, {FORCE: True}):
         ours, ref = hf_bpe.BPETokenizer.from_pretrained(folder, **kw), AutoTokenizer.from_pretrained(folder, **kw)

@@ -20,7 +20,7 @@ import pytest
 import hf_bpe
 from hf_bpe import _core
 from hf_bpe.reference import _encode_by_ranks, encode_word_reference
-from conftest import SHARED, corpus_slice, openai_files
+from conftest import corpus_slice, model_files, openai_files
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -30,9 +30,9 @@ tiktoken = pytest.importorskip("tiktoken")
 import tiktoken.load  # noqa: E402
 tokenizers = pytest.importorskip("tokenizers")
 
-# GPT-2 and the rank files rebuilt from the package; the released models' files of ../shared when present
+# GPT-2 and the rank files rebuilt from the package; the released models' files (tests/fixtures)
 MERGES_FILES = {"gpt2": openai_files() / "gpt2" / "tokenizer.json"} | {
-    p.parent.name: p for p in sorted((SHARED / "hf-tokenizers").glob("*/tokenizer.json"))}
+    p.parent.name: p for p in sorted(model_files().glob("*/tokenizer.json"))}
 RANK_FILES = {p.stem: p for p in sorted(openai_files().glob("*.tiktoken"))}
 VOCABS = sorted(MERGES_FILES) + sorted(RANK_FILES)
 REFERENCE_MAX = 200  # the pure-Python merge is quadratic: short pieces only

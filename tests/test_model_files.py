@@ -13,8 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import (corpus_docs, corpus_slice, openai_files, peer_stable_chars, shared_data,
-                      tokenizers_unstable_chars)
+from conftest import corpus_docs, corpus_slice, model_files, openai_files, peer_stable_chars, tokenizers_unstable_chars
 from hf_bpe import BPE
 from hf_bpe.formats.alphabet import bytes_to_unicode
 from hf_bpe.formats import FormatError
@@ -120,7 +119,7 @@ def mixed_file(tmp_path_factory) -> Path:
 
 
 def _files(request) -> list[Path]:
-    d = shared_data() / "hf-tokenizers"
+    d = model_files()
     return [d / m / "tokenizer.json" for m in REAL]
 
 
@@ -128,7 +127,7 @@ SHAPES = ["llama3_file", "qwen2_file", "deepseek_file", "mixed_file"]
 
 
 def _load(request, which: str) -> tuple[BPE, "tokenizers.Tokenizer"]:
-    path = request.getfixturevalue(which) if which in SHAPES else shared_data() / "hf-tokenizers" / which / "tokenizer.json"
+    path = request.getfixturevalue(which) if which in SHAPES else model_files() / which / "tokenizer.json"
     return BPE.load(path), tokenizers.Tokenizer.from_file(str(path))
 
 
@@ -196,7 +195,7 @@ _CUT_TRAPS = ["end\n\u0301mark", "\u2474\n", "x A\u030a\nb", "e\u0301 x\n\u00a8y
 def test_long_texts_cut_for_threads_encode_as_a_whole(request, which):
     """Long texts are cut for the threads even on the general path, only where normalizing the
     parts apart changes nothing."""
-    path = request.getfixturevalue(which) if which.endswith("_file") else shared_data() / "hf-tokenizers" / which / "tokenizer.json"
+    path = request.getfixturevalue(which) if which.endswith("_file") else model_files() / which / "tokenizer.json"
     bpe, ref = BPE.load(path), tokenizers.Tokenizer.from_file(str(path))
     base = corpus_slice("english", 300_000)
     doc = "".join(base[i:i + 300] + _CUT_TRAPS[(i // 300) % len(_CUT_TRAPS)] for i in range(0, len(base), 300))
@@ -210,7 +209,7 @@ def test_long_texts_cut_for_threads_encode_as_a_whole(request, which):
 
 def test_real_files_load_with_their_sizes():
     for m in REAL:
-        path = shared_data() / "hf-tokenizers" / m / "tokenizer.json"
+        path = model_files() / m / "tokenizer.json"
         bpe, ref = BPE.load(path), tokenizers.Tokenizer.from_file(str(path))
         assert bpe.vocab_size == ref.get_vocab_size(with_added_tokens=True)
         added = {t.content: (t.id, t.special) for t in bpe.added_tokens}
@@ -218,7 +217,7 @@ def test_real_files_load_with_their_sizes():
 
 
 def test_phi2_whitespace_tokens_are_not_special():
-    path = shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json"
+    path = model_files() / "phi-2" / "tokenizer.json"
     bpe, ref = BPE.load(path), tokenizers.Tokenizer.from_file(str(path))
     code = "def f():\n        return 1"
     assert bpe.encode(code) == ref.encode(code).ids  # no "disallowed special" error
@@ -234,7 +233,7 @@ def test_llama3_unreachable_token_is_ordinary(llama3_file):
 
 
 def test_nfc_normalizer_applies():
-    path = shared_data() / "hf-tokenizers" / "gpt-neox-20b" / "tokenizer.json"
+    path = model_files() / "gpt-neox-20b" / "tokenizer.json"
     bpe, ref = BPE.load(path), tokenizers.Tokenizer.from_file(str(path))
     nfd = unicodedata.normalize("NFD", "Café naïve résumé Ångström")
     assert bpe.encode(nfd) == ref.encode(nfd).ids == bpe.encode(unicodedata.normalize("NFC", nfd))
@@ -329,7 +328,7 @@ def test_transformers_class_adds_the_same_special_tokens(request, which):
     own fast tokenizer on the same file (the ``tokenizers`` backend, no hf_bpe)."""
     transformers = pytest.importorskip("transformers")
     from hf_bpe import BPETokenizer
-    path = request.getfixturevalue(which) if which in SHAPES else shared_data() / "hf-tokenizers" / which / "tokenizer.json"
+    path = request.getfixturevalue(which) if which in SHAPES else model_files() / which / "tokenizer.json"
     ours = BPETokenizer(tokenizer_file=str(path))
     ref = transformers.PreTrainedTokenizerFast(tokenizer_file=str(path))
     texts = ["Hello world", "def f():\n        return 1", " <|endoftext|> x", "日本語 😀 12345"]
@@ -347,7 +346,7 @@ def test_transformers_class_adds_the_same_special_tokens(request, which):
 def _phi2_edited(tmp_path, edits: dict, only_eot: bool = False):
     """phi-2's tokenizer.json with ``edits`` ("model.x": a model field, "bytes": n <0xNN> tokens
     from id 50257, else a top-level part), written to ``tmp_path``; ``only_eot`` keeps one added token."""
-    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
+    raw = json.loads((model_files() / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
     if only_eot:
         raw["added_tokens"] = raw["added_tokens"][:1]  # <|endoftext|> only: the ids above it stay put
     for k, v in edits.items():
@@ -405,7 +404,7 @@ def test_valid_files_that_tokenizers_loads_load_with_its_ids(tmp_path, shape):
 def test_an_added_token_listed_by_its_content_beside_its_byte_level_spelling(tmp_path):
     # "\n\n" and "ĊĊ" are the same bytes under two ids: tokenizers loads it, the added token
     # (matched first) wins, and the model keeps making the spelled entry.
-    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
+    raw = json.loads((model_files() / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
     raw["added_tokens"] = raw["added_tokens"][:1]
     for content, i, special in [("\n\n", 50257, False), (" the", 50258, True)]:
         raw["added_tokens"].append({"id": i, "content": content, "single_word": False, "lstrip": False,

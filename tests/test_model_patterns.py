@@ -21,7 +21,7 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import CL100K_PAT, corpus_slice, shared_data, openai_files
+from conftest import CL100K_PAT, corpus_slice, model_files, openai_files
 from hf_bpe import _core
 from pretok_harness import (ASSIGNED_CATEGORIES, assert_same_pieces, block_text, category_chars, code_point_texts,
                             code_points, fragment_text, isolated, leads, mixed_text, pretok_settings, trails,
@@ -141,7 +141,7 @@ def test_deepseek_spellings_from_tokenizer_json():
 
 
 def test_olmo2_file_holds_the_llama3_regex():
-    path = shared_data() / "hf-tokenizers" / "olmo-2-dolma2" / "tokenizer.json"
+    path = model_files() / "olmo-2-dolma2" / "tokenizer.json"
     pre = json.loads(path.read_text())["pre_tokenizer"]
     src = pre["pretokenizers"][0]["pattern"]["Regex"]
     assert src == LLAMA3

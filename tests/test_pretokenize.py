@@ -79,7 +79,7 @@ def corpus(request):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_corpus_parity(corpus, name):
-    assert len(corpus) > 1_000_000
+    assert len(corpus) > 500_000  # (chars: 1 MB and more from ../shared; 0.8-1 MB in a user's clone)
     check(name, corpus)
 
 

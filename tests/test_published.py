@@ -182,3 +182,13 @@ def test_tiktoken_api_methods():
     assert enc.decode_with_offsets(enc.encode("hello world<|endoftext|> green cow", allowed_special="all")) == (
         "hello world<|endoftext|> green cow", [0, 5, 11, 24, 30])
     assert json.loads(json.dumps(enc.special_tokens)) == enc._special_tokens
+
+
+def test_test_fixtures_are_what_the_script_makes():
+    """tests/fixtures (a user's clone's stand-ins) are exactly what scripts/make_test_fixtures.py
+    makes from the shared data."""
+    from conftest import REPO, shared_data
+
+    run = subprocess.run([sys.executable, str(REPO / "scripts" / "make_test_fixtures.py"), "--check", "--shared",
+                          str(shared_data())], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr

@@ -17,7 +17,7 @@ import hf_bpe
 from hf_bpe import _core
 from hf_bpe.formats import FormatError
 from hf_bpe.formats.regex_forms import for_oniguruma
-from conftest import shared_data, openai_files
+from conftest import model_files, openai_files
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import Regex, pre_tokenizers  # noqa: E402
@@ -49,7 +49,7 @@ def our_class(cls: str) -> set[int]:
 
 def _phi2_split(tmp_path, regex: str):
     """phi-2's tokenizer.json with one Split on ``regex`` (then ByteLevel), in ``tmp_path``."""
-    raw = json.loads((shared_data() / "hf-tokenizers" / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
+    raw = json.loads((model_files() / "phi-2" / "tokenizer.json").read_text(encoding="utf-8"))
     raw["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
         {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False},
         {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -16,15 +15,13 @@ import pytest
 import hf_bpe
 from hf_bpe.tools import viz
 from hf_bpe.reference import encode_word_reference
+from conftest import model_files, openai_files
 
 SENTENCE = "the cat saw the hat 🙂"
-GPT2 = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "gpt2")
 
 
 def _gpt2() -> hf_bpe.BPE:
-    if not os.path.isdir(GPT2):
-        pytest.skip("needs ../shared/data/gpt2 (the workplace's shared data; absent in a fresh clone)")
-    return hf_bpe.BPE.load(GPT2)
+    return hf_bpe.BPE.load(openai_files() / "gpt2")
 
 
 @pytest.fixture(scope="module")
@@ -120,9 +117,7 @@ def test_first_k_merges_equal_the_reference_encoder():
 
 
 def test_a_normalizing_pipeline_shows_all_merges_and_says_why_not_fewer():
-    path = os.path.join(GPT2, "..", "hf-tokenizers", "gpt-neox-20b", "tokenizer.json")
-    if not os.path.exists(path):
-        pytest.skip("needs ../shared/data/hf-tokenizers (the workplace's shared data)")
+    path = model_files() / "gpt-neox-20b" / "tokenizer.json"
     bpe = hf_bpe.BPE.load(path)
     text = "cafe\u0301 ma\u0301s"  # decomposed: its NFC normalizer changes it
     with pytest.raises(ValueError):
