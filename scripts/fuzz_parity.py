@@ -8,7 +8,7 @@ Texts are glued from pools of every class the patterns tell apart: ASCII words i
 contractions in every case, digit runs, every kind of whitespace and `\\r\\n` runs, marks, ZWJ,
 emoji, CJK, Cyrillic, Arabic, random code points of all planes, long runs of one char, and
 slices of the real corpora in ../shared/data (when present). They go through
-* r50k, cl100k and o200k loaded from their rank files, against tiktoken (same files);
+* r50k, cl100k and o200k from the rank files shipped in the package, against tiktoken (same files);
 * the same vocabularies saved as tokenizer.json, against `tokenizers`;
 * vocabularies trained here (one per pattern: the built-ins, and custom regexes with POSIX
   classes, \\w, \\b and anchors, which Oniguruma reads otherwise) and saved, against `tokenizers`
@@ -28,7 +28,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from benchlib import CORPORA, DATA, ROOT, corpus_path, corpus_text
+from benchlib import CORPORA, ROOT, corpus_path, corpus_text
 
 sys.path.insert(0, str(ROOT))
 import hf_bpe  # noqa: E402
@@ -108,10 +108,10 @@ def peers(tmp: Path):
     from conftest import CL100K_PAT, O200K_PAT, R50K_PAT  # the patterns exactly as tiktoken writes them
 
     for name, pattern, pat in (("r50k", "gpt2", R50K_PAT), ("cl100k", "cl100k", CL100K_PAT), ("o200k", "o200k", O200K_PAT)):
-        path = DATA / "tiktoken" / f"{name}_base.tiktoken"
-        if not path.exists():
-            continue
-        ours = hf_bpe.BPE.from_tiktoken(path, pattern=pattern)
+        tables = hf_bpe.formats.read_published(f"{name}_base")  # the package's files (tiktoken's hashes)
+        ours = hf_bpe.BPE.from_tables(tables._replace(special_tokens={}, vocab={
+            i: t for i, t in tables.vocab.items() if i not in tables.special_tokens.values()}))
+        assert ours.pattern == pattern
         ranks = {t: r for r, t in ours.vocab.items()}
         tik = tiktoken.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens={})
         yield f"{name} vs tiktoken", ours.encode_ordinary, tik.encode_ordinary

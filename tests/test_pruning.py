@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import hf_bpe
 from hf_bpe import reference
 
-from conftest import SHARED
+from conftest import openai_files
 
 GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
@@ -132,13 +132,11 @@ def test_stock_tokenizers_and_tiktoken_give_our_ids(base, docs, tmp_path):
     assert auto(sample)["input_ids"] == new.encode_batch(sample)
 
 
-@pytest.mark.skipif(not (SHARED / "gpt2").exists() or not (SHARED / "tiktoken").exists(),
-                    reason="needs ../shared/data/gpt2 and tiktoken/ (GPT-2's files, OpenAI's rank files)")
 def test_gpt2_to_40000_keeps_its_compression_and_cl100k_stays_ranks(docs, tmp_path):
     """GPT-2 pruned to 40,000 tokens by use on some books keeps >= 0.95x its bytes/token on others;
     cl100k (ranks) pruned stays a rank vocabulary that tiktoken reads with our ids."""
     tiktoken = pytest.importorskip("tiktoken")
-    gpt2 = hf_bpe.BPE.load(SHARED / "gpt2")
+    gpt2 = hf_bpe.BPE.load(openai_files() / "gpt2")
     train, held = docs[: len(docs) // 2], docs[len(docs) // 2:]
     small, id_map = hf_bpe.prune(gpt2, 40000, texts=train)
     assert small.vocab_size == 40000
@@ -147,7 +145,7 @@ def test_gpt2_to_40000_keeps_its_compression_and_cl100k_stays_ranks(docs, tmp_pa
         return sum(len(d.encode()) for d in held) / sum(map(len, b.encode_batch(held)))
 
     assert bpt(small) >= 0.95 * bpt(gpt2)
-    cl = hf_bpe.BPE.load(SHARED / "tiktoken" / "cl100k_base.tiktoken")
+    cl = hf_bpe.BPE.load(openai_files() / "cl100k_base.tiktoken")
     pruned, _ = hf_bpe.prune(cl, 90000, texts=train)
     assert pruned.is_tiktoken and pruned.vocab_size == 90000
     enc = pruned.to_tiktoken()

@@ -21,7 +21,7 @@ import pytest
 
 import hf_bpe
 from hf_bpe.tools.cli import main
-from conftest import corpus_docs, peer_python, shared_data, openai_files
+from conftest import corpus_docs, corpus_path, openai_files, peer_python
 
 pytest.importorskip("transformers")
 TRANSFORMERS_4 = "4.57.6"  # the last 4.x release
@@ -67,7 +67,7 @@ def test_saved_folders_load_in_transformers_4_with_identical_ids(tmp_path):
     tok.save_pretrained(tmp_path / "default")
     trained = hf_bpe.train(corpus_docs("english", 300_000), vocab_size=1_000, special_tokens=("<|endoftext|>",))
     trained.save(tmp_path / "trained", tokenizer_class="PreTrainedTokenizerFast")
-    assert main(["train", str(shared_data() / "corpus" / "code.txt.gz"), "--vocab-size", "600", "--quiet",
+    assert main(["train", str(corpus_path("code")), "--vocab-size", "600", "--quiet",
                  "--out", str(tmp_path / "cli"), "--tokenizer-class", "PreTrainedTokenizerFast"]) == 0
 
     got = _read4({"added": tmp_path / "added", "trained": tmp_path / "trained", "cli": tmp_path / "cli",

@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="what to do with bytes that are not UTF-8")
         p.add_argument("--separator", default=None, metavar="T",
                        help="special token appended after each JSON-lines document (e.g. <|endoftext|>)")
-        p.add_argument("--threads", type=int, default=None, help="default: all cores")
+        p.add_argument("--threads", type=int, default=None, help="threads (0 or unset: all cores)")
         p.add_argument("--quiet", action="store_true")
         p.set_defaults(func=func)
 
