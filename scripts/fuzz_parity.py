@@ -56,7 +56,14 @@ def random_codepoint(rng: random.Random) -> str:
 
 
 def corpus_slices() -> list[str]:
-    return [corpus_text(name, 2_000_000) for name in CORPORA if corpus_path(name).exists()]
+    """2 MB of each shared corpus; without them (a user's clone), of the sample shipped in the package."""
+    real = [corpus_text(name, 2_000_000) for name in CORPORA if corpus_path(name).exists()]
+    if not real:
+        import gzip
+
+        with gzip.open(hf_bpe.sample_corpus(), "rt", encoding="utf-8") as f:
+            real = [f.read(2_000_000)]
+    return real
 
 
 def make_text(rng: random.Random, real: list[str]) -> str:
