@@ -156,6 +156,10 @@ def test_encoding_constructor():
     assert enc.encode("<|pickle|> hi", allowed_special="all")[0] == 100_000
     with pytest.raises(ValueError, match="not one of the built-in patterns"):
         hf_bpe.Encoding("x", pat_str=r"\w+", mergeable_ranks=r50k._mergeable_ranks, special_tokens={})
+    twice = dict(r50k._mergeable_ranks)
+    twice[b"not a token"] = 5
+    with pytest.raises(ValueError, match="two tokens of mergeable_ranks have the rank 5"):
+        hf_bpe.Encoding("x", pat_str=r50k._pat_str, mergeable_ranks=twice, special_tokens={})
     with pytest.raises(ValueError, match="explicit_n_vocab is 9"):
         hf_bpe.Encoding("x", pat_str=r50k._pat_str, mergeable_ranks=r50k._mergeable_ranks, special_tokens={},
                         explicit_n_vocab=9)
