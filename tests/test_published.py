@@ -16,7 +16,7 @@ import hf_bpe
 from hf_bpe import formats
 from hf_bpe.formats import tiktoken_files
 
-from conftest import openai_files
+from conftest import model_files, openai_files
 
 NAMES = ["gpt2", "r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base", "o200k_harmony"]
 _URL = "https://openaipublic.blob.core.windows.net/"
@@ -186,6 +186,11 @@ def test_tiktoken_api_methods():
     assert enc.decode_with_offsets(enc.encode("hello world<|endoftext|> green cow", allowed_special="all")) == (
         "hello world<|endoftext|> green cow", [0, 5, 11, 24, 30])
     assert json.loads(json.dumps(enc.special_tokens)) == enc._special_tokens
+    # Bytes that are not UTF-8 need ordinary text to be the pattern's pieces: refused where added
+    # tokens match in it (Phi-2's whitespace tokens), never encoded otherwise than encode_ordinary.
+    phi = hf_bpe.BPE.load(model_files() / "phi-2")
+    with pytest.raises(ValueError, match="added tokens are all special"):
+        phi.encode_bytes(b"a  \xff")
 
 
 def test_test_fixtures_are_what_the_script_makes():

@@ -39,13 +39,15 @@ pub(crate) fn unknown_token(e: String) -> PyErr {
 /// Ids of `data`, any bytes, as tiktoken's `_encode_bytes`: valid UTF-8 is `encode_ordinary`;
 /// otherwise the valid prefix is encoded, the tokens of its last piece (and the whitespace
 /// tokens before it, when that piece starts with one) are taken back, and their bytes with the
-/// rest of `data` are merged as one piece. Needs a tokenizer of one pattern (no pipeline).
+/// rest of `data` are merged as one piece. Needs a tokenizer of one pattern whose added tokens
+/// are all special (ordinary text is then pieces of the pattern only).
 #[pyfunction]
 pub fn encode_bytes(py: Python<'_>, encoder: PyRef<'_, Encoder>, data: &[u8]) -> PyResult<Vec<u32>> {
     let enc = encoder.inner.clone();
-    if enc.is_generic() {
-        return Err(value_error("encoding bytes that are not UTF-8 needs a tokenizer of one pattern; this one runs \
-                                a tokenizer.json's pipeline".into()));
+    if enc.is_generic() || !enc.specials().matches_none(&crate::specials::SpecialSet::None) {
+        return Err(value_error("encoding bytes that are not UTF-8 needs a tokenizer of one pattern whose added \
+                                tokens are all special; this one runs a tokenizer.json's pipeline or matches \
+                                added tokens in ordinary text".into()));
     }
     py.allow_threads(|| {
         no_panic(|| {
