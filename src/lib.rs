@@ -4,8 +4,8 @@
 //! data), `train` (the merge loop), `pipeline` (a `tokenizer.json`'s components, parsed),
 //! `encode` (encode by rank, and the general path through a pipeline) with `cache` (the word
 //! cache), `batch` and `files` (parallel batches and files) on `pool` (fork-aware thread
-//! pools), `decode`; `alphabet` (GPT-2's byte alphabet, a leaf), `keys` and `outbuf` are
-//! shared helpers. The Python bindings live apart, in `bindings`.
+//! pools), `decode`; `alphabet` (GPT-2's byte alphabet, a leaf), `keys`, `outbuf` and `radix`
+//! (a radix sort) are shared helpers. The Python bindings live apart, in `bindings`.
 
 pub mod alphabet;
 pub mod batch;
@@ -23,6 +23,7 @@ pub mod outbuf;
 pub mod pipeline;
 pub mod pool;
 pub mod pretok;
+pub mod radix;
 pub mod spans;
 pub mod specials;
 pub mod train;

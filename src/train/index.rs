@@ -53,6 +53,53 @@ impl Index {
         Index { parts: (0..1 << PART_BITS).map(|_| Part { slots: vec![FREE; 16], len: 0 }).collect(), len: 0 }
     }
 
+    /// An index with room for `n` pairs before any part grows (at most 3/4 full).
+    pub fn with_capacity(n: usize) -> Self {
+        let per_part = (n.div_ceil(1 << PART_BITS) * 4 / 3 + 1).next_power_of_two().max(16);
+        Index { parts: (0..1 << PART_BITS).map(|_| Part { slots: vec![FREE; per_part], len: 0 }).collect(), len: 0 }
+    }
+
+    /// Puts pairs that are not in the index yet, each `(a, b, value)`, a batch of slots asked
+    /// for ahead of the inserts (a bulk load of millions of pairs is a cache miss per pair).
+    pub fn put_new(&mut self, pairs: impl Iterator<Item = (u32, u32, u32)>) {
+        const AHEAD: usize = 16;
+        let mut ring = [(0u32, 0u32, 0u32); AHEAD];
+        let mut n = 0usize;
+        for p in pairs {
+            if n >= AHEAD {
+                let (a, b, v) = ring[n % AHEAD];
+                self.put(a, b, v);
+            }
+            self.prefetch(p.0, p.1);
+            ring[n % AHEAD] = p;
+            n += 1;
+        }
+        for k in n.saturating_sub(AHEAD)..n {
+            let (a, b, v) = ring[k % AHEAD];
+            self.put(a, b, v);
+        }
+    }
+
+    #[inline]
+    fn prefetch(&self, a: u32, b: u32) {
+        let h = hash(a, b);
+        let part = &self.parts[(h >> (64 - PART_BITS)) as usize];
+        let i = self.home(h, part);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `i` is a slot of the part; a prefetch never faults anyway.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(part.slots.as_ptr().add(i) as *const i8);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
+
+    #[cfg(test)]
+    pub fn clone_for_test(&self) -> Index {
+        Index { parts: self.parts.iter().map(|p| Part { slots: p.slots.clone(), len: p.len }).collect(), len: self.len }
+    }
+
     /// Pairs held (full and quiet).
     pub fn len(&self) -> usize {
         self.len

@@ -397,7 +397,7 @@ fn extending_loop<S: Sym>(
     let t0 = std::time::Instant::now();
     let len = |t: u32| toks.len[t as usize] as u64;
     let pool = crate::pool::get(crate::pool::default_threads());
-    let pairs = Pairs::build_general(&words, |a, b| rules.hf || len(a) + len(b) <= rules.max_len, rules.quiet_below, pool.as_deref());
+    let pairs = Pairs::build_general(&words, toks.count(), |a, b| rules.hf || len(a) + len(b) <= rules.max_len, rules.quiet_below, pool.as_deref());
     if timing {
         eprintln!("train: extending: pairs built in {:?}", t0.elapsed());
     }

@@ -197,7 +197,42 @@ impl Pairs {
     /// start (superword spans hold millions of pairs, most of them rare). Adding each
     /// occurrence through the index and a later list instead was a random access per
     /// occurrence ([log](../../docs/performance.md#superword-training)).
-    pub fn build_general<S: Sym>(words: &Words<S>, counted: impl Fn(u32, u32) -> bool, quiet_below: i64, pool: Option<&rayon::ThreadPool>) -> Pairs {
+    pub fn build_general<S: Sym>(words: &Words<S>, n_tokens: usize, counted: impl Fn(u32, u32) -> bool, quiet_below: i64, pool: Option<&rayon::ThreadPool>) -> Pairs {
+        // An occurrence packed in a u64, `(left, right, word, count)`, when the pair and the word
+        // fit (up to a few million tokens and spans): radix-sorted on the pair's bits, in word
+        // order. The low bits left hold the word's count if it fits (most are 1), so summing a
+        // pair's count reads no word record; a count that does not fit is looked up.
+        let sym_bits = usize::BITS - n_tokens.saturating_sub(1).leading_zeros();
+        let word_bits = usize::BITS - words.len().saturating_sub(1).leading_zeros();
+        if 2 * sym_bits + word_bits > 64 {
+            return Self::build_general_wide(words, counted, quiet_below, pool);
+        }
+        let count_bits = (64 - 2 * sym_bits - word_bits).min(32);
+        let big = (1u64 << count_bits) - 1; // (0 when there are no bits: always looked up)
+        let mut occ: Vec<u64> = Vec::with_capacity(words.symbols().saturating_sub(words.len()));
+        for w in 0..words.len() {
+            let c = (words.count(w) as u64).min(big);
+            let low = (w as u64) << count_bits | if c == big { 0 } else { c };
+            for p in words.syms_of(w).windows(2) {
+                let (x, y) = (p[0].id(), p[1].id());
+                if counted(x, y) {
+                    occ.push((((x as u64) << sym_bits | y as u64) << (word_bits + count_bits)) | low);
+                }
+            }
+        }
+        let at = word_bits + count_bits;
+        crate::pool::install(pool, || crate::radix::sort_by_bits(&mut occ, at, 64));
+        let word = |o: u64| ((o >> count_bits) & ((1 << word_bits) - 1)) as usize;
+        let count = |o: u64| match o & big {
+            0 => words.count(word(o)),
+            c => c as i64,
+        };
+        let pair_of = |o: u64| ((o >> (at + sym_bits)) as u32, ((o >> at) & ((1 << sym_bits) - 1)) as u32);
+        Self::from_sorted(&occ, |o| o >> at, pair_of, word, count, quiet_below)
+    }
+
+    /// [`Self::build_general`] where a packed occurrence would not fit in 64 bits.
+    fn build_general_wide<S: Sym>(words: &Words<S>, counted: impl Fn(u32, u32) -> bool, quiet_below: i64, pool: Option<&rayon::ThreadPool>) -> Pairs {
         let mut occ: Vec<(u64, u32)> = Vec::new();
         for w in 0..words.len() {
             for p in words.syms_of(w).windows(2) {
@@ -211,36 +246,52 @@ impl Pairs {
             Some(pool) => pool.install(|| occ.par_sort_unstable()),
             None => occ.sort_unstable(),
         }
+        Self::from_sorted(&occ, |o| o.0, |o| ((o.0 >> 32) as u32, o.0 as u32), |o| o.1 as usize, |o| words.count(o.1 as usize), quiet_below)
+    }
+
+    /// The pairs of occurrences sorted by pair (`key`), each pair's words ascending.
+    fn from_sorted<O: Copy>(occ: &[O], key: impl Fn(O) -> u64, pair: impl Fn(O) -> (u32, u32), word: impl Fn(O) -> usize, count: impl Fn(O) -> i64, quiet_below: i64) -> Pairs {
         let mut pairs = Pairs::empty(quiet_below);
+        let distinct = 1 + occ.windows(2).filter(|w| key(w[0]) != key(w[1])).count();
+        let mut index = Index::with_capacity(distinct);
         let mut i = 0;
-        while i < occ.len() {
-            let key = occ[i].0;
-            let end = i + occ[i..].partition_point(|o| o.0 == key);
-            let (a, b) = ((key >> 32) as u32, key as u32);
-            let count = occ[i..end].iter().fold(0i64, |c, o| c.saturating_add(words.count(o.1 as usize)));
-            if count >= pairs.quiet_below || count >= QUIET as i64 {
-                let id = pairs.new_id(a, b, count);
-                debug_assert_eq!(id, pairs.init_len.len());
-                pairs.index.put(a, b, id as u32);
-                let start = pairs.init_bytes.len();
-                let mut last = -1i64;
-                for o in &occ[i..end] {
-                    let w = o.1 as i64;
-                    if w != last {
-                        let mut buf = [0u8; 10];
-                        let n = put((w - last) as u64, &mut buf);
-                        pairs.init_bytes.extend_from_slice(&buf[..n]);
-                        last = w;
-                    }
+        let groups = std::iter::from_fn(|| {
+            while i < occ.len() {
+                let k = key(occ[i]);
+                let mut end = i + 1;
+                while end < occ.len() && key(occ[end]) == k {
+                    end += 1;
                 }
-                pairs.init_start.push(start as u64);
-                pairs.init_len.push(u32::try_from(pairs.init_bytes.len() - start).unwrap_or(u32::MAX));
-            } else if count > 0 {
-                pairs.index.put(a, b, QUIET | count as u32);
-                pairs.quiet += 1;
+                let (a, b) = pair(occ[i]);
+                let group = &occ[i..end];
+                i = end;
+                let count = group.iter().fold(0i64, |c, &o| c.saturating_add(count(o)));
+                if count >= pairs.quiet_below || count >= QUIET as i64 {
+                    let id = pairs.new_id(a, b, count);
+                    debug_assert_eq!(id, pairs.init_len.len());
+                    let start = pairs.init_bytes.len();
+                    let mut last = -1i64;
+                    for &o in group {
+                        let w = word(o) as i64;
+                        if w != last {
+                            let mut buf = [0u8; 10];
+                            let n = put((w - last) as u64, &mut buf);
+                            pairs.init_bytes.extend_from_slice(&buf[..n]);
+                            last = w;
+                        }
+                    }
+                    pairs.init_start.push(start as u64);
+                    pairs.init_len.push(u32::try_from(pairs.init_bytes.len() - start).unwrap_or(u32::MAX));
+                    return Some((a, b, id as u32));
+                } else if count > 0 {
+                    pairs.quiet += 1;
+                    return Some((a, b, QUIET | count as u32));
+                }
             }
-            i = end;
-        }
+            None
+        });
+        index.put_new(groups);
+        pairs.index = index;
         pairs
     }
 
@@ -493,5 +544,53 @@ mod tests {
         assert_eq!(got, want);
         pairs.take_words(0, &mut got);
         assert!(got.is_empty());
+    }
+
+    #[test]
+    fn packed_and_wide_occurrences_build_the_same_pairs() {
+        // Words of random tokens (a few with big counts: looked up, not packed), some pairs
+        // repeated in a word, some not counted; both builds on two threads and on none.
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let (mut syms, mut offsets, mut counts) = (Vec::new(), vec![0i64], Vec::new());
+        for w in 0..30_000 {
+            let len = 1 + next(7) as usize;
+            syms.extend((0..len).map(|_| if next(2) == 0 { next(40) } else { next(3000) } as u32));
+            offsets.push(syms.len() as i64);
+            counts.push(if w % 97 == 0 { 1 << 40 } else { 1 + next(5) });
+        }
+        let words = Words::<u32>::from_segmented(&syms, &offsets, &counts);
+        let counted = |a: u32, b: u32| a + b != 41;
+        let n_tokens = 3000;
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let dump = |p: &Pairs| {
+            let mut full: Vec<(u32, u32, i64, Vec<u8>)> = (0..p.init_len.len())
+                .map(|i| {
+                    let s = p.init_start[i] as usize;
+                    (p.left[i], p.right[i], p.count[i], p.init_bytes[s..s + p.init_len[i] as usize].to_vec())
+                })
+                .collect();
+            full.sort();
+            let mut quiet = Vec::new();
+            let mut ix = Index::new();
+            std::mem::swap(&mut ix, &mut p.index.clone_for_test());
+            ix.for_each(|a, b, v| quiet.push((a, b, *v)));
+            quiet.sort();
+            (full, quiet, p.quiet)
+        };
+        let want = dump(&Pairs::build_general_wide(&words, counted, 20, None));
+        assert!(want.0.len() > 10 && want.2 > 10, "both full and quiet pairs");
+        for pool in [Some(&pool), None] {
+            // (2^24 tokens: one bit left for counts, all looked up; 2^25: too wide to pack.)
+            for n in [n_tokens, 1 << 24, 1 << 25] {
+                assert_eq!(dump(&Pairs::build_general(&words, n, counted, 20, pool)), want);
+            }
+            assert_eq!(dump(&Pairs::build_general_wide(&words, counted, 20, pool)), want);
+        }
     }
 }
