@@ -329,41 +329,43 @@ impl Counter {
             });
         }
         let word = |at: u64| shards[(at >> 48) as usize].long.word_at(at);
-        // Sorted by a big-endian 8-byte prefix first (zero-padded, so it orders like the
-        // bytes), the words compared only on equal prefixes: superword spans make millions
-        // of long words, and comparing each pair through two pointers was most of the gather.
-        let prefix = |w: &[u8]| {
-            let mut p = [0u8; 8];
-            let k = w.len().min(8);
-            p[..k].copy_from_slice(&w[..k]);
-            u64::from_be_bytes(p)
-        };
-        let mut keyed: Vec<(u64, u64, u64)> = long.iter().map(|&(at, c)| (prefix(word(at)), at, c)).collect();
-        let order = |a: &(u64, u64, u64), b: &(u64, u64, u64)| a.0.cmp(&b.0).then_with(|| word(a.1).cmp(word(b.1)));
+        // Sorted by their first 16 bytes as a big-endian integer (every long word has them),
+        // the rest compared only on equal prefixes; equal neighbours summed by the same test.
+        // Superword spans make millions of long words, and comparing them through two
+        // pointers was most of the gather ([log](../../docs/performance.md#superword-training)).
+        let prefix = |w: &[u8]| u128::from_be_bytes(w[..16].try_into().expect("long words have 16 bytes"));
+        let mut keyed: Vec<(u128, u64, u64)> = long.iter().map(|&(at, c)| (prefix(word(at)), at, c)).collect();
+        drop(long);
+        let order = |a: &(u128, u64, u64), b: &(u128, u64, u64)| a.0.cmp(&b.0).then_with(|| word(a.1)[16..].cmp(&word(b.1)[16..]));
         if crate::pool::in_pool() {
             keyed.par_sort_unstable_by(order);
         } else {
             keyed.sort_unstable_by(order);
         }
-        long.clear();
-        long.extend(keyed.into_iter().map(|(_, at, c)| (at, c)));
-        long.dedup_by(|next, kept| {
-            if word(next.0) == word(kept.0) {
-                kept.1 += next.1;
+        keyed.dedup_by(|next, kept| {
+            if next.0 == kept.0 && word(next.1)[16..] == word(kept.1)[16..] {
+                kept.2 += next.2;
                 true
             } else {
                 false
             }
         });
+        let long = keyed;
 
         // (A byte-swapped key's low byte is the length.) The two sorted runs, merged straight
         // into the flat arrays (no word is boxed); the pages of the gathered keys already
         // written are given back as the merge goes.
         let n = short.len() + long.len();
-        let nbytes = short.iter().map(|e| (e.key() as u8).min(15) as usize).sum::<usize>() + long.iter().map(|e| word(e.0).len()).sum::<usize>();
+        let nbytes = short.iter().map(|e| (e.key() as u8).min(15) as usize).sum::<usize>() + long.iter().map(|e| word(e.1).len()).sum::<usize>();
         let mut out = Flat { bytes: Vec::with_capacity(nbytes), offsets: Vec::with_capacity(n + 1), counts: Vec::with_capacity(n) };
         out.offsets.push(0);
-        let mut li = long.iter().map(|&(at, c)| (word(at), c)).peekable();
+        let mut li = long.iter().enumerate().map(|(i, &(_, at, c))| {
+            // The words are read in sorted order, scattered in the arenas: ask ahead.
+            if let Some(&(_, ahead, _)) = long.get(i + 8) {
+                shards[(ahead >> 48) as usize].long.prefetch(ahead);
+            }
+            (word(at), c)
+        }).peekable();
         let mut buf = [0u8; 16];
         let mut released = 0;
         for i in 0..short.len() {

@@ -3,8 +3,9 @@
 //! * **Short words** (1..=15 bytes, [`pack`](crate::keys::pack)ed into a `u128`): 24-byte slots
 //!   (key, count) in open addressing with linear probing, the key 0 marking an empty slot (a
 //!   packed key's top byte is its length, never 0). The first probe almost always decides.
-//! * **Long words**: 16-byte slots (a 16-bit hash tag and the word's offset in one arena of
-//!   length-prefixed bytes; a count), the bytes stored once, no allocation per word.
+//! * **Long words**: 16-byte slots (24 bits of hash, which place the slot, and the word's
+//!   offset in one arena of length-prefixed bytes; a count), the bytes stored once, no
+//!   allocation per word, never read again to grow.
 //! * **64 parts** by the hash's top bits, each growing alone at load 3/4, by 2 while small and
 //!   by 5/4 once big: a big table holds its keys at load 0.6 to 0.75 (32 to 40 bytes per short
 //!   word), and a growth step copies a 64th of it, so old and new tables of a whole shard never
@@ -190,15 +191,32 @@ impl Default for ShortTable {
     }
 }
 
-/// A long word's slot: `tag << 48 | offset` of its length-prefixed bytes in the arena, and
-/// its count (0: empty).
+/// A long word's slot: `tag << OFFSET_BITS | offset` of its length-prefixed bytes in the
+/// arena, and its count (0: empty). The tag is the 24 hash bits below the part's: they place
+/// the word in its part (so a growth step never reads the arena to hash a word again) and
+/// tell most words apart before their bytes are compared.
 #[derive(Clone, Copy, Default)]
 struct Long {
     at: u64,
     count: u64,
 }
 
-const OFFSET_BITS: u32 = 48;
+const OFFSET_BITS: u32 = 40;
+const TAG_BITS: u32 = 64 - OFFSET_BITS;
+/// Where [`LongTable::gather`] puts its mark.
+const MARK_SHIFT: u32 = 48;
+
+/// The tag of hash `h` (see [`Long`]).
+#[inline(always)]
+fn tag_of(h: u64) -> u64 {
+    (h << PART_BITS) >> (64 - TAG_BITS)
+}
+
+/// A tag's slot in a part of `cap` slots (as [`home`], on the tag's bits only).
+#[inline(always)]
+fn tag_home(tag: u64, cap: usize) -> usize {
+    (((tag << (64 - TAG_BITS)) as u128 * cap as u128) >> 64) as usize
+}
 
 /// A 64-bit hash of any bytes: [`mix128`] over packed 15-byte chunks, each folded with the
 /// hash so far (its good, high bits rotated into the low half).
@@ -231,9 +249,9 @@ impl LongTable {
     pub fn add(&mut self, word: &[u8], n: u64) {
         let h = hash_bytes(word);
         let j = (h >> (64 - PART_BITS)) as usize;
-        let tag = (h >> 16) & 0xffff;
+        let tag = tag_of(h);
         let cap = self.parts[j].len();
-        let mut i = home(h, cap);
+        let mut i = tag_home(tag, cap);
         loop {
             let s = self.parts[j][i];
             if s.count == 0 {
@@ -246,7 +264,7 @@ impl LongTable {
             i = if i + 1 == cap { 0 } else { i + 1 };
         }
         let at = self.arena.len() as u64;
-        assert!(at >> OFFSET_BITS == 0, "over 256 TiB of long words in one counting table");
+        assert!(at >> OFFSET_BITS == 0, "over 1 TiB of long words in one counting table");
         let mut len = [0u8; 10];
         let k = put(word.len() as u64, &mut len);
         self.arena.extend_from_slice(&len[..k]);
@@ -256,7 +274,7 @@ impl LongTable {
         if full(self.lens[j], cap) {
             let mut bigger = vec![Long::default(); grown(cap)];
             for s in self.parts[j].iter().filter(|s| s.count != 0) {
-                let mut i = home(hash_bytes(Self::word(&self.arena, s.at)), bigger.len());
+                let mut i = tag_home(s.at >> OFFSET_BITS, bigger.len());
                 while bigger[i].count != 0 {
                     i = if i + 1 == bigger.len() { 0 } else { i + 1 };
                 }
@@ -278,7 +296,7 @@ impl LongTable {
     pub fn gather(&mut self, mark: u16, out: &mut Vec<(u64, u64)>, free: bool) {
         let mask = (1u64 << OFFSET_BITS) - 1;
         for part in self.parts.iter_mut() {
-            out.extend(part.iter().filter(|s| s.count != 0).map(|s| ((mark as u64) << OFFSET_BITS | (s.at & mask), s.count)));
+            out.extend(part.iter().filter(|s| s.count != 0).map(|s| ((mark as u64) << MARK_SHIFT | (s.at & mask), s.count)));
             if free {
                 *part = vec![Long::default(); MIN_CAP];
             }
@@ -291,6 +309,20 @@ impl LongTable {
     /// Number of words.
     pub fn len(&self) -> usize {
         self.lens.iter().sum()
+    }
+
+    /// Asks for the first bytes of the word at `at` (a hint, as [`word_at`](Self::word_at)).
+    #[inline(always)]
+    pub fn prefetch(&self, at: u64) {
+        let i = (at & ((1 << OFFSET_BITS) - 1)) as usize;
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch never faults; `i` is an offset in the arena anyway.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(self.arena.as_ptr().wrapping_add(i) as *const i8);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
     }
 
     /// The word at `at` (an offset from [`gather`](Self::gather); its top 16 bits are ignored).
