@@ -54,11 +54,18 @@ struct Shard {
     long: LongTable,
     queue: [u128; BATCH],
     queued: usize,
+    /// Long pieces of the text being counted, `(start, end, hash)`, their first slots asked
+    /// for (superword spans are millions of distinct long words, each update a cache miss).
+    long_queue: [(u32, u32, u64); LONG_BATCH],
+    long_queued: usize,
 }
+
+/// How many long pieces a shard's table update trails behind the scanner.
+const LONG_BATCH: usize = 16;
 
 impl Default for Shard {
     fn default() -> Self {
-        Shard { short: ShortTable::default(), long: LongTable::default(), queue: [0; BATCH], queued: 0 }
+        Shard { short: ShortTable::default(), long: LongTable::default(), queue: [0; BATCH], queued: 0, long_queue: [(0, 0, 0); LONG_BATCH], long_queued: 0 }
     }
 }
 
@@ -79,13 +86,34 @@ impl Shard {
                 self.drain();
             }
         } else if n != 0 {
-            self.add_long(&text[s..e]);
+            self.add_long(text, s, e);
         }
     }
 
+    /// Queues a long piece of `text` (the queue holds pieces of one text: see
+    /// [`drain_long`](Self::drain_long)); pieces past 4 GiB into a text are counted at once.
     #[inline(never)]
-    fn add_long(&mut self, piece: &[u8]) {
-        self.long.add(piece, 1);
+    fn add_long(&mut self, text: &[u8], s: usize, e: usize) {
+        let h = LongTable::hash(&text[s..e]);
+        if e > u32::MAX as usize {
+            self.long.add_hashed(&text[s..e], h, 1);
+            return;
+        }
+        self.long.prefetch(h);
+        self.long_queue[self.long_queued] = (s as u32, e as u32, h);
+        self.long_queued += 1;
+        if self.long_queued == LONG_BATCH {
+            self.drain_long(text);
+        }
+    }
+
+    /// Applies the queued long pieces, which are pieces of `text`; called before the shard
+    /// counts another text.
+    fn drain_long(&mut self, text: &[u8]) {
+        for &(s, e, h) in &self.long_queue[..self.long_queued] {
+            self.long.add_hashed(&text[s as usize..e as usize], h, 1);
+        }
+        self.long_queued = 0;
     }
 
     /// Applies the queued keys.
@@ -146,7 +174,9 @@ impl Counter {
     fn count_text(&self, shard: &mut Shard, text: &str) -> Result<(), String> {
         self.specials.for_each_text(text, |t| {
             let b = t.as_bytes();
-            self.pattern.for_each_piece(t, |s, e| shard.add(b, s, e))
+            let r = self.pattern.for_each_piece(t, |s, e| shard.add(b, s, e));
+            shard.drain_long(b);
+            r
         })
     }
 
@@ -362,7 +392,7 @@ impl Counter {
         let mut li = long.iter().enumerate().map(|(i, &(_, at, c))| {
             // The words are read in sorted order, scattered in the arenas: ask ahead.
             if let Some(&(_, ahead, _)) = long.get(i + 8) {
-                shards[(ahead >> 48) as usize].long.prefetch(ahead);
+                shards[(ahead >> 48) as usize].long.prefetch_word(ahead);
             }
             (word(at), c)
         }).peekable();

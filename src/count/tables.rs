@@ -246,8 +246,34 @@ impl LongTable {
         &arena[i..i + n]
     }
 
+    #[cfg(test)]
     pub fn add(&mut self, word: &[u8], n: u64) {
-        let h = hash_bytes(word);
+        self.add_hashed(word, hash_bytes(word), n)
+    }
+
+    /// The hash [`add_hashed`](Self::add_hashed) takes.
+    #[inline]
+    pub fn hash(word: &[u8]) -> u64 {
+        hash_bytes(word)
+    }
+
+    /// Asks for the cache line of the first slot a word of hash `h` probes (a hint).
+    #[inline]
+    pub fn prefetch(&self, h: u64) {
+        let part = &self.parts[(h >> (64 - PART_BITS)) as usize];
+        let i = tag_home(tag_of(h), part.len());
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `i` is a slot of the part; a prefetch never faults anyway.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(part.as_ptr().add(i) as *const i8);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
+
+    /// [`add`](Self::add) with the word's hash (from [`hash`](Self::hash)).
+    pub fn add_hashed(&mut self, word: &[u8], h: u64, n: u64) {
         let j = (h >> (64 - PART_BITS)) as usize;
         let tag = tag_of(h);
         let cap = self.parts[j].len();
@@ -313,7 +339,7 @@ impl LongTable {
 
     /// Asks for the first bytes of the word at `at` (a hint, as [`word_at`](Self::word_at)).
     #[inline(always)]
-    pub fn prefetch(&self, at: u64) {
+    pub fn prefetch_word(&self, at: u64) {
         let i = (at & ((1 << OFFSET_BITS) - 1)) as usize;
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prefetch never faults; `i` is an offset in the arena anyway.
