@@ -100,7 +100,8 @@ pub(crate) fn no_panic<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, St
 }
 
 /// The compiled pattern for `spec`, from a small cache of the last few: a regex's DFA can take
-/// ~0.2 s to build (`pretok/regex.rs`), and `pretokenize` is often called in a loop.
+/// ~0.2 s to build (`pretok/regex.rs`), and `pretokenize` is often called in a loop (and
+/// `pattern_splits`, `pattern_source` on every comparison of two patterns).
 fn compiled(spec: &str) -> Result<std::sync::Arc<Pattern>, String> {
     use std::sync::{Arc, Mutex};
     static LAST: Mutex<Vec<(String, Arc<Pattern>)>> = Mutex::new(Vec::new());
@@ -156,7 +157,7 @@ fn byte_alphabet() -> Vec<String> {
 /// The regex source that a pattern name stands for.
 #[pyfunction]
 fn pattern_source(pattern: &str) -> PyResult<String> {
-    Ok(Pattern::from_spec(pattern).map_err(value_error)?.regex_source().to_string())
+    Ok(compiled(pattern).map_err(value_error)?.regex_source().to_string())
 }
 
 /// The superword span pattern over `pattern` (`crate::pretok::spans`).
@@ -185,8 +186,7 @@ fn pattern_engine(pattern: &str) -> PyResult<&'static str> {
 /// DeepSeek-V3's three).
 #[pyfunction]
 fn pattern_splits(pattern: &str) -> PyResult<Vec<String>> {
-    let p = Pattern::from_spec(pattern).map_err(value_error)?;
-    Ok(p.split_sources().into_iter().map(str::to_string).collect())
+    Ok(compiled(pattern).map_err(value_error)?.split_sources().into_iter().map(str::to_string).collect())
 }
 
 /// The built-in pattern's name that a Sequence of `Isolated` splits with these regexes
