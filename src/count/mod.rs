@@ -110,10 +110,12 @@ impl Shard {
     /// Applies the queued long pieces, which are pieces of `text`; called before the shard
     /// counts another text.
     fn drain_long(&mut self, text: &[u8]) {
-        for &(s, e, h) in &self.long_queue[..self.long_queued] {
+        // Emptied first: a panic while applying them (caught at the bindings, the shard then
+        // reused) must not leave them to be applied to another text.
+        let k = std::mem::take(&mut self.long_queued);
+        for &(s, e, h) in &self.long_queue[..k] {
             self.long.add_hashed(&text[s as usize..e as usize], h, 1);
         }
-        self.long_queued = 0;
     }
 
     /// Applies the queued keys.
@@ -174,6 +176,7 @@ impl Counter {
     fn count_text(&self, shard: &mut Shard, text: &str) -> Result<(), String> {
         self.specials.for_each_text(text, |t| {
             let b = t.as_bytes();
+            shard.long_queued = 0; // (pieces of another text only if a panic cut one short)
             let r = self.pattern.for_each_piece(t, |s, e| shard.add(b, s, e));
             shard.drain_long(b);
             r
