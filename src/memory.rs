@@ -1,6 +1,19 @@
 //! Memory of the big, short-lived arrays of counting and training: how they are allocated, and
-//! what the process holds (for the timing report). Figures:
-//! [log](../docs/performance.md#memory-of-the-merge-loop).
+//! what the process holds (for the timing report), and the one prefetch hint the tables use.
+//! Figures: [log](../docs/performance.md#memory-of-the-merge-loop).
+
+/// Asks for the cache line holding `p` (a hint: it never faults or writes, whatever the
+/// address; nothing on other targets).
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is only a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
 
 /// While alive, glibc serves every allocation of 1 MiB or more by its own mapping, so a freed
 /// array goes back to the system at once and a growing one is moved by `mremap`, not copied.

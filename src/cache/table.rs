@@ -94,16 +94,11 @@ impl<K: TableKey> Table<K> {
     #[inline(always)]
     pub fn prefetch(&self, key: &K) -> usize {
         let i = self.slot(key);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `i` is masked to the table; a prefetch never faults or writes anyway.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let p = self.entries.as_ptr().add(i) as *const i8;
-            _mm_prefetch::<_MM_HINT_T0>(p);
-            if std::mem::size_of::<Entry<K>>() > 32 {
-                // A 48-byte entry may straddle two cache lines.
-                _mm_prefetch::<_MM_HINT_T0>(p.add(std::mem::size_of::<Entry<K>>() - 1));
-            }
+        let p = self.entries.as_ptr().wrapping_add(i) as *const u8;
+        crate::memory::prefetch(p);
+        if std::mem::size_of::<Entry<K>>() > 32 {
+            // A 48-byte entry may straddle two cache lines.
+            crate::memory::prefetch(p.wrapping_add(std::mem::size_of::<Entry<K>>() - 1));
         }
         i
     }

@@ -94,7 +94,7 @@ impl Shard {
     /// [`drain_long`](Self::drain_long)); pieces past 4 GiB into a text are counted at once.
     #[inline(never)]
     fn add_long(&mut self, text: &[u8], s: usize, e: usize) {
-        let h = LongTable::hash(&text[s..e]);
+        let h = tables::hash_bytes(&text[s..e]);
         if e > u32::MAX as usize {
             self.long.add_hashed(&text[s..e], h, 1);
             return;

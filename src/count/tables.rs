@@ -146,16 +146,7 @@ impl ShortTable {
         let h = mix128(key);
         // SAFETY: as in `add`.
         let part = unsafe { self.parts.get_unchecked((h >> (64 - PART_BITS)) as usize) };
-        let i = home(h, part.slots.len());
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `i` < slots.len(), and a prefetch never faults or writes anyway.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let p = part.slots.as_ptr().add(i) as *const i8;
-            _mm_prefetch::<_MM_HINT_T0>(p);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
+        crate::memory::prefetch(part.slots.as_ptr().wrapping_add(home(h, part.slots.len())));
     }
 
     /// Appends every word to `out` in the gathered form (key byte-swapped); with `free`, each
@@ -220,7 +211,7 @@ fn tag_home(tag: u64, cap: usize) -> usize {
 
 /// A 64-bit hash of any bytes: [`mix128`] over packed 15-byte chunks, each folded with the
 /// hash so far (its good, high bits rotated into the low half).
-fn hash_bytes(b: &[u8]) -> u64 {
+pub fn hash_bytes(b: &[u8]) -> u64 {
     b.chunks(15).fold(0u64, |h, c| mix128(pack(c) ^ h.rotate_left(32) as u128))
 }
 
@@ -251,28 +242,14 @@ impl LongTable {
         self.add_hashed(word, hash_bytes(word), n)
     }
 
-    /// The hash [`add_hashed`](Self::add_hashed) takes.
-    #[inline]
-    pub fn hash(word: &[u8]) -> u64 {
-        hash_bytes(word)
-    }
-
     /// Asks for the cache line of the first slot a word of hash `h` probes (a hint).
     #[inline]
     pub fn prefetch(&self, h: u64) {
         let part = &self.parts[(h >> (64 - PART_BITS)) as usize];
-        let i = tag_home(tag_of(h), part.len());
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `i` is a slot of the part; a prefetch never faults anyway.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(part.as_ptr().add(i) as *const i8);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
+        crate::memory::prefetch(part.as_ptr().wrapping_add(tag_home(tag_of(h), part.len())));
     }
 
-    /// [`add`](Self::add) with the word's hash (from [`hash`](Self::hash)).
+    /// Counts `n` more of `word`, whose [`hash_bytes`] is `h`.
     pub fn add_hashed(&mut self, word: &[u8], h: u64, n: u64) {
         let j = (h >> (64 - PART_BITS)) as usize;
         let tag = tag_of(h);
@@ -340,15 +317,7 @@ impl LongTable {
     /// Asks for the first bytes of the word at `at` (a hint, as [`word_at`](Self::word_at)).
     #[inline(always)]
     pub fn prefetch_word(&self, at: u64) {
-        let i = (at & ((1 << OFFSET_BITS) - 1)) as usize;
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch never faults; `i` is an offset in the arena anyway.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(self.arena.as_ptr().wrapping_add(i) as *const i8);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
+        crate::memory::prefetch(self.arena.as_ptr().wrapping_add((at & ((1 << OFFSET_BITS) - 1)) as usize));
     }
 
     /// The word at `at` (an offset from [`gather`](Self::gather); its top 16 bits are ignored).

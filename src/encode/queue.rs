@@ -19,6 +19,7 @@
 use std::mem::MaybeUninit;
 use crate::cache::{pack32, Entry, Key32, Table, TableKey, WordCache, ARENA_SLACK, LONG_FLAG};
 use crate::keys::{pack_in, pack_in_unchecked};
+use crate::memory::prefetch;
 use crate::pretok::{eq_mask, PieceSink};
 use crate::specials::{disallowed_error, SpecialSet};
 
@@ -243,18 +244,6 @@ fn low_bits(n: usize) -> u64 {
     } else {
         (1u64 << n) - 1
     }
-}
-
-/// Asks for the cache line at `p` (a hint: never faults, changes nothing).
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it does not fault or write.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// A queued piece: its byte range and, for 1..=15 bytes, its packed short-table key (else

@@ -84,15 +84,7 @@ impl Index {
     fn prefetch(&self, a: u32, b: u32) {
         let h = hash(a, b);
         let part = &self.parts[(h >> (64 - PART_BITS)) as usize];
-        let i = self.home(h, part);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `i` is a slot of the part; a prefetch never faults anyway.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(part.slots.as_ptr().add(i) as *const i8);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
+        crate::memory::prefetch(part.slots.as_ptr().wrapping_add(self.home(h, part)));
     }
 
     #[cfg(test)]

@@ -200,11 +200,11 @@ impl<S: Sym> Words<S> {
     #[inline(always)]
     pub fn prefetch(&self, w: u32, record: bool) {
         if record {
-            prefetch(&self.list[w as usize] as *const Word as *const u8);
+            crate::memory::prefetch(&self.list[w as usize]);
         } else {
             let st = self.start(w as usize);
             if st < self.syms.len() {
-                prefetch(&self.syms[st] as *const S as *const u8);
+                crate::memory::prefetch(&self.syms[st]);
             }
         }
     }
@@ -280,17 +280,6 @@ impl<S: Sym> Words<S> {
         self.syms.shrink_to_fit();
         self.stale = 0;
     }
-}
-
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is only a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 #[cfg(test)]
