@@ -113,10 +113,12 @@ def train_merges_extending(base: Sequence[bytes], base_merges: Sequence[tuple[by
                            tie_break: Literal["lexicographic", "hf"] = "lexicographic", min_frequency: int = 0,
                            max_token_length: int | None = None,
                            progress: Callable[[int], object] | None = None,
-                           merge_filter: Callable[[bytes, bytes], bool] | str | None = None
+                           merge_filter: Callable[[bytes, bytes], bool] | str | None = None,
+                           internal: npt.NDArray[np.uint32] | None = None
                            ) -> list[tuple[bytes, bytes]]:
     """Learns merges extending a vocabulary: ``base`` its tokens of two bytes or more in id order
-    (internal ids 256..), the words already cut into internal ids; only new strings count, and a
+    (internal ids 256..), the words already cut into internal ids (or into vocabulary ids that
+    ``internal`` maps to them: ``internal[id]``); only new strings count, and a
     base merge that re-forms is applied but not listed again (and never vetoed by ``merge_filter``)."""
 
 def train_parity_merges(corpora: Sequence[CountArrays], dev: Sequence[tuple[CountArrays, CountArrays | None]],

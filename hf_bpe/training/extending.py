@@ -139,8 +139,8 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
     ids, off = _segment(base, counts) if segmented is None else segmented
     max_new = vocab_size - first
     with count_progress(max_new, label, "tok", enabled=progress and max_new > 0) as cb:
-        new = _core.train_merges_extending([b for _, b in multi], base.merges, lut[ids], off, counts.counts, max_new,
-                                           tie_break, min_frequency, max_token_length, cb, merge_filter)
+        new = _core.train_merges_extending([b for _, b in multi], base.merges, ids, off, counts.counts, max_new,
+                                           tie_break, min_frequency, max_token_length, cb, merge_filter, lut)
     vocab, next_id = base.vocab, first
     added = {t.content.encode(): t.content for t in list(base.added_tokens) + list(extra_added)}
     for a, b in new:

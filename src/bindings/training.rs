@@ -188,9 +188,10 @@ fn flat_words<'a>(bytes: &'a PyReadonlyArray1<'_, u8>, offsets: &'a PyReadonlyAr
 }
 
 /// Learns merges extending a vocabulary (`crate::train::train_extending`): `base` its tokens of
-/// two bytes or more in id order (internal ids 256..), the words cut into internal ids.
+/// two bytes or more in id order (internal ids 256..), the words cut into internal ids (or into
+/// vocabulary ids that `internal` maps to them).
 #[pyfunction]
-#[pyo3(signature = (base, base_merges, syms, offsets, counts, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None, merge_filter=None))]
+#[pyo3(signature = (base, base_merges, syms, offsets, counts, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None, merge_filter=None, internal=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn train_merges_extending<'py>(
     py: Python<'py>,
@@ -205,10 +206,19 @@ pub fn train_merges_extending<'py>(
     max_token_length: Option<usize>,
     progress: Option<PyObject>,
     merge_filter: Option<PyObject>,
+    internal: Option<PyReadonlyArray1<'py, u32>>,
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
     let (filter, failed) = merge_filter_of(merge_filter)?;
     let cfg = TrainConfig { max_new_tokens, tie_break: tie_break_of(tie_break)?, min_frequency, max_token_length, filter };
-    let (s, o, c) = (syms.as_slice()?.to_vec(), offsets.as_slice()?, counts.as_slice()?);
+    let s = match &internal {
+        None => syms.as_slice()?.to_vec(),
+        Some(t) => {
+            let (ids, t) = (syms.as_slice()?, t.as_slice()?);
+            py.allow_threads(|| ids.iter().map(|&i| t.get(i as usize).copied().ok_or(i)).collect::<Result<Vec<u32>, u32>>())
+                .map_err(|i| value_error(format!("train_merges_extending: token id {i} is not below len(internal) = {}", t.len())))?
+        }
+    };
+    let (o, c) = (offsets.as_slice()?, counts.as_slice()?);
     if o.len() != c.len() + 1 || !rising(o, s.len()) {
         return Err(value_error("train_merges_extending: offsets must rise from 0 to len(syms), one more than counts".into()));
     }

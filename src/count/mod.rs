@@ -20,6 +20,7 @@
 //!   32-40 bytes (short) or ~27 plus its bytes (long), and gathering them into the flat form
 //!   frees them as it goes ([`Counter::take_flat`]).
 
+mod gather;
 mod recount;
 mod tables;
 
@@ -28,12 +29,12 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use crate::counts::Flat;
-use crate::keys::{pack_in, unpack_into};
+use crate::keys::pack_in;
 use crate::pretok::Pattern;
 use crate::corpus::cuts::segments_keeping;
 use crate::corpus::read::{read_corpus, Block, CutRule, ReadOptions};
 use crate::specials::{SpecialSet, Specials};
-use tables::{LongTable, Short, ShortTable};
+use tables::{LongTable, ShortTable};
 pub use recount::recount;
 pub use crate::corpus::read::{Progress, Utf8Errors, INTERRUPTED};
 
@@ -334,89 +335,6 @@ impl Counter {
             eprintln!("train: counts gathered, RSS {}", crate::memory::rss_mib());
         }
         flat
-    }
-
-    fn flat_here(&self, free_tables: bool) -> Flat {
-        let mut shards: Vec<_> = self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner())).collect();
-        let mut short: Vec<Short> = Vec::with_capacity(shards.iter().map(|s| s.short.len()).sum());
-        for s in shards.iter_mut() {
-            s.short.gather(&mut short, free_tables);
-        }
-        if crate::pool::in_pool() {
-            short.par_sort_unstable_by_key(|e| e.key());
-        } else {
-            short.sort_unstable_by_key(|e| e.key());
-        }
-        let mut long: Vec<(u64, u64)> = Vec::new();
-        for (k, s) in shards.iter_mut().enumerate() {
-            s.long.gather(k as u16, &mut long, free_tables);
-        }
-        if shards.len() > 1 {
-            short.dedup_by(|next, kept| {
-                if next.key() == kept.key() {
-                    kept.count += next.count;
-                    true
-                } else {
-                    false
-                }
-            });
-        }
-        let word = |at: u64| shards[(at >> 48) as usize].long.word_at(at);
-        // Sorted by their first 16 bytes as a big-endian integer (every long word has them),
-        // the rest compared only on equal prefixes; equal neighbours summed by the same test.
-        // Superword spans make millions of long words, and comparing them through two
-        // pointers was most of the gather ([log](../../docs/performance.md#superword-training)).
-        let prefix = |w: &[u8]| u128::from_be_bytes(w[..16].try_into().expect("long words have 16 bytes"));
-        let mut keyed: Vec<(u128, u64, u64)> = long.iter().map(|&(at, c)| (prefix(word(at)), at, c)).collect();
-        drop(long);
-        let order = |a: &(u128, u64, u64), b: &(u128, u64, u64)| a.0.cmp(&b.0).then_with(|| word(a.1)[16..].cmp(&word(b.1)[16..]));
-        if crate::pool::in_pool() {
-            keyed.par_sort_unstable_by(order);
-        } else {
-            keyed.sort_unstable_by(order);
-        }
-        keyed.dedup_by(|next, kept| {
-            if next.0 == kept.0 && word(next.1)[16..] == word(kept.1)[16..] {
-                kept.2 += next.2;
-                true
-            } else {
-                false
-            }
-        });
-        let long = keyed;
-
-        // (A byte-swapped key's low byte is the length.) The two sorted runs, merged straight
-        // into the flat arrays (no word is boxed); the pages of the gathered keys already
-        // written are given back as the merge goes.
-        let n = short.len() + long.len();
-        let nbytes = short.iter().map(|e| (e.key() as u8).min(15) as usize).sum::<usize>() + long.iter().map(|e| word(e.1).len()).sum::<usize>();
-        let mut out = Flat { bytes: Vec::with_capacity(nbytes), offsets: Vec::with_capacity(n + 1), counts: Vec::with_capacity(n) };
-        out.offsets.push(0);
-        let mut li = long.iter().enumerate().map(|(i, &(_, at, c))| {
-            // The words are read in sorted order, scattered in the arenas: ask ahead.
-            if let Some(&(_, ahead, _)) = long.get(i + 8) {
-                shards[(ahead >> 48) as usize].long.prefetch_word(ahead);
-            }
-            (word(at), c)
-        }).peekable();
-        let mut buf = [0u8; 16];
-        let mut released = 0;
-        for i in 0..short.len() {
-            if i - released == 1 << 16 {
-                crate::memory::release_pages(&mut short[released..i]);
-                released = i;
-            }
-            let e = short[i];
-            let w = unpack_into(e.key().swap_bytes(), &mut buf);
-            while let Some((lw, lc)) = li.next_if(|(lw, _)| *lw < w) {
-                out.push(lw, lc);
-            }
-            out.push(w, e.count);
-        }
-        for (lw, lc) in li {
-            out.push(lw, lc);
-        }
-        out
     }
 }
 

@@ -192,10 +192,10 @@ struct Long {
     count: u64,
 }
 
-const OFFSET_BITS: u32 = 40;
+pub(super) const OFFSET_BITS: u32 = 40;
 const TAG_BITS: u32 = 64 - OFFSET_BITS;
-/// Where [`LongTable::gather`] puts its mark.
-const MARK_SHIFT: u32 = 48;
+/// Where [`LongTable::gather`] puts its mark (the bits between it and the offset are free).
+pub(super) const MARK_SHIFT: u32 = 48;
 
 /// The tag of hash `h` (see [`Long`]).
 #[inline(always)]
@@ -293,20 +293,22 @@ impl LongTable {
         self.parts.iter().flatten().filter(|s| s.count != 0).map(|s| (Self::word(&self.arena, s.at), s.count))
     }
 
-    /// Appends `(mark << 48 | offset, count)` for every word to `out` (the word is then
-    /// [`word_at`](Self::word_at) that offset); with `free`, the slots are freed (each part
-    /// back to its smallest size; the words' bytes stay until the table is dropped).
-    pub fn gather(&mut self, mark: u16, out: &mut Vec<(u64, u64)>, free: bool) {
+    /// Each part's number of words and its words as `(mark << MARK_SHIFT | offset, count)` (the
+    /// word is then [`word_at`](Self::word_at) that offset), so that the parts can be gathered
+    /// in parallel.
+    pub fn parts(&self, mark: u16) -> impl Iterator<Item = (usize, impl Iterator<Item = (u64, u64)> + Send + '_)> + '_ {
         let mask = (1u64 << OFFSET_BITS) - 1;
+        let tag = (mark as u64) << MARK_SHIFT;
+        self.parts.iter().zip(self.lens).map(move |(part, n)| (n, part.iter().filter(|s| s.count != 0).map(move |s| (tag | (s.at & mask), s.count))))
+    }
+
+    /// Frees the slots, each part back to its smallest size (the words' bytes stay until the
+    /// table is dropped); the table is then empty and still counts.
+    pub fn free_slots(&mut self) {
         for part in self.parts.iter_mut() {
-            out.extend(part.iter().filter(|s| s.count != 0).map(|s| ((mark as u64) << MARK_SHIFT | (s.at & mask), s.count)));
-            if free {
-                *part = vec![Long::default(); MIN_CAP];
-            }
+            *part = vec![Long::default(); MIN_CAP];
         }
-        if free {
-            self.lens = [0; PARTS];
-        }
+        self.lens = [0; PARTS];
     }
 
     /// Number of words.
@@ -368,10 +370,11 @@ mod tests {
         let got: std::collections::HashMap<Vec<u8>, u64> = t.iter().map(|(w, c)| (w.to_vec(), c)).collect();
         let n = expect.len();
         assert_eq!((t.len(), got), (n, expect));
-        // Freed by a gather, the table still counts.
-        let mut out = Vec::new();
-        t.gather(3, &mut out, true);
-        assert_eq!((out.len(), out[0].0 >> 48, t.len(), t.iter().count()), (n, 3, 0, 0));
+        // Gathered, then freed, the table still counts.
+        let out: Vec<(u64, u64)> = t.parts(3).flat_map(|(_, w)| w).collect();
+        assert_eq!((out.len(), out[0].0 >> 48, t.parts(3).map(|p| p.0).sum::<usize>()), (n, 3, n));
+        t.free_slots();
+        assert_eq!((t.len(), t.iter().count()), (0, 0));
         t.add(&[7; 20], 2);
         assert_eq!(t.iter().collect::<Vec<_>>(), [(&[7u8; 20][..], 2)]);
     }
