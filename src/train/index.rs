@@ -80,8 +80,9 @@ impl Index {
         }
     }
 
+    /// Asks for the cache line of the pair's home slot (a hint).
     #[inline]
-    fn prefetch(&self, a: u32, b: u32) {
+    pub fn prefetch(&self, a: u32, b: u32) {
         let h = hash(a, b);
         let part = &self.parts[(h >> (64 - PART_BITS)) as usize];
         crate::memory::prefetch(part.slots.as_ptr().wrapping_add(self.home(h, part)));

@@ -216,32 +216,47 @@ impl Vetoes {
 struct Scratch {
     words: Vec<u32>,
     deltas: Vec<Delta>,
+    /// A batch's merged words, each with the end of its deltas.
+    ends: Vec<(u32, usize)>,
     touched: Vec<u32>,
     merge_no: u32,
 }
 
 /// Merges `a b` into `c` in every listed word, applying each word's pair deltas.
 ///
-/// The walk is bound by cache misses (the word record, then its symbols, a dependent load), so
-/// records 16 words ahead and symbols 8 ahead are prefetched.
+/// The walk is bound by cache misses: the word record, then its symbols (a dependent load), so
+/// records 16 words ahead and symbols 8 ahead are prefetched; then each delta's slot in the pair
+/// index, so the words are merged in batches of [`BATCH`] and the batch's deltas applied after
+/// their slots were asked for. (The words are disjoint and the deltas applied in the same order.)
 fn merge_in_words<S: Sym>(words: &mut Words<S>, pairs: &mut Pairs, toks: &Tokens, rules: &Rules, (a, b, c): (u32, u32, u32), s: &mut Scratch) {
-    for k in 0..s.words.len() {
-        if let Some(&w16) = s.words.get(k + 16) {
-            words.prefetch(w16, true);
-        }
-        if let Some(&w8) = s.words.get(k + 8) {
-            words.prefetch(w8, false);
-        }
-        let w = s.words[k];
+    const BATCH: usize = 32;
+    for (k0, batch) in s.words.chunks(BATCH).enumerate() {
         s.deltas.clear();
-        if words.merge(w as usize, a, b, c, &mut s.deltas) == 0 {
-            continue;
-        }
-        let wc = words.count(w as usize);
-        for d in &s.deltas {
-            if rules.counts(toks, d) {
-                pairs.apply(d.left, d.right, d.sign * wc, w, s.merge_no, &mut s.touched);
+        s.ends.clear();
+        for (j, &w) in batch.iter().enumerate() {
+            let k = k0 * BATCH + j;
+            if let Some(&w16) = s.words.get(k + 16) {
+                words.prefetch(w16, true);
             }
+            if let Some(&w8) = s.words.get(k + 8) {
+                words.prefetch(w8, false);
+            }
+            let from = s.deltas.len();
+            if words.merge(w as usize, a, b, c, &mut s.deltas) == 0 {
+                continue;
+            }
+            s.deltas[from..].iter().for_each(|d| pairs.prefetch(d.left, d.right));
+            s.ends.push((w, s.deltas.len()));
+        }
+        let mut from = 0;
+        for &(w, end) in s.ends.iter() {
+            let wc = words.count(w as usize);
+            for d in &s.deltas[from..end] {
+                if rules.counts(toks, d) {
+                    pairs.apply(d.left, d.right, d.sign * wc, w, s.merge_no, &mut s.touched);
+                }
+            }
+            from = end;
         }
     }
 }
@@ -424,7 +439,7 @@ fn merge_loop<S: Sym>(
     if timing {
         eprintln!("train: words and initial pairs {:?} ({} words, {} pairs), RSS {}", t0.elapsed(), words.len(), pairs.len(), crate::memory::rss_mib());
     }
-    let mut s = Scratch { words: Vec::new(), deltas: Vec::new(), touched: Vec::new(), merge_no: 0 };
+    let mut s = Scratch { words: Vec::new(), deltas: Vec::new(), ends: Vec::new(), touched: Vec::new(), merge_no: 0 };
     let mut veto = Vetoes::default();
     let mut new_tokens = 0usize;
     let step = (cfg.max_new_tokens / 100).max(1);

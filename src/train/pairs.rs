@@ -355,6 +355,12 @@ impl Pairs {
         crate::memory::release_pages(&mut self.init_bytes[a..b]);
     }
 
+    /// Asks for the index slot of `(x, y)` ahead of an [`apply`](Self::apply) (a hint).
+    #[inline]
+    pub fn prefetch(&self, x: u32, y: u32) {
+        self.index.prefetch(x, y)
+    }
+
     /// Changes the count of `(x, y)` by `delta` (a word's count, signed) for word `w`; a pair
     /// whose count rises lists `w` and is stamped once per merge into `touched`. A full pair
     /// whose count falls to 0 is in no word any more: its lists are freed (a word that forms it

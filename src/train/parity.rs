@@ -78,6 +78,7 @@ fn scratch() -> Scratch {
     Scratch {
         words: Vec::new(),
         deltas: Vec::new(),
+        ends: Vec::new(),
         touched: Vec::new(),
         merge_no: 0,
     }
