@@ -15,6 +15,9 @@ What is measured
   Compression is bytes per token on the held-out documents (never trained on), plain against
   superword. The superword tokenizer of the middle vocabulary size and the first transition is
   saved to ``bench_out/superword/tokenizer`` for ``bench_encode.py --vocabs superword``.
+  With ``--stages``, each superword run also times every call into the core (the counting, its
+  gathering, stage 1's word counts, stage 1, the spans cut into stage 1's tokens, stage 2) in
+  wall and CPU seconds; what is left is Python (building the tokenizers, arrays).
 """
 
 from __future__ import annotations
@@ -32,15 +35,52 @@ from benchlib import EOT, ROOT, corpus_docs, git_state, machine_info, publish, s
 OUT = ROOT / "bench_out" / "superword"
 
 
+def timed_core(log: list) -> None:
+    """Wraps every function of the core and every method of its word counter so that each call
+    appends ``(name, wall s, cpu s)`` to ``log``."""
+    import functools
+
+    from hf_bpe import _core
+
+    def timer(name, f):
+        @functools.wraps(f)
+        def g(*a, **k):
+            t, c = time.perf_counter(), time.process_time()
+            try:
+                return f(*a, **k)
+            finally:
+                log.append((name, time.perf_counter() - t, time.process_time() - c))
+        return g
+
+    for name in dir(_core):
+        obj = getattr(_core, name)
+        if callable(obj) and not isinstance(obj, type) and not name.startswith("_"):
+            setattr(_core, name, timer(name, obj))
+    real = _core.WordCounter
+
+    class WordCounter:
+        def __init__(self, *a):
+            self._real = real(*a)
+
+        def __getattr__(self, name):
+            attr = getattr(self._real, name)
+            return timer(f"WordCounter.{name}", attr) if callable(attr) else attr
+
+    _core.WordCounter = WordCounter
+
+
 def child(spec: dict) -> None:
     import hf_bpe
 
+    log: list = []
+    if spec.get("stages") and spec["transition"]:
+        timed_core(log)
     t0 = time.perf_counter()
     bpe = hf_bpe.train_files(spec["train"], spec["vocab"], superword_transition=spec["transition"], progress=False)
     seconds = time.perf_counter() - t0
     if spec.get("save"):
         bpe.save(spec["save"])
-    print(json.dumps({"seconds": seconds, "rss_mib": status_kib("VmHWM") / 1024}))
+    print(json.dumps({"seconds": seconds, "rss_mib": status_kib("VmHWM") / 1024, "stages": log}))
 
 
 def run_child(spec: dict) -> dict:
@@ -64,6 +104,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--mb", type=float, default=0, help="MB of training text (default: the whole corpus)")
     ap.add_argument("--held-out-mb", type=float, default=5)
+    ap.add_argument("--stages", action="store_true", help="also time each call into the core (superword runs)")
     ap.add_argument("--out-md", type=Path)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -89,14 +130,15 @@ def main() -> None:
     train_mb = train.stat().st_size / 1e6
     vocabs = [int(v) for v in args.vocabs.split(",")]
     fracs = [float(f) for f in args.transitions.split(",")]
-    rows = []
+    rows, stages = [], []
     for vocab in vocabs:
         configs = [None] + [int(f * vocab) for f in fracs]
         results: dict = {c: [] for c in configs}
         for r in range(args.runs):
             for c in configs:
                 save = OUT / f"v{vocab}-t{c}" if r == 0 else None
-                spec = {"train": str(train), "vocab": vocab, "transition": c, "save": str(save) if save else None}
+                spec = {"train": str(train), "vocab": vocab, "transition": c, "save": str(save) if save else None,
+                        "stages": args.stages}
                 results[c].append(run_child(spec))
                 print(f"vocab {vocab} transition {c} run {r}: {results[c][-1]}", file=sys.stderr)
         plain_s = statistics.median(x["seconds"] for x in results[None])
@@ -106,6 +148,8 @@ def main() -> None:
             rss = statistics.median(x["rss_mib"] for x in results[c])
             bpt = bytes_per_token(OUT / f"v{vocab}-t{c}", held)
             rows.append((vocab, c, s, s / plain_s, rss, bpt, plain_bpt / bpt))
+            if c and args.stages:
+                stages.append((vocab, c, s, stage_medians(results[c])))
     mid = vocabs[len(vocabs) // 2]
     keep = OUT / "tokenizer"
     if keep.exists():
@@ -127,7 +171,30 @@ def main() -> None:
         saved = f"{(1 - gain) * 100:.1f}% fewer" if c else "-"  # tokens ∝ 1 / (bytes per token)
         lines.append(f"| {vocab:,} | {'plain' if c is None else f'{c:,}'} | {s:.1f} | {ratio:.1f}x | {rss:,.0f} | "
                      f"{bpt:.3f} | {saved} |")
+    for vocab, c, total, med in stages:
+        lines += ["", f"Stages of vocab {vocab:,}, transition {c:,} (calls into the core, median of {args.runs} runs; "
+                  "cpu/wall above 1: both cores busy):", "", "| stage | seconds | cpu/wall |", "|---|---:|---:|"]
+        for name, (wall, cpu) in med.items():
+            lines.append(f"| {name} | {wall:.2f} | {cpu / wall if wall else 0:.2f} |")
+        rest = total - sum(w for w, _ in med.values())
+        lines.append(f"| the rest (Python: tokenizers built, arrays) | {rest:.2f} | |")
     publish("\n".join(lines) + "\n", args.out_md)
+
+
+def stage_medians(runs: list[dict]) -> dict[str, tuple[float, float]]:
+    """Per core call name (summed over its calls in a run, those under 10 ms left out), the
+    median wall and CPU seconds over the runs, in the order of the first run."""
+    per: dict[str, list[tuple[float, float]]] = {}
+    for run in runs:
+        sums: dict[str, list[float]] = {}
+        for name, wall, cpu in run["stages"]:
+            s = sums.setdefault(name, [0.0, 0.0])
+            s[0] += wall
+            s[1] += cpu
+        for name, (wall, cpu) in sums.items():
+            per.setdefault(name, []).append((wall, cpu))
+    return {name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+            for name, v in per.items() if statistics.median(w for w, _ in v) >= 0.01}
 
 
 if __name__ == "__main__":
