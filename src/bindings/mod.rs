@@ -99,31 +99,10 @@ pub(crate) fn no_panic<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, St
     }
 }
 
-/// The compiled pattern for `spec`, from a small cache of the last few: a regex's DFA can take
-/// ~0.2 s to build (`pretok/regex.rs`), and `pretokenize` is often called in a loop (and
-/// `pattern_splits`, `pattern_source` on every comparison of two patterns).
-fn compiled(spec: &str) -> Result<std::sync::Arc<Pattern>, String> {
-    use std::sync::{Arc, Mutex};
-    static LAST: Mutex<Vec<(String, Arc<Pattern>)>> = Mutex::new(Vec::new());
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(i) = last.iter().position(|(s, _)| s == spec) {
-        let hit = last.remove(i);
-        let p = hit.1.clone();
-        last.push(hit);
-        return Ok(p);
-    }
-    let p = Arc::new(Pattern::from_spec(spec)?);
-    if last.len() >= 8 {
-        last.remove(0);
-    }
-    last.push((spec.to_string(), p.clone()));
-    Ok(p)
-}
-
 /// Splits `text` into pre-tokens with a built-in pattern name or a regex.
 #[pyfunction]
 fn pretokenize<'py>(py: Python<'py>, pattern: &str, text: &str) -> PyResult<Bound<'py, PyList>> {
-    let p = compiled(pattern).map_err(value_error)?;
+    let p = Pattern::from_spec(pattern).map_err(value_error)?;
     // Split without the GIL into byte ranges, then build the Python strings straight from
     // slices of `text` (no intermediate Rust `String` per piece).
     let ranges = py
@@ -139,7 +118,7 @@ fn pretokenize<'py>(py: Python<'py>, pattern: &str, text: &str) -> PyResult<Boun
 /// Number of pre-tokens of `text`, without building Python strings (for benchmarks).
 #[pyfunction]
 fn count_pieces(py: Python<'_>, pattern: &str, text: &str) -> PyResult<usize> {
-    let p = compiled(pattern).map_err(value_error)?;
+    let p = Pattern::from_spec(pattern).map_err(value_error)?;
     py.allow_threads(|| {
         let mut n = 0usize;
         p.for_each_piece_dyn(text, &mut |_, _| n += 1)?;
@@ -157,7 +136,7 @@ fn byte_alphabet() -> Vec<String> {
 /// The regex source that a pattern name stands for.
 #[pyfunction]
 fn pattern_source(pattern: &str) -> PyResult<String> {
-    Ok(compiled(pattern).map_err(value_error)?.regex_source().to_string())
+    Ok(Pattern::from_spec(pattern).map_err(value_error)?.regex_source().to_string())
 }
 
 /// The superword span pattern over `pattern` (`crate::pretok::spans`).
@@ -176,7 +155,7 @@ fn span_words(pattern: &str) -> Option<(&'static str, usize)> {
 /// `"fancy-regex"` (see `pretok/regex.rs`).
 #[pyfunction]
 fn pattern_engine(pattern: &str) -> PyResult<&'static str> {
-    Ok(match &*compiled(pattern).map_err(value_error)? {
+    Ok(match Pattern::from_spec(pattern).map_err(value_error)? {
         Pattern::Custom { regex, .. } => regex.engine(),
         _ => "builtin",
     })
@@ -186,7 +165,7 @@ fn pattern_engine(pattern: &str) -> PyResult<&'static str> {
 /// DeepSeek-V3's three).
 #[pyfunction]
 fn pattern_splits(pattern: &str) -> PyResult<Vec<String>> {
-    Ok(compiled(pattern).map_err(value_error)?.split_sources().into_iter().map(str::to_string).collect())
+    Ok(Pattern::from_spec(pattern).map_err(value_error)?.split_sources().into_iter().map(str::to_string).collect())
 }
 
 /// The built-in pattern's name that a Sequence of `Isolated` splits with these regexes

@@ -176,6 +176,7 @@ mod v3 {
 }
 
 /// Which splitter to use: a built-in pattern's hand-written scanner, or any other regex.
+#[derive(Clone)]
 pub enum Pattern {
     Builtin(Builtin),
     Custom { source: String, regex: Regex },

@@ -32,13 +32,17 @@ use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Lo
 use super::dfa::Fast;
 use super::PieceSink;
 
-/// A compiled regex, shared by all threads.
+/// A compiled regex, shared by all threads; a clone shares the compiled engine.
+#[derive(Clone)]
 pub struct Regex {
     source: String,
-    engine: Engine,
+    engine: std::sync::Arc<Engine>,
     /// Whether some match may be empty (look-arounds, nullable repeats; conservative).
     may_be_empty: bool,
 }
+
+/// Compiled regexes kept for [`Regex::new`].
+const RECENT: usize = 8;
 
 enum Engine {
     Dfa(Box<Fast>),
@@ -46,16 +50,37 @@ enum Engine {
 }
 
 impl Regex {
-    /// Compiles `source`; the error names the pattern.
+    /// Compiles `source`, or shares the engine compiled last time (the last [`RECENT`] regexes
+    /// are kept: building a DFA can take tens of milliseconds, and a tokenizer's pattern is
+    /// compiled again each time one is built); the error names the pattern.
     pub fn new(source: &str) -> Result<Regex, String> {
+        use std::sync::Mutex;
+        static LAST: Mutex<Vec<Regex>> = Mutex::new(Vec::new());
+        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = last.iter().position(|r| r.source == source) {
+            let hit = last.remove(i);
+            last.push(hit.clone());
+            return Ok(hit);
+        }
+        drop(last);
+        let re = Self::compile(source)?;
+        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        if last.len() >= RECENT {
+            last.remove(0);
+        }
+        last.push(re.clone());
+        Ok(re)
+    }
+
+    fn compile(source: &str) -> Result<Regex, String> {
         let tree = Expr::parse_tree(source).map_err(|e| format!("pattern {source:?} does not compile: {e}"))?;
         let may_be_empty = nullable(&tree.expr);
         if let Some(fast) = dfa_for(&tree.expr) {
-            return Ok(Regex { source: source.to_string(), engine: Engine::Dfa(Box::new(fast)), may_be_empty });
+            return Ok(Regex { source: source.to_string(), engine: std::sync::Arc::new(Engine::Dfa(Box::new(fast))), may_be_empty });
         }
         let re = fancy_regex::Regex::new(&python_dollar(source))
             .map_err(|e| format!("pattern {source:?} does not compile: {e}"))?;
-        Ok(Regex { source: source.to_string(), engine: Engine::Fancy(re), may_be_empty })
+        Ok(Regex { source: source.to_string(), engine: std::sync::Arc::new(Engine::Fancy(re)), may_be_empty })
     }
 
     /// Whether a match may be empty (then the text between matches is not a run of chars at
@@ -70,7 +95,7 @@ impl Regex {
 
     /// Which engine runs this regex (`"dfa"` or `"fancy-regex"`), for tests and benchmarks.
     pub fn engine(&self) -> &'static str {
-        match self.engine {
+        match *self.engine {
             Engine::Dfa(_) => "dfa",
             Engine::Fancy(_) => "fancy-regex",
         }
@@ -80,7 +105,7 @@ impl Regex {
     /// own (as `tokenizers`' Split with `behavior="isolated"`, which is what a saved
     /// tokenizer.json says), so that the pieces tile the text.
     pub fn for_each_piece(&self, text: &str, f: &mut impl PieceSink) -> Result<(), String> {
-        if let Engine::Dfa(fast) = &self.engine {
+        if let Engine::Dfa(fast) = &*self.engine {
             fast.for_each_piece(text.as_bytes(), f);
             return Ok(());
         }
@@ -102,7 +127,7 @@ impl Regex {
 
     /// Calls `f(start, end)` for each match, left to right, non-overlapping (empty ones too).
     pub fn for_each_match(&self, text: &str, mut f: impl FnMut(usize, usize)) -> Result<(), String> {
-        match &self.engine {
+        match &*self.engine {
             Engine::Dfa(fast) => {
                 fast.for_each_match(text.as_bytes(), f);
                 Ok(())
