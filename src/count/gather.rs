@@ -42,7 +42,7 @@ impl Counter {
         if shards.len() > 1 {
             short.dedup_by(|next, kept| {
                 if next.key() == kept.key() {
-                    kept.count += next.count;
+                    kept.count = kept.count.saturating_add(next.count);
                     true
                 } else {
                     false
@@ -92,7 +92,7 @@ impl Counter {
         }
         keyed.dedup_by(|next, kept| {
             if next.0 == kept.0 && word(next.1)[16..] == word(kept.1)[16..] {
-                kept.2 += next.2;
+                kept.2 = kept.2.saturating_add(next.2);
                 true
             } else {
                 false

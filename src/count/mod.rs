@@ -91,6 +91,15 @@ impl Shard {
         }
     }
 
+    /// Counts `n` occurrences of the piece `text[s..e]` at once (not queued).
+    fn add_n(&mut self, text: &[u8], s: usize, e: usize, n: u64) {
+        match e - s {
+            0 => {}
+            1..=15 => self.short.add(pack_in(text, s, e), n),
+            _ => self.long.add_hashed(&text[s..e], tables::hash_bytes(&text[s..e]), n),
+        }
+    }
+
     /// Queues a long piece of `text` (the queue holds pieces of one text: see
     /// [`drain_long`](Self::drain_long)); pieces past 4 GiB into a text are counted at once.
     #[inline(never)]

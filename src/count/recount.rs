@@ -3,55 +3,41 @@
 //! once (`hf_bpe/training/superword.py`) and derives the plain word counts of stage 1 from them
 //! this way, exact where every span boundary is a piece boundary of the finer pattern (the
 //! span patterns are built so; `tests/test_superword.py` compares with counting the text).
+//! The pieces go into a [`Counter`]'s shards as counting's own do (packed keys, prefetched).
 
-use rustc_hash::FxHashMap;
+use rayon::prelude::*;
 
+use super::{Counter, Shard};
 use crate::counts::{Flat, FlatRef};
 use crate::pretok::Pattern;
+
+/// Words per unit of parallel work, at least.
+const RUN: usize = 1 << 14;
 
 /// The pieces of `words` under `pattern`, weighted by the words' counts, in the flat form
 /// (sorted, distinct). A word that is not UTF-8 is an error naming it.
 pub fn recount(words: FlatRef<'_>, pattern: &Pattern) -> Result<Flat, String> {
-    use rayon::prelude::*;
-    // Runs of words on all cores, each into a table of its own, then summed into the first.
-    let run = RUN.max(words.len().div_ceil(64));
-    let runs: Vec<(usize, usize)> = (0..words.len()).step_by(run.max(1)).map(|a| (a, (a + run).min(words.len()))).collect();
-    let pool = crate::pool::get(crate::pool::default_threads());
-    let tables = crate::pool::install(pool.as_deref(), || {
-        runs.par_iter().map(|&(a, z)| recount_run(words, pattern, a..z)).collect::<Result<Vec<_>, String>>()
-    })?;
-    let mut tables = tables.into_iter();
-    let mut table = tables.next().unwrap_or_default();
-    for t in tables {
-        for (p, n) in t {
-            let c = table.entry(p).or_insert(0);
-            *c = c.saturating_add(n);
-        }
+    let counter = Counter::new(pattern.clone(), Vec::new(), 0)?;
+    let runs: Vec<(usize, usize)> = (0..words.len()).step_by(RUN).map(|a| (a, (a + RUN).min(words.len()))).collect();
+    let count_run = |&(a, z): &(usize, usize)| {
+        let i = rayon::current_thread_index().unwrap_or(0) % counter.shards.len();
+        let mut shard = counter.shards[i].lock().unwrap_or_else(|e| e.into_inner());
+        let r = (a..z).try_for_each(|i| recount_word(&mut shard, words, i, pattern));
+        shard.flush();
+        r
+    };
+    match counter.pool() {
+        Some(p) => p.install(|| runs.par_iter().try_for_each(count_run))?,
+        None => runs.iter().try_for_each(count_run)?,
     }
-    let mut pieces: Vec<(&[u8], u64)> = table.into_iter().collect();
-    pieces.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let mut out = Flat { bytes: Vec::new(), offsets: vec![0], counts: Vec::with_capacity(pieces.len()) };
-    for (p, n) in pieces {
-        out.push(p, n);
-    }
-    Ok(out)
+    Ok(counter.flat())
 }
 
-/// Words per unit of parallel work, at least.
-const RUN: usize = 1 << 16;
-
-fn recount_run<'a>(words: FlatRef<'a>, pattern: &Pattern, range: std::ops::Range<usize>) -> Result<FxHashMap<&'a [u8], u64>, String> {
-    let mut table: FxHashMap<&[u8], u64> = FxHashMap::default();
-    for i in range {
-        let w = words.word(i);
-        let text = std::str::from_utf8(w).map_err(|e| {
-            format!("word {i} ({:?}) is not UTF-8 ({e}): it cannot be re-split by a pattern", String::from_utf8_lossy(w))
-        })?;
-        let n = words.counts[i];
-        pattern.for_each_piece_dyn(text, &mut |s, e| {
-            let c = table.entry(&w[s..e]).or_insert(0);
-            *c = c.saturating_add(n);
-        })?;
-    }
-    Ok(table)
+/// Counts the pieces of word `i` with its count.
+fn recount_word(shard: &mut Shard, words: FlatRef<'_>, i: usize, pattern: &Pattern) -> Result<(), String> {
+    let w = words.word(i);
+    let text = std::str::from_utf8(w)
+        .map_err(|e| format!("word {i} ({:?}) is not UTF-8 ({e}): it cannot be re-split by a pattern", String::from_utf8_lossy(w)))?;
+    let n = words.counts[i];
+    pattern.for_each_piece(text, |s, e| shard.add_n(w, s, e, n))
 }

@@ -86,7 +86,7 @@ impl ShortPart {
             // SAFETY: `home` is below `cap` (a fraction of it), and `i` wraps at `cap`.
             let s = unsafe { self.slots.get_unchecked_mut(i) };
             if s.lo == lo && s.hi == hi {
-                s.count += n;
+                s.count = s.count.saturating_add(n);
                 return;
             }
             if s.hi == 0 {
@@ -261,7 +261,7 @@ impl LongTable {
                 break;
             }
             if s.at >> OFFSET_BITS == tag && Self::word(&self.arena, s.at) == word {
-                self.parts[j][i].count += n;
+                self.parts[j][i].count = self.parts[j][i].count.saturating_add(n);
                 return;
             }
             i = if i + 1 == cap { 0 } else { i + 1 };
