@@ -389,4 +389,30 @@ mod tests {
         assert_eq!(got, expect.into_iter().collect::<Vec<_>>());
         assert_eq!((kept, c.len()), (taken, 0));
     }
+
+    /// `n` as four lowercase letters.
+    fn letters(n: u32) -> String {
+        (0..4).map(|k| (b'a' + (n / 26u32.pow(3 - k) % 26) as u8) as char).collect()
+    }
+
+    #[test]
+    fn mostly_long_words_gather_in_parts_cut_at_long_pivots() {
+        // More long words than short ones (the parts are cut at long words), many sharing their
+        // first 16 bytes (ordered by the rest), counted on two threads (shards that share words).
+        let docs: Vec<String> = (0..6u32)
+            .map(|d| (0..50_000u32).map(|i| format!(" sharedprefixes{}{} s{} y", letters((i * 7 + d) % 150_000), "z".repeat((i % 5) as usize), i % 97)).collect())
+            .collect();
+        let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
+        let mut c = Counter::new(Pattern::from_spec("gpt2").unwrap(), vec![], 2).unwrap();
+        c.add_texts(&refs).unwrap();
+        let mut expect: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
+        for d in &docs {
+            c.pattern().for_each_piece(d, |s, e| *expect.entry(d.as_bytes()[s..e].to_vec()).or_insert(0) += 1).unwrap();
+        }
+        let long = expect.keys().filter(|w| w.len() >= 16).count();
+        assert!(long > 2 << 16 && long > 2 * (expect.len() - long), "{long} of {}", expect.len());
+        let flat = c.take_flat();
+        let got: Vec<(Vec<u8>, u64)> = (0..flat.counts.len()).map(|i| (flat.as_ref().word(i).to_vec(), flat.counts[i])).collect();
+        assert_eq!(got, expect.into_iter().collect::<Vec<_>>());
+    }
 }
