@@ -91,9 +91,11 @@ impl Shard {
         }
     }
 
-    /// Counts `n` occurrences of the piece `text[s..e]` at once (not queued).
+    /// Counts `n` occurrences of the piece `text[s..e]` at once (not queued); `n = 0` adds
+    /// nothing (a long word's slot of count 0 would read as empty).
     fn add_n(&mut self, text: &[u8], s: usize, e: usize, n: u64) {
         match e - s {
+            _ if n == 0 => {}
             0 => {}
             1..=15 => self.short.add(pack_in(text, s, e), n),
             _ => self.long.add_hashed(&text[s..e], tables::hash_bytes(&text[s..e]), n),

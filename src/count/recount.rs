@@ -15,9 +15,10 @@ use crate::pretok::Pattern;
 const RUN: usize = 1 << 14;
 
 /// The pieces of `words` under `pattern`, weighted by the words' counts, in the flat form
-/// (sorted, distinct). A word that is not UTF-8 is an error naming it.
+/// (sorted, distinct; a word of count 0 adds nothing). A word that is not UTF-8 is an error
+/// naming it.
 pub fn recount(words: FlatRef<'_>, pattern: &Pattern) -> Result<Flat, String> {
-    let counter = Counter::new(pattern.clone(), Vec::new(), 0)?;
+    let mut counter = Counter::new(pattern.clone(), Vec::new(), 0)?;
     let runs: Vec<(usize, usize)> = (0..words.len()).step_by(RUN).map(|a| (a, (a + RUN).min(words.len()))).collect();
     let count_run = |&(a, z): &(usize, usize)| {
         let i = rayon::current_thread_index().unwrap_or(0) % counter.shards.len();
@@ -30,7 +31,8 @@ pub fn recount(words: FlatRef<'_>, pattern: &Pattern) -> Result<Flat, String> {
         Some(p) => p.install(|| runs.par_iter().try_for_each(count_run))?,
         None => runs.iter().try_for_each(count_run)?,
     }
-    Ok(counter.flat())
+    // (Each table freed as soon as its words are gathered.)
+    Ok(counter.take_flat())
 }
 
 /// Counts the pieces of word `i` with its count.
@@ -40,4 +42,22 @@ fn recount_word(shard: &mut Shard, words: FlatRef<'_>, i: usize, pattern: &Patte
         .map_err(|e| format!("word {i} ({:?}) is not UTF-8 ({e}): it cannot be re-split by a pattern", String::from_utf8_lossy(w)))?;
     let n = words.counts[i];
     pattern.for_each_piece(text, |s, e| shard.add_n(w, s, e, n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_weigh_their_words_counts_and_a_zero_count_adds_nothing() {
+        let mut f = Flat { bytes: Vec::new(), offsets: vec![0], counts: Vec::new() };
+        let long = "a".repeat(20);
+        f.push(long.as_bytes(), 0);
+        f.push(b"ab cd", 3);
+        f.push(format!("x {long}").as_bytes(), 2);
+        let out = recount(f.as_ref(), &Pattern::from_spec("gpt2").unwrap()).unwrap();
+        let got: Vec<(Vec<u8>, u64)> = (0..out.counts.len()).map(|i| (out.as_ref().word(i).to_vec(), out.counts[i])).collect();
+        let want: Vec<(Vec<u8>, u64)> = vec![(format!(" {long}").into_bytes(), 2), (b" cd".to_vec(), 3), (b"ab".to_vec(), 3), (b"x".to_vec(), 2)];
+        assert_eq!(got, want);
+    }
 }

@@ -322,7 +322,8 @@ impl LongTable {
         crate::memory::prefetch(self.arena.as_ptr().wrapping_add((at & ((1 << OFFSET_BITS) - 1)) as usize));
     }
 
-    /// The word at `at` (an offset from [`gather`](Self::gather); its top 16 bits are ignored).
+    /// The word at `at` (an offset from [`parts`](Self::parts); its bits from `OFFSET_BITS` up
+    /// are ignored).
     pub fn word_at(&self, at: u64) -> &[u8] {
         Self::word(&self.arena, at)
     }

@@ -54,21 +54,31 @@ impl Regex {
     /// are kept: building a DFA can take tens of milliseconds, and a tokenizer's pattern is
     /// compiled again each time one is built); the error names the pattern.
     pub fn new(source: &str) -> Result<Regex, String> {
-        use std::sync::Mutex;
+        use std::sync::{Mutex, MutexGuard, TryLockError};
         static LAST: Mutex<Vec<Regex>> = Mutex::new(Vec::new());
-        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = last.iter().position(|r| r.source == source) {
-            let hit = last.remove(i);
-            last.push(hit.clone());
-            return Ok(hit);
+        // Never waits for the lock (a child forked while another thread held it would wait
+        // forever): busy, the regex is compiled afresh and not kept.
+        let kept = || -> Option<MutexGuard<'static, Vec<Regex>>> {
+            match LAST.try_lock() {
+                Ok(g) => Some(g),
+                Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            }
+        };
+        if let Some(mut last) = kept() {
+            if let Some(i) = last.iter().position(|r| r.source == source) {
+                let hit = last.remove(i);
+                last.push(hit.clone());
+                return Ok(hit);
+            }
         }
-        drop(last);
         let re = Self::compile(source)?;
-        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-        if last.len() >= RECENT {
-            last.remove(0);
+        if let Some(mut last) = kept() {
+            if last.len() >= RECENT {
+                last.remove(0);
+            }
+            last.push(re.clone());
         }
-        last.push(re.clone());
         Ok(re)
     }
 
