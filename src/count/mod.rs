@@ -353,21 +353,30 @@ impl Counter {
 mod tests {
     use super::*;
 
+    /// The documents counted on two threads, and their pieces counted one by one.
+    fn counted(docs: &[String]) -> (Counter, Vec<(Vec<u8>, u64)>) {
+        let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
+        let mut c = Counter::new(Pattern::from_spec("gpt2").unwrap(), vec![], 2).unwrap();
+        c.add_texts(&refs).unwrap();
+        let mut expect: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
+        for d in docs {
+            c.pattern().for_each_piece(d, |s, e| *expect.entry(d.as_bytes()[s..e].to_vec()).or_insert(0) += 1).unwrap();
+        }
+        (c, expect.into_iter().collect())
+    }
+
+    /// The words of the flat form with their counts.
+    fn rows(f: &Flat) -> Vec<(Vec<u8>, u64)> {
+        (0..f.counts.len()).map(|i| (f.as_ref().word(i).to_vec(), f.counts[i])).collect()
+    }
+
     #[test]
     fn words_are_merged_and_sorted_by_bytes() {
-        let mut c = Counter::new(Pattern::from_spec("gpt2").unwrap(), vec![], 2).unwrap();
         let long = "x".repeat(20);
         let text = format!("a b a\0 ab {long} {long}a Zz zzé 123 a");
         let docs: Vec<String> = (0..50).map(|i| format!("{text} w{i} {long}")).collect();
-        let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
-        c.add_texts(&refs).unwrap();
-        let words = c.flat();
-        let mut expect: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
-        for d in &docs {
-            c.pattern().for_each_piece(d, |s, e| *expect.entry(d.as_bytes()[s..e].to_vec()).or_insert(0) += 1).unwrap();
-        }
-        let got: Vec<(Vec<u8>, u64)> = (0..words.counts.len()).map(|i| (words.as_ref().word(i).to_vec(), words.counts[i])).collect();
-        assert_eq!(got, expect.into_iter().collect::<Vec<_>>());
+        let (c, expect) = counted(&docs);
+        assert_eq!(rows(&c.flat()), expect);
     }
 
     #[test]
@@ -377,18 +386,11 @@ mod tests {
         let docs: Vec<String> = (0..8)
             .map(|d| (0..40_000u32).map(|i| format!(" w{} {}", i * 8 + d, "x".repeat(16 + (i % 300) as usize))).collect())
             .collect();
-        let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
-        let mut c = Counter::new(Pattern::from_spec("gpt2").unwrap(), vec![], 2).unwrap();
-        c.add_texts(&refs).unwrap();
-        let mut expect: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
-        for d in &docs {
-            c.pattern().for_each_piece(d, |s, e| *expect.entry(d.as_bytes()[s..e].to_vec()).or_insert(0) += 1).unwrap();
-        }
+        let (mut c, expect) = counted(&docs);
         let kept = c.flat();
         let taken = c.take_flat();
-        let got: Vec<(Vec<u8>, u64)> = (0..taken.counts.len()).map(|i| (taken.as_ref().word(i).to_vec(), taken.counts[i])).collect();
         assert!(expect.len() > 3 << 16);
-        assert_eq!(got, expect.into_iter().collect::<Vec<_>>());
+        assert_eq!(rows(&taken), expect);
         assert_eq!((kept, c.len()), (taken, 0));
     }
 
@@ -404,17 +406,9 @@ mod tests {
         let docs: Vec<String> = (0..6u32)
             .map(|d| (0..50_000u32).map(|i| format!(" sharedprefixes{}{} s{} y", letters((i * 7 + d) % 150_000), "z".repeat((i % 5) as usize), i % 97)).collect())
             .collect();
-        let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
-        let mut c = Counter::new(Pattern::from_spec("gpt2").unwrap(), vec![], 2).unwrap();
-        c.add_texts(&refs).unwrap();
-        let mut expect: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
-        for d in &docs {
-            c.pattern().for_each_piece(d, |s, e| *expect.entry(d.as_bytes()[s..e].to_vec()).or_insert(0) += 1).unwrap();
-        }
-        let long = expect.keys().filter(|w| w.len() >= 16).count();
+        let (mut c, expect) = counted(&docs);
+        let long = expect.iter().filter(|(w, _)| w.len() >= 16).count();
         assert!(long > 2 << 16 && long > 2 * (expect.len() - long), "{long} of {}", expect.len());
-        let flat = c.take_flat();
-        let got: Vec<(Vec<u8>, u64)> = (0..flat.counts.len()).map(|i| (flat.as_ref().word(i).to_vec(), flat.counts[i])).collect();
-        assert_eq!(got, expect.into_iter().collect::<Vec<_>>());
+        assert_eq!(rows(&c.take_flat()), expect);
     }
 }
