@@ -8,11 +8,12 @@
 //! ([log](../../docs/performance.md#superword-training)).
 
 use std::mem::MaybeUninit;
+use std::sync::MutexGuard;
 
 use rayon::prelude::*;
 
 use super::tables::{Short, MARK_SHIFT, OFFSET_BITS};
-use super::Counter;
+use super::{Counter, Shard};
 use crate::counts::Flat;
 use crate::keys::unpack_into;
 
@@ -64,8 +65,7 @@ impl Counter {
                 jobs.push((head, words));
                 rest = tail;
             }
-            let word = |at: u64| shards[(at >> MARK_SHIFT) as usize].long.word_at(at);
-            let ask = |at: u64| shards[(at >> MARK_SHIFT) as usize].long.prefetch_word(at);
+            let (word, ask) = (|at| long_word(shards, at), |at| ask_long_word(shards, at));
             let fill = |(dst, words): (&mut [MaybeUninit<Keyed>], _)| key_part(dst, words, &word, &ask);
             if par {
                 jobs.into_par_iter().for_each(fill);
@@ -82,8 +82,7 @@ impl Counter {
         }
         let mut keyed = keyed;
         let shards = &shards;
-        let word = |at: u64| shards[(at >> MARK_SHIFT) as usize].long.word_at(at);
-        let ask = |at: u64| shards[(at >> MARK_SHIFT) as usize].long.prefetch_word(at);
+        let (word, ask) = (|at| long_word(shards, at), |at| ask_long_word(shards, at));
         let order = |a: &Keyed, b: &Keyed| a.0.cmp(&b.0).then_with(|| word(a.1)[16..].cmp(&word(b.1)[16..]));
         if par {
             keyed.par_sort_unstable_by(order);
@@ -100,6 +99,16 @@ impl Counter {
         });
         merge_runs(&mut short, &keyed, &word, &ask, par)
     }
+}
+
+/// The long word at a gathered `at` (its shard's mark above [`MARK_SHIFT`]).
+fn long_word<'a>(shards: &'a [MutexGuard<'_, Shard>], at: u64) -> &'a [u8] {
+    shards[(at >> MARK_SHIFT) as usize].long.word_at(at)
+}
+
+/// Asks for the first bytes of the long word at a gathered `at` (a hint).
+fn ask_long_word(shards: &[MutexGuard<'_, Shard>], at: u64) {
+    shards[(at >> MARK_SHIFT) as usize].long.prefetch_word(at)
 }
 
 /// Writes a part's long words into `dst` as [`Keyed`] (exactly `dst.len()` of them).

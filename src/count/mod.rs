@@ -94,11 +94,13 @@ impl Shard {
     /// Counts `n` occurrences of the piece `text[s..e]` at once (not queued); `n = 0` adds
     /// nothing (a long word's slot of count 0 would read as empty).
     fn add_n(&mut self, text: &[u8], s: usize, e: usize, n: u64) {
-        match e - s {
-            _ if n == 0 => {}
-            0 => {}
-            1..=15 => self.short.add(pack_in(text, s, e), n),
-            _ => self.long.add_hashed(&text[s..e], tables::hash_bytes(&text[s..e]), n),
+        if n == 0 || s == e {
+            return;
+        }
+        if e - s < 16 {
+            self.short.add(pack_in(text, s, e), n);
+        } else {
+            self.long.add_hashed(&text[s..e], tables::hash_bytes(&text[s..e]), n);
         }
     }
 
@@ -366,7 +368,7 @@ mod tests {
     }
 
     /// The words of the flat form with their counts.
-    fn rows(f: &Flat) -> Vec<(Vec<u8>, u64)> {
+    pub(super) fn rows(f: &Flat) -> Vec<(Vec<u8>, u64)> {
         (0..f.counts.len()).map(|i| (f.as_ref().word(i).to_vec(), f.counts[i])).collect()
     }
 

@@ -56,7 +56,7 @@ mod tests {
         f.push(b"ab cd", 3);
         f.push(format!("x {long}").as_bytes(), 2);
         let out = recount(f.as_ref(), &Pattern::from_spec("gpt2").unwrap()).unwrap();
-        let got: Vec<(Vec<u8>, u64)> = (0..out.counts.len()).map(|i| (out.as_ref().word(i).to_vec(), out.counts[i])).collect();
+        let got = super::super::tests::rows(&out);
         let want: Vec<(Vec<u8>, u64)> = vec![(format!(" {long}").into_bytes(), 2), (b" cd".to_vec(), 3), (b"ab".to_vec(), 3), (b"x".to_vec(), 2)];
         assert_eq!(got, want);
     }

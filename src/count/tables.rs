@@ -194,7 +194,7 @@ struct Long {
 
 pub(super) const OFFSET_BITS: u32 = 40;
 const TAG_BITS: u32 = 64 - OFFSET_BITS;
-/// Where [`LongTable::gather`] puts its mark (the bits between it and the offset are free).
+/// Where [`LongTable::parts`] puts its mark (the bits between it and the offset are free).
 pub(super) const MARK_SHIFT: u32 = 48;
 
 /// The tag of hash `h` (see [`Long`]).

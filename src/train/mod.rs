@@ -213,6 +213,7 @@ impl Vetoes {
 }
 
 /// Scratch of the merge loop, reused across merges.
+#[derive(Default)]
 struct Scratch {
     words: Vec<u32>,
     deltas: Vec<Delta>,
@@ -230,11 +231,11 @@ struct Scratch {
 /// their slots were asked for. (The words are disjoint and the deltas applied in the same order.)
 fn merge_in_words<S: Sym>(words: &mut Words<S>, pairs: &mut Pairs, toks: &Tokens, rules: &Rules, (a, b, c): (u32, u32, u32), s: &mut Scratch) {
     const BATCH: usize = 32;
-    for (k0, batch) in s.words.chunks(BATCH).enumerate() {
+    for start in (0..s.words.len()).step_by(BATCH) {
         s.deltas.clear();
         s.ends.clear();
-        for (j, &w) in batch.iter().enumerate() {
-            let k = k0 * BATCH + j;
+        for k in start..(start + BATCH).min(s.words.len()) {
+            let w = s.words[k];
             if let Some(&w16) = s.words.get(k + 16) {
                 words.prefetch(w16, true);
             }
@@ -439,7 +440,7 @@ fn merge_loop<S: Sym>(
     if timing {
         eprintln!("train: words and initial pairs {:?} ({} words, {} pairs), RSS {}", t0.elapsed(), words.len(), pairs.len(), crate::memory::rss_mib());
     }
-    let mut s = Scratch { words: Vec::new(), deltas: Vec::new(), ends: Vec::new(), touched: Vec::new(), merge_no: 0 };
+    let mut s = Scratch::default();
     let mut veto = Vetoes::default();
     let mut new_tokens = 0usize;
     let step = (cfg.max_new_tokens / 100).max(1);

@@ -74,16 +74,6 @@ struct Counted<S> {
     s: Scratch,
 }
 
-fn scratch() -> Scratch {
-    Scratch {
-        words: Vec::new(),
-        deltas: Vec::new(),
-        ends: Vec::new(),
-        touched: Vec::new(),
-        merge_no: 0,
-    }
-}
-
 impl<S: Sym> Table<S> {
     fn new(words: FlatRef<'_>, toks: &Tokens, rules: &Rules) -> Table<S> {
         let words: Words<S> = Input::Borrowed(words).words();
@@ -93,7 +83,7 @@ impl<S: Sym> Table<S> {
             words,
             pairs,
             heap,
-            s: scratch(),
+            s: Scratch::default(),
             out: false,
         }
     }
@@ -170,7 +160,7 @@ impl<S: Sym> Counted<S> {
             words,
             pairs,
             tokens,
-            s: scratch(),
+            s: Scratch::default(),
         }
     }
 
