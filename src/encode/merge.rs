@@ -300,7 +300,10 @@ impl Ranks {
         let result = |r: u32| if tiktoken { r } else { results[r as usize] };
         let (kept, proven) = reachable(&full, &result, &byte_ids, by_bytes.iter().map(|(b, id)| (*id, *b)));
         drop(full);
-        let pairs = PairTable::new(&kept, max_id)?;
+        let mut pairs = PairTable::new(&kept, max_id)?;
+        if !tiktoken {
+            pairs.keep_made(&result);
+        }
         let fold = Fold::build(by_bytes.iter().map(|(b, id)| (*id, *b)), &pairs, &result, &byte_ids, max_id);
         // Merges mode: a token is emitted whole only where its own merge gives it.
         let whole = all.unwrap_or_else(|| {
@@ -444,12 +447,23 @@ impl Ranks {
     /// Quadratic merge on stack arrays of `n` (at most LARGE_PIECE) first symbols: the lowest
     /// rank found by [`argmin`], the arrays shifted in fixed blocks ([`shift_left`]; a call of
     /// memmove per merge and array was a third of the instructions), the two pairs around the
-    /// merge looked up again.
-    pub(super) fn merge_small<const S: usize>(&self, toks: &mut Syms<S>, mut n: usize, out: &mut Vec<u32>) {
+    /// merge looked up again. Each pair's token is kept beside its rank (merges mode:
+    /// `PairTable::get_made`), so a merge does not wait on a lookup of the rank's token.
+    pub(super) fn merge_small<const S: usize>(&self, toks: &mut Syms<S>, n: usize, out: &mut Vec<u32>) {
+        if self.tiktoken {
+            self.merge_small_by::<S>(toks, n, out, |a, b| { let r = self.pairs.get(a, b); (r, r) })
+        } else {
+            self.merge_small_by::<S>(toks, n, out, |a, b| self.pairs.get_made(a, b))
+        }
+    }
+
+    #[inline(always)]
+    fn merge_small_by<const S: usize>(&self, toks: &mut Syms<S>, mut n: usize, out: &mut Vec<u32>, pair: impl Fn(u32, u32) -> (u32, u32)) {
         // Past the pairs, every rank is NO_RANK (what `argmin` and `shift_left` rely on).
         let mut ranks: Syms<S> = [NO_RANK; S];
+        let mut made: Syms<S> = [0; S];
         for i in 0..n.saturating_sub(1) {
-            ranks[i] = self.pairs.get(toks[i], toks[i + 1]);
+            (ranks[i], made[i]) = pair(toks[i], toks[i + 1]);
         }
         while n > 1 {
             // Leftmost minimum: rank first, and equal ranks always have equal results.
@@ -457,13 +471,14 @@ impl Ranks {
             if best == NO_RANK {
                 break;
             }
-            toks[at] = self.result(best);
+            toks[at] = made[at];
             shift_left(toks, at + 1, n);
             shift_left(&mut ranks, at + 1, n);
+            shift_left(&mut made, at + 1, n);
             n -= 1;
-            ranks[at] = if at + 1 < n { self.pairs.get(toks[at], toks[at + 1]) } else { NO_RANK };
+            (ranks[at], made[at]) = if at + 1 < n { pair(toks[at], toks[at + 1]) } else { (NO_RANK, 0) };
             if at > 0 {
-                ranks[at - 1] = self.pairs.get(toks[at - 1], toks[at]);
+                (ranks[at - 1], made[at - 1]) = pair(toks[at - 1], toks[at]);
             }
         }
         out.extend_from_slice(&toks[..n]);
