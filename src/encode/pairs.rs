@@ -237,7 +237,7 @@ impl PairTable {
     }
 
     pub fn bytes(&self) -> usize {
-        self.slots.len() * 8 + self.filter.len() * 8 + self.grid.len() * 2 + self.grid_ranks.len() * 4
+        self.slots.len() * 8 + self.filter.len() * 8 + self.grid.len() * 2 + self.grid_ranks.len() * 4 + (self.grid_made.len() + self.slot_made.len()) * 4
     }
 }
 
