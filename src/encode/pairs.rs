@@ -27,6 +27,13 @@ const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 /// up most) are looked up in a dense grid of 2-byte cells (512 KiB) that stays in the L2 cache.
 pub const GRID: u32 = 512;
 
+/// Where a pair is in a [`PairTable`] (see `PairTable::find`).
+enum Found {
+    Grid(usize),
+    Slot(usize, u64),
+    No,
+}
+
 pub struct PairTable {
     /// Pairs of two ids below [`GRID`]: an index into `grid_ranks` per cell (0: no pair).
     grid: Box<[u16]>,
@@ -147,7 +154,7 @@ impl PairTable {
                 return;
             }
             if s >> self.rank_bits == key {
-                if ((s & !(EMPTY << self.rank_bits)) as u32) > rank {
+                if self.rank_of(s) > rank {
                     self.slots[i] = (key << self.rank_bits) | rank as u64;
                 }
                 return;
@@ -156,41 +163,57 @@ impl PairTable {
         }
     }
 
-    /// The rank of the pair `(a, b)`, or [`NO_RANK`].
+    /// Where the pair `(a, b)` is: its grid cell's index into `grid_ranks`, or its slot and
+    /// the slot's word.
     #[inline(always)]
-    pub fn get(&self, a: u32, b: u32) -> u32 {
+    fn find(&self, a: u32, b: u32) -> Found {
         if (a | b) < GRID {
-            // SAFETY: both ids are below GRID; a cell holds an index into `grid_ranks`.
+            // SAFETY: both ids are below GRID.
             let k = unsafe { *self.grid.get_unchecked(((a * GRID) | b) as usize) };
             if k != 0 || !self.grid_full {
-                return unsafe { *self.grid_ranks.get_unchecked(k as usize) };
+                return Found::Grid(k as usize);
             }
         }
         let key = self.key(a, b);
         let (w, m) = self.filter_bits(key);
         // SAFETY: w < filter.len() (the top bits of the product).
         if unsafe { *self.filter.get_unchecked(w) } & m != m {
-            return NO_RANK;
+            return Found::No;
         }
         let mut i = self.home(key);
         loop {
             // SAFETY: i <= mask < slots.len().
             let s = unsafe { *self.slots.get_unchecked(i) };
             if s >> self.rank_bits == key {
-                return (s & !(EMPTY << self.rank_bits)) as u32;
+                return Found::Slot(i, s);
             }
             if s == EMPTY {
-                return NO_RANK;
+                return Found::No;
             }
             i = (i + 1) & self.mask;
+        }
+    }
+
+    #[inline(always)]
+    fn rank_of(&self, s: u64) -> u32 {
+        (s & !(EMPTY << self.rank_bits)) as u32
+    }
+
+    /// The rank of the pair `(a, b)`, or [`NO_RANK`].
+    #[inline(always)]
+    pub fn get(&self, a: u32, b: u32) -> u32 {
+        match self.find(a, b) {
+            // SAFETY: a cell holds an index into `grid_ranks` (0: its NO_RANK).
+            Found::Grid(k) => unsafe { *self.grid_ranks.get_unchecked(k) },
+            Found::Slot(_, s) => self.rank_of(s),
+            Found::No => NO_RANK,
         }
     }
 
     /// Stores the token each pair makes (`result(rank)`, merges mode) for [`Self::get_made`].
     pub fn keep_made(&mut self, result: &dyn Fn(u32) -> u32) {
         self.grid_made = self.grid_ranks.iter().map(|&r| if r == NO_RANK { 0 } else { result(r) }).collect();
-        let rank_mask = !(EMPTY << self.rank_bits);
-        self.slot_made = self.slots.iter().map(|&s| if s == EMPTY { 0 } else { result((s & rank_mask) as u32) }).collect();
+        self.slot_made = self.slots.iter().map(|&s| if s == EMPTY { 0 } else { result(self.rank_of(s)) }).collect();
     }
 
     /// The rank of the pair `(a, b)` and the token it makes (after [`Self::keep_made`]), or
@@ -198,31 +221,13 @@ impl PairTable {
     /// waits for the rank.
     #[inline(always)]
     pub fn get_made(&self, a: u32, b: u32) -> (u32, u32) {
-        if (a | b) < GRID {
-            // SAFETY: both ids are below GRID; a cell holds an index into `grid_ranks`, which
-            // `grid_made` matches.
-            let k = unsafe { *self.grid.get_unchecked(((a * GRID) | b) as usize) } as usize;
-            if k != 0 || !self.grid_full {
-                return unsafe { (*self.grid_ranks.get_unchecked(k), *self.grid_made.get_unchecked(k)) };
-            }
-        }
-        let key = self.key(a, b);
-        let (w, m) = self.filter_bits(key);
-        // SAFETY: w < filter.len() (the top bits of the product).
-        if unsafe { *self.filter.get_unchecked(w) } & m != m {
-            return (NO_RANK, 0);
-        }
-        let mut i = self.home(key);
-        loop {
-            // SAFETY: i <= mask < slots.len() == slot_made.len().
-            let s = unsafe { *self.slots.get_unchecked(i) };
-            if s >> self.rank_bits == key {
-                return ((s & !(EMPTY << self.rank_bits)) as u32, unsafe { *self.slot_made.get_unchecked(i) });
-            }
-            if s == EMPTY {
-                return (NO_RANK, 0);
-            }
-            i = (i + 1) & self.mask;
+        debug_assert!(self.grid_made.len() == self.grid_ranks.len() && self.slot_made.len() == self.slots.len());
+        match self.find(a, b) {
+            // SAFETY: `keep_made` made `grid_made` and `slot_made` as long as `grid_ranks` and
+            // `slots`.
+            Found::Grid(k) => unsafe { (*self.grid_ranks.get_unchecked(k), *self.grid_made.get_unchecked(k)) },
+            Found::Slot(i, s) => (self.rank_of(s), unsafe { *self.slot_made.get_unchecked(i) }),
+            Found::No => (NO_RANK, 0),
         }
     }
 
@@ -232,7 +237,7 @@ impl PairTable {
         let grid = self.grid.iter().enumerate().filter(|(_, &k)| k != 0).map(|(c, &k)| (c as u32 / GRID, c as u32 % GRID, self.grid_ranks[k as usize]));
         grid.chain(self.slots.iter().filter(|&&s| s != EMPTY).map(move |&s| {
             let key = s >> self.rank_bits;
-            ((key >> self.id_bits) as u32, (key & id_mask) as u32, (s & !(EMPTY << self.rank_bits)) as u32)
+            ((key >> self.id_bits) as u32, (key & id_mask) as u32, self.rank_of(s))
         }))
     }
 
