@@ -18,7 +18,7 @@
 //!   packed-key table.
 //! * **Characters, not bytes** ([`Fold`]): a character of 2 or 3 bytes with a token starts as
 //!   that token where the module doc of `fold` proves it changes nothing.
-//! * **Short pieces** (at most [`LARGE_PIECE`] symbols) merge on two stack arrays with a linear
+//! * **Short pieces** (at most [`LARGE_PIECE`] symbols) merge on stack arrays with a linear
 //!   scan for the minimum (for a dozen parts this beats any heap); long ones (base64 blobs,
 //!   `"a" * 10**6`) go to `super::long`, O(n log n).
 
@@ -36,7 +36,7 @@ pub const LARGE_PIECE: usize = 128;
 /// The short merge's arrays: LARGE_PIECE symbols and room for blocks of 8 read past them.
 const SYMS: usize = LARGE_PIECE + 8;
 /// Pieces of at most this many bytes merge on arrays of `TINY + 8` (initializing the big
-/// arrays cost two memset calls per piece).
+/// arrays cost a memset call each per piece).
 const TINY: usize = 16;
 /// Up to this many pairs, [`argmin`] scans one by one.
 const SCALAR_ARGMIN: usize = 8;
@@ -453,7 +453,8 @@ impl Ranks {
         if self.tiktoken {
             self.merge_small_by::<S>(toks, n, out, |a, b| { let r = self.pairs.get(a, b); (r, r) })
         } else {
-            self.merge_small_by::<S>(toks, n, out, |a, b| self.pairs.get_made(a, b))
+            // SAFETY: `Ranks::new` ran `keep_made` in merges mode.
+            self.merge_small_by::<S>(toks, n, out, |a, b| unsafe { self.pairs.get_made(a, b) })
         }
     }
 

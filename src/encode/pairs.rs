@@ -6,7 +6,9 @@
 //! own (ids below 2^21 and ranks below 2^22 for every released vocabulary), and the table is
 //! at most half full, so a probe ends within a slot or two. Half the bytes of a `(u64, u64)`
 //! map, so more of a big vocabulary's pairs stay in the cache on a miss path that looks up a
-//! pair per merge ([log](../../docs/performance.md#the-miss-path)).
+//! pair per merge ([log](../../docs/performance.md#the-miss-path)). In merges mode a parallel
+//! array at the same indices holds the token each pair makes ([`PairTable::keep_made`]): the
+//! short merge reads it with the rank (a second line, but not a lookup that waits for the rank).
 //!
 //! **Only pairs that can ever merge are kept** ([`reachable`]). A token `t` made by merging
 //! `(a, b)` over some span of a piece: every earlier merge touching the span stayed inside it
@@ -216,15 +218,17 @@ impl PairTable {
         self.slot_made = self.slots.iter().map(|&s| if s == EMPTY { 0 } else { result(self.rank_of(s)) }).collect();
     }
 
-    /// The rank of the pair `(a, b)` and the token it makes (after [`Self::keep_made`]), or
-    /// `(NO_RANK, _)`: both from the same index, so the token is not a second lookup that
-    /// waits for the rank.
+    /// The rank of the pair `(a, b)` and the token it makes, or `(NO_RANK, _)`: both from the
+    /// same index, so the token is not a second lookup that waits for the rank.
+    ///
+    /// # Safety
+    /// [`Self::keep_made`] must have run (the token arrays are read unchecked).
     #[inline(always)]
-    pub fn get_made(&self, a: u32, b: u32) -> (u32, u32) {
+    pub unsafe fn get_made(&self, a: u32, b: u32) -> (u32, u32) {
         debug_assert!(self.grid_made.len() == self.grid_ranks.len() && self.slot_made.len() == self.slots.len());
         match self.find(a, b) {
-            // SAFETY: `keep_made` made `grid_made` and `slot_made` as long as `grid_ranks` and
-            // `slots`.
+            // SAFETY: `keep_made` (the caller's contract) made `grid_made` and `slot_made` as
+            // long as `grid_ranks` and `slots`.
             Found::Grid(k) => unsafe { (*self.grid_ranks.get_unchecked(k), *self.grid_made.get_unchecked(k)) },
             Found::Slot(i, s) => (self.rank_of(s), unsafe { *self.slot_made.get_unchecked(i) }),
             Found::No => (NO_RANK, 0),
@@ -304,10 +308,15 @@ mod tests {
             let t = PairTable::new(&pairs, max_id).unwrap();
             let mut want = std::collections::HashMap::new();
             for &(a, b, r) in &pairs {
-                want.entry((a, b)).or_insert(r);
+                let w = want.entry((a, b)).or_insert(r);
+                *w = (*w).min(r);
             }
+            let mut t = t;
+            t.keep_made(&|r| r * 3 + 1);
             for (&(a, b), &r) in &want {
                 assert_eq!(t.get(a, b), r, "({a}, {b}) of max id {max_id}");
+                // SAFETY: keep_made ran.
+                assert_eq!(unsafe { t.get_made(a, b) }, (r, r * 3 + 1), "({a}, {b}) of max id {max_id}");
             }
             let mut got: Vec<_> = t.iter().collect();
             got.sort();
