@@ -26,6 +26,7 @@ mod queue;
 pub mod segment;
 mod state;
 mod vocab;
+mod whole;
 
 #[cfg(test)]
 mod tests;
@@ -41,7 +42,8 @@ use crate::pretok::{Builtin, Pattern};
 use crate::specials::{disallowed_error, AddedToken, Automaton, Item, SpecialSet, Specials};
 
 pub use crate::cache::DEFAULT_CACHE_BYTES;
-pub use merge::{Seed, LARGE_PIECE, SEED_TOKENS};
+pub use merge::LARGE_PIECE;
+pub use whole::{Seed, SEED_TOKENS};
 pub use vocab::{py_bytes, Merges};
 
 /// An immutable, shareable encoder: tables, pattern, special tokens and cache slots.
