@@ -66,12 +66,7 @@ impl Counter {
                 rest = tail;
             }
             let (word, ask) = (|at| long_word(shards, at), |at| ask_long_word(shards, at));
-            let fill = |(dst, words): (&mut [MaybeUninit<Keyed>], _)| key_part(dst, words, &word, &ask);
-            if par {
-                jobs.into_par_iter().for_each(fill);
-            } else {
-                jobs.into_iter().for_each(fill);
-            }
+            each(par, jobs, |(dst, words): (&mut [MaybeUninit<Keyed>], _)| key_part(dst, words, &word, &ask));
             // SAFETY: `key_part` wrote every element of its stretch (it asserts so), and the
             // stretches tile the first `n` elements of the spare capacity.
             unsafe { keyed.set_len(n) };
@@ -98,6 +93,15 @@ impl Counter {
             }
         });
         merge_runs(&mut short, &keyed, &word, &ask, par)
+    }
+}
+
+/// Runs `f` on every job: on the pool's threads when `par`, else here in order.
+fn each<T: Send>(par: bool, jobs: Vec<T>, f: impl Fn(T) + Sync + Send) {
+    if par {
+        jobs.into_par_iter().for_each(f);
+    } else {
+        jobs.into_iter().for_each(f);
     }
 }
 
@@ -203,12 +207,7 @@ where
             jobs.push(Part { short: s, long: &long[l0..l1], bytes: bh, ends: eh, counts: ch, base });
             (rest, bytes, ends, counts, base) = (r, bt, et, ct, base + b);
         }
-        let run = |p: Part<'_>| write_part(p, word, ask);
-        if par {
-            jobs.into_par_iter().for_each(run);
-        } else {
-            jobs.into_iter().for_each(run);
-        }
+        each(par, jobs, |p: Part<'_>| write_part(p, word, ask));
     }
     // SAFETY: every part wrote all of its stretches (`write_part` asserts it), and the
     // stretches tile the first `nbytes` / `n` elements of the spare capacities.
