@@ -92,9 +92,12 @@ def train_merges(words: WordCounter | CountArrays | Sequence[tuple[bytes, int]],
     ``merge_filter``: a callable saying whether a pair may merge, or a regex over the merged bytes
     whose match vetoes it (an exception of the callable stops training and is raised)."""
 
-def recount_words(arrays: CountArrays, pattern: str) -> CountArrays:
-    """Word counts re-split by ``pattern``: every word cut into its pieces, each piece counted
-    with the word's count (sorted, distinct); ValueError naming a word that is not UTF-8."""
+def split_spans(arrays: CountArrays, pattern: str
+                ) -> tuple[CountArrays, npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+    """Span counts split by the word ``pattern``: ``(word counts, span_words, span_ends)``, the
+    words sorted and distinct, each counted with its spans' counts; span ``i``'s words are
+    ``span_words[span_ends[i]:span_ends[i + 1]]`` (none for a span of count 0). ValueError naming
+    a span that is not UTF-8."""
 
 def segment_words(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64],
                   max_rank: int | None = None) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
@@ -102,10 +105,13 @@ def segment_words(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.N
     word one piece, no pre-tokenization): ``(ids, offsets)``. With ``max_rank`` only pairs of lower
     rank merge (the first ``max_rank`` merges; tiktoken: tokens of lower rank), no whole-piece lookup."""
 
-def segment_spans(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]
+def segment_spans(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64],
+                  word_bytes: npt.NDArray[np.uint8], word_offsets: npt.NDArray[np.int64],
+                  span_words: npt.NDArray[np.uint32], span_ends: npt.NDArray[np.int64]
                   ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
-    """``segment_words`` of superword spans by stage 1's encoder (gpt2 pattern): spans whose word
-    boundaries no stage-1 merge can cross are cut into words that go through the word cache."""
+    """``segment_words`` of superword spans by stage 1's encoder (gpt2 pattern), from their words
+    as ``split_spans`` gives them: a span whose word boundaries no stage-1 merge can cross is its
+    words' tokens (each distinct word cut once); any other merges whole."""
 
 def train_merges_extending(base: Sequence[bytes], base_merges: Sequence[tuple[bytes, bytes]],
                            syms: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64],

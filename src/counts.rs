@@ -54,6 +54,11 @@ impl Flat {
     }
 }
 
+/// Whether `offsets` run from 0 to `len` without going down (flat rows of `len` items).
+pub fn rising(offsets: &[i64], len: usize) -> bool {
+    offsets.first() == Some(&0) && offsets.windows(2).all(|w| w[0] <= w[1]) && offsets.last().is_some_and(|&e| e as usize == len)
+}
+
 /// Checks the invariants of the flat form; the error names the first word that breaks one.
 pub fn check(f: FlatRef<'_>) -> Result<(), String> {
     let n = f.counts.len();

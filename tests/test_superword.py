@@ -90,20 +90,24 @@ def test_files_and_counts_give_the_same_tokenizer(docs, tmp_path):
 
 
 @pytest.mark.parametrize("max_words", [1, 3, 4])
-def test_recounted_spans_are_the_word_counts(held_out, max_words):
+def test_split_spans_are_the_word_counts_and_each_span_its_words(held_out, max_words):
     spans = hf_bpe.count(held_out, pattern=span_pattern("gpt2", max_words), progress=False)
-    b, o, c = _core.recount_words((spans.bytes, spans.offsets, spans.counts), "gpt2")
+    (b, o, c), span_words, span_ends = _core.split_spans((spans.bytes, spans.offsets, spans.counts), "gpt2")
     words = hf_bpe.count(held_out, progress=False)
     assert (b.tobytes(), o.tolist(), c.tolist()) == (words.bytes.tobytes(), words.offsets.tolist(),
                                                      words.counts.tolist())
+    word = [b[o[i]:o[i + 1]].tobytes() for i in range(len(o) - 1)]
+    for i in range(len(spans)):
+        got = [word[w] for w in span_words[span_ends[i]:span_ends[i + 1]]]
+        assert got == [x.encode() for x in regex.findall(GPT2, spans.word(i).decode())]
 
 
-def test_recount_names_a_word_that_is_not_utf8():
+def test_split_names_a_span_that_is_not_utf8():
     import numpy as np
 
     arrays = (np.frombuffer(b"ok\xff\xfe", np.uint8), np.array([0, 2, 4], np.int64), np.array([2, 1], np.uint64))
-    with pytest.raises(ValueError, match="not UTF-8"):
-        _core.recount_words(arrays, "gpt2")
+    with pytest.raises(ValueError, match="span 1 .* not UTF-8"):
+        _core.split_spans(arrays, "gpt2")
 
 
 _FRAGMENTS = ["the", " of", " the", " cat", ",", ".", "!", "?", "'s", "'ll", " 42", "7", "\n", "\n\n", "  ", "\t", " ",
@@ -203,12 +207,35 @@ def test_spans_cut_through_the_word_cache_equal_the_span_merge(docs, name):
     texts += ["'sup it's,.. x , y日本 語 \u3000 a\u2003 b €\u00a0c", "ab'sup 'll,.!? 3.14 x2 2x"]
     stage1 = hf_bpe.train(docs + texts[:50], 700, progress=False)
     spans = hf_bpe.count(texts, pattern=span_pattern("gpt2"), progress=False)
-    fast = _core.segment_spans(stage1._encoder(), spans.bytes, spans.offsets)
+    fast = _segment_spans(stage1._encoder(), spans)
     plain = _core.segment_words(stage1._encoder(), spans.bytes, spans.offsets)
     assert fast[0].tolist() == plain[0].tolist() and fast[1].tolist() == plain[1].tolist()
     with pytest.raises(ValueError, match="gpt2 pattern"):
-        _core.segment_spans(hf_bpe.BPE(stage1.vocab, stage1.merges, stage1.special_tokens, "o200k")._encoder(),
-                            spans.bytes, spans.offsets)
+        _segment_spans(hf_bpe.BPE(stage1.vocab, stage1.merges, stage1.special_tokens, "o200k")._encoder(), spans)
+
+
+def _segment_spans(enc, spans):
+    (b, o, _), span_words, span_ends = _core.split_spans((spans.bytes, spans.offsets, spans.counts), "gpt2")
+    return _core.segment_spans(enc, spans.bytes, spans.offsets, b, o, span_words, span_ends)
+
+
+def test_segment_spans_refuses_arrays_that_do_not_fit(docs):
+    import numpy as np
+
+    stage1 = hf_bpe.train(docs, 400, progress=False)
+    spans = hf_bpe.count(docs[:20], pattern=span_pattern("gpt2"), progress=False)
+    (b, o, _), sw, se = _core.split_spans((spans.bytes, spans.offsets, spans.counts), "gpt2")
+    enc = stage1._encoder()
+    with pytest.raises(ValueError, match="word id"):
+        _core.segment_spans(enc, spans.bytes, spans.offsets, b[:o[-2]].copy(), o[:-1].copy(), sw, se)
+    with pytest.raises(ValueError, match="span_ends"):
+        _core.segment_spans(enc, spans.bytes, spans.offsets, b, o, sw, se[:-1].copy())
+    with pytest.raises(ValueError, match="word offsets"):
+        _core.segment_spans(enc, spans.bytes, spans.offsets, b, np.zeros(len(o), np.int64), sw, se)
+    # A span given no words (as one of count 0) merges whole.
+    none = np.zeros(len(se), np.int64)
+    assert (_core.segment_spans(enc, spans.bytes, spans.offsets, b, o, sw[:0].copy(), none)[0].tolist()
+            == _core.segment_words(enc, spans.bytes, spans.offsets)[0].tolist())
 
 
 _STAGE1: list = []
@@ -224,7 +251,7 @@ def test_spans_cut_through_the_word_cache_on_random_text(texts):
     spans = hf_bpe.count(texts, pattern=span_pattern("gpt2"), progress=False)
     if not len(spans):
         return
-    fast = _core.segment_spans(enc, spans.bytes, spans.offsets)
+    fast = _segment_spans(enc, spans)
     plain = _core.segment_words(enc, spans.bytes, spans.offsets)
     assert fast[0].tolist() == plain[0].tolist() and fast[1].tolist() == plain[1].tolist()
 

@@ -10,8 +10,9 @@ vocabulary holds ``transition`` tokens, then merges across word boundaries, insi
   ``tokenizer.json`` encodes in stock ``tokenizers`` as it was trained.
 * **Counted once, as data.** Spans are counted like words (one pass over the corpus, memory
   = the distinct spans; files are cut at lines, which no span crosses); stage 1's word counts
-  are the spans re-split by the word pattern (``_core.recount_words``), exact because every span
-  boundary is a word boundary.
+  are the spans split by the word pattern (``_core.split_spans``), exact because every span
+  boundary is a word boundary; the same split gives each span's words, so stage 2 cuts a span
+  into stage 1's tokens from its words' (``_core.segment_spans``).
 
 Where SuperBPE's own trainer lifts pre-tokenization altogether (whole documents in memory), a
 span here is (our choices, named so they can be argued with):
@@ -85,7 +86,7 @@ def train_spans(spans: WordCounts, vocab_size: int, transition: int, tie_break: 
     word_pattern = found[0]
     specials = list(spans.special_tokens)
     check_superword(transition, vocab_size, specials)
-    arrays = _core.recount_words((spans.bytes, spans.offsets, spans.counts), word_pattern)
+    arrays, span_words, span_ends = _core.split_spans((spans.bytes, spans.offsets, spans.counts), word_pattern)
     words = WordCounts(arrays, word_pattern, specials, spans.documents, spans.text_bytes, checked=True)
     stage1 = finish(words, transition, specials, word_pattern, tie_break, min_frequency, max_token_length, progress,
                     merge_filter)
@@ -93,9 +94,11 @@ def train_spans(spans: WordCounts, vocab_size: int, transition: int, tie_break: 
     base = BPE(stage1.vocab, stage1.merges, stage1.special_tokens, spans.pattern)
     if vocab_size <= base.vocab_size:
         return base
-    # Each span cut into stage 1's tokens, its words through stage 1's word cache where no merge
-    # can cross between them (``_core.segment_spans``), as the span pattern's encoder would.
-    segmented = _core.segment_spans(stage1._encoder(), spans.bytes, spans.offsets)
+    # Each span cut into stage 1's tokens, from its words' where no merge can cross between them
+    # (``_core.segment_spans``), as the span pattern's encoder would.
+    segmented = _core.segment_spans(stage1._encoder(), spans.bytes, spans.offsets, arrays[0], arrays[1], span_words,
+                                    span_ends)
+    del arrays, span_words, span_ends
     out = extend_from_counts(base, spans, vocab_size, tie_break, min_frequency, max_token_length, progress,
                              report=False, label="superwords", merge_filter=merge_filter, segmented=segmented)
     if progress:

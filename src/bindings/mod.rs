@@ -206,7 +206,7 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(training::merge_counts, m)?)?;
     m.add_function(wrap_pyfunction!(training::check_counts, m)?)?;
     m.add_function(wrap_pyfunction!(training::segment_words, m)?)?;
-    m.add_function(wrap_pyfunction!(training::recount_words, m)?)?;
+    m.add_function(wrap_pyfunction!(training::split_spans, m)?)?;
     m.add_function(wrap_pyfunction!(training::segment_spans, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_merges_extending, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_parity_merges, m)?)?;

@@ -7,7 +7,7 @@ use pyo3::types::PyBytes;
 
 use super::{no_panic, threads, value_error, with_progress};
 use crate::count::{Counter, Utf8Errors};
-use crate::counts::{self, Flat, FlatRef};
+use crate::counts::{self, rising, Flat, FlatRef};
 use crate::pretok::Pattern;
 use crate::train::{self, TieBreak, TrainConfig};
 
@@ -133,14 +133,16 @@ pub fn merge_counts<'py>(py: Python<'py>, runs: Vec<ArraysIn<'py>>) -> PyResult<
     Ok(to_arrays(py, merged))
 }
 
-/// Word counts re-split by `pattern` (`crate::count::recount`): each word's pieces counted with
-/// its count; ValueError naming a word that is not UTF-8.
+/// Span counts split by the word `pattern` (`crate::count::split`): `(word counts, span_words,
+/// span_ends)`, span `i`'s words being `span_words[span_ends[i]:span_ends[i + 1]]` (indices into
+/// the word counts); ValueError naming a span that is not UTF-8.
 #[pyfunction]
-pub fn recount_words<'py>(py: Python<'py>, arrays: ArraysIn<'py>, pattern: &str) -> PyResult<Arrays<'py>> {
+#[allow(clippy::type_complexity)]
+pub fn split_spans<'py>(py: Python<'py>, arrays: ArraysIn<'py>, pattern: &str) -> PyResult<(Arrays<'py>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
     let p = Pattern::from_spec(pattern).map_err(value_error)?;
     let f = flat_ref(&arrays)?;
-    let flat = py.allow_threads(|| no_panic(|| crate::count::recount(f, &p))).map_err(value_error)?;
-    Ok(to_arrays(py, flat))
+    let s = py.allow_threads(|| no_panic(|| crate::count::split(f, &p))).map_err(value_error)?;
+    Ok((to_arrays(py, s.words), PyArray1::from_vec(py, s.span_words), PyArray1::from_vec(py, s.span_ends)))
 }
 
 /// The words of word counts (flat `bytes`, `offsets`) cut into `encoder`'s tokens by its merges
@@ -162,19 +164,27 @@ pub fn segment_words<'py>(
     Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offs)))
 }
 
-/// Superword spans cut into stage 1's tokens (`crate::encode::segment::spans`), equal to
-/// [`segment_words`]; ValueError for an encoder of another pattern than gpt2.
+/// Superword spans cut into stage 1's tokens from their words (`crate::encode::segment::spans`,
+/// the words and `span_words`/`span_ends` as [`split_spans`] gives them), equal to
+/// [`segment_words`]; ValueError for an encoder of another pattern than gpt2 or arrays that do
+/// not fit together.
 #[pyfunction]
-#[allow(clippy::type_complexity)]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub fn segment_spans<'py>(
     py: Python<'py>,
     encoder: PyRef<'py, super::encoder::Encoder>,
     bytes: PyReadonlyArray1<'py, u8>,
     offsets: PyReadonlyArray1<'py, i64>,
+    word_bytes: PyReadonlyArray1<'py, u8>,
+    word_offsets: PyReadonlyArray1<'py, i64>,
+    span_words: PyReadonlyArray1<'py, u32>,
+    span_ends: PyReadonlyArray1<'py, i64>,
 ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
     let (b, o) = flat_words(&bytes, &offsets, "segment_spans")?;
+    let words = (word_bytes.as_slice()?, word_offsets.as_slice()?);
+    let (sw, se) = (span_words.as_slice()?, span_ends.as_slice()?);
     let enc = encoder.inner.clone();
-    let (ids, offs) = py.allow_threads(|| crate::encode::segment::spans(&enc, b, o)).map_err(value_error)?;
+    let (ids, offs) = py.allow_threads(|| crate::encode::segment::spans(&enc, b, o, words, sw, se)).map_err(value_error)?;
     Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offs)))
 }
 
@@ -271,11 +281,6 @@ pub fn train_parity_merges<'py>(
     })?;
     raise_filter_error(&failed)?;
     Ok(merges.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect())
-}
-
-/// Whether `offsets` run from 0 to `len` without going down (flat rows of `len` items).
-fn rising(offsets: &[i64], len: usize) -> bool {
-    offsets.first() == Some(&0) && offsets.windows(2).all(|w| w[0] <= w[1]) && offsets.last().is_some_and(|&e| e as usize == len)
 }
 
 fn tie_break_of(s: &str) -> PyResult<TieBreak> {

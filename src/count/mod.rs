@@ -35,7 +35,7 @@ use crate::corpus::cuts::segments_keeping;
 use crate::corpus::read::{read_corpus, Block, CutRule, ReadOptions};
 use crate::specials::{SpecialSet, Specials};
 use tables::{LongTable, ShortTable};
-pub use recount::recount;
+pub use recount::{split, Split};
 pub use crate::corpus::read::{Progress, Utf8Errors, INTERRUPTED};
 
 /// Target size of one unit of parallel work.
@@ -88,19 +88,6 @@ impl Shard {
             }
         } else if n != 0 {
             self.add_long(text, s, e);
-        }
-    }
-
-    /// Counts `n` occurrences of the piece `text[s..e]` at once (not queued); `n = 0` adds
-    /// nothing (a long word's slot of count 0 would read as empty).
-    fn add_n(&mut self, text: &[u8], s: usize, e: usize, n: u64) {
-        if n == 0 || s == e {
-            return;
-        }
-        if e - s < 16 {
-            self.short.add(pack_in(text, s, e), n);
-        } else {
-            self.long.add_hashed(&text[s..e], tables::hash_bytes(&text[s..e]), n);
         }
     }
 

@@ -4,6 +4,7 @@
 //! word with its first merges.
 
 use super::Encoder;
+use crate::counts::rising;
 
 /// Words per unit of parallel work.
 const RUN: usize = 1 << 14;
@@ -12,40 +13,86 @@ const RUN: usize = 1 << 14;
 /// tokens: `(ids, offsets)`. With `max_rank`, only pairs of lower rank merge (the first
 /// `max_rank` merges; tiktoken: tokens of lower rank) and no piece is looked up whole.
 pub fn words(enc: &Encoder, b: &[u8], o: &[i64], max_rank: Option<u64>) -> (Vec<u32>, Vec<i64>) {
-    runs(b, o, || (), |_, piece, ids| match max_rank {
+    runs(b, o, || (), |_, _, piece, ids| match max_rank {
         None => enc.bpe_piece(piece, ids),
         Some(limit) => enc.bpe_piece_upto(piece, limit, ids),
     })
 }
 
 /// [`words`] of superword spans by stage 1's encoder (pattern gpt2, its tokens all trained
-/// inside gpt2 pieces): a span none of whose word boundaries a stage-1 merge can cross
-/// ([`may_join`]) is cut into its words, each through the word cache; any other span merges
-/// as one piece. Equal to [`words`] ([log](../../docs/performance.md#superword-training)).
-pub fn spans(enc: &Encoder, b: &[u8], o: &[i64]) -> Result<(Vec<u32>, Vec<i64>), String> {
+/// inside gpt2 pieces), from the spans' words (`crate::count::split`: `words` their flat bytes
+/// and offsets, span `i`'s words `span_words[span_ends[i]..span_ends[i + 1]]`): each distinct
+/// word is cut once, and a span is cut at the word boundaries no stage-1 merge can cross
+/// ([`may_join`]): a part of one word is that word's tokens, a longer part (words a merge may
+/// join) merges as one piece, and so does a span given no words. Equal to [`words`]: no merge
+/// crosses a cut, so the merges on either side never meet
+/// ([log](../../docs/performance.md#superword-training)).
+pub fn spans(enc: &Encoder, b: &[u8], o: &[i64], words: (&[u8], &[i64]), span_words: &[u32], span_ends: &[i64]) -> Result<(Vec<u32>, Vec<i64>), String> {
     if enc.pattern_spec() != "gpt2" || enc.is_generic() {
         return Err(format!("segment_spans needs an encoder of the gpt2 pattern, not {:?}", enc.pattern_spec()));
     }
-    let state = || (enc.cache(rayon::current_thread_index().unwrap_or(0)), Vec::<(usize, usize)>::new());
-    Ok(runs(b, o, state, |(cache, cuts), span, ids| {
-        cuts.clear();
-        let text = std::str::from_utf8(span).ok();
-        if let Some(t) = text {
-            let _ = enc.pattern.for_each_piece_dyn(t, &mut |s, e| cuts.push((s, e)));
-        }
-        if text.is_some() && cuts.windows(2).all(|c| !may_join(span[c[0].1 - 1], span[c[1].0])) {
-            for &(s, e) in cuts.iter() {
-                enc.encode_piece(cache, &span[s..e], ids);
-            }
-        } else {
+    let (wb, wo) = words;
+    let n = wo.len().saturating_sub(1);
+    if !rising(wo, wb.len()) || wo.windows(2).any(|w| w[0] == w[1]) {
+        return Err("segment_spans: word offsets must rise from 0 to len(word bytes), every word one byte or more".into());
+    }
+    if span_ends.len() != o.len() || !rising(span_ends, span_words.len()) {
+        return Err("segment_spans: span_ends must rise from 0 to len(span_words), one per span and one more".into());
+    }
+    if let Some(&bad) = span_words.iter().find(|&&w| w as usize >= n) {
+        return Err(format!("segment_spans: word id {bad} is not below the {n} words given"));
+    }
+    let (tok, ends) = self::words(enc, wb, wo, None);
+    // Per word, in one record: where its tokens start and how many (0: too many to say here,
+    // see `ends`), its first and last byte (every word has some).
+    #[derive(Clone, Copy)]
+    struct W {
+        at: u32,
+        n: u16,
+        first: u8,
+        last: u8,
+    }
+    let far = tok.len() > u32::MAX as usize;
+    let rec: Vec<W> = (0..n)
+        .map(|w| {
+            let (s, e) = (ends[w] as usize, ends[w + 1] as usize);
+            let n = if far || e - s > u16::MAX as usize { 0 } else { (e - s) as u16 };
+            W { at: s as u32, n, first: wb[wo[w] as usize], last: wb[wo[w + 1] as usize - 1] }
+        })
+        .collect();
+    let len = |w: u32| (wo[w as usize + 1] - wo[w as usize]) as usize;
+    Ok(runs(b, o, || (), |_, i, span, ids| {
+        let ws = &span_words[span_ends[i] as usize..span_ends[i + 1] as usize];
+        if ws.is_empty() {
             enc.bpe_piece(span, ids);
+            return;
+        }
+        // Runs of words joined where a merge may cross, each a word's tokens or merged whole.
+        let (mut k, mut at) = (0, 0);
+        while k < ws.len() {
+            let (mut j, mut end) = (k + 1, at + len(ws[k]));
+            while j < ws.len() && may_join(rec[ws[j - 1] as usize].last, rec[ws[j] as usize].first) {
+                end += len(ws[j]);
+                j += 1;
+            }
+            if j == k + 1 {
+                let (w, r) = (ws[k] as usize, rec[ws[k] as usize]);
+                if r.n == 0 {
+                    ids.extend_from_slice(&tok[ends[w] as usize..ends[w + 1] as usize]);
+                } else {
+                    ids.extend((0..r.n as usize).map(|t| tok[r.at as usize + t]));
+                }
+            } else {
+                enc.bpe_piece(&span[at..end], ids);
+            }
+            (k, at) = (j, end);
         }
     }))
 }
 
-/// Each word of `b`/`o` cut into ids by `cut(state, word, ids)`, in runs of [`RUN`] words on
-/// all cores (a `state()` per run), joined in order: `(ids, offsets)`.
-fn runs<S>(b: &[u8], o: &[i64], state: impl Fn() -> S + Sync, cut: impl Fn(&mut S, &[u8], &mut Vec<u32>) + Sync) -> (Vec<u32>, Vec<i64>) {
+/// Each word of `b`/`o` cut into ids by `cut(state, index, word, ids)`, in runs of [`RUN`] words
+/// on all cores (a `state()` per run), joined in order: `(ids, offsets)`.
+fn runs<S>(b: &[u8], o: &[i64], state: impl Fn() -> S + Sync, cut: impl Fn(&mut S, usize, &[u8], &mut Vec<u32>) + Sync) -> (Vec<u32>, Vec<i64>) {
     use rayon::prelude::*;
     let words = o.len().saturating_sub(1);
     let runs: Vec<(usize, usize)> = (0..words).step_by(RUN).map(|a| (a, (a + RUN).min(words))).collect();
@@ -54,22 +101,46 @@ fn runs<S>(b: &[u8], o: &[i64], state: impl Fn() -> S + Sync, cut: impl Fn(&mut 
         runs.par_iter()
             .map(|&(a, z)| {
                 let mut st = state();
-                let (mut ids, mut ends) = (Vec::new(), Vec::with_capacity(z - a));
+                // (About a token per 4 bytes: few runs grow their array.)
+                let mut ids = Vec::with_capacity((o[z] - o[a]) as usize / 4 + 64);
+                let mut ends = Vec::with_capacity(z - a);
                 for w in a..z {
-                    cut(&mut st, &b[o[w] as usize..o[w + 1] as usize], &mut ids);
+                    cut(&mut st, w, &b[o[w] as usize..o[w + 1] as usize], &mut ids);
                     ends.push(ids.len() as i64);
                 }
                 (ids, ends)
             })
             .collect()
     });
-    let mut ids = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
-    let mut offs = Vec::with_capacity(o.len());
+    // Joined on all cores, each part copied into its stretch (the copies fault the new pages).
+    let total: usize = parts.iter().map(|p| p.0.len()).sum();
+    let (mut ids, mut offs) = (Vec::<u32>::with_capacity(total), Vec::<i64>::with_capacity(words + 1));
     offs.push(0i64);
-    for (part, ends) in parts {
-        let base = ids.len() as i64;
-        offs.extend(ends.iter().map(|e| base + e));
-        ids.extend_from_slice(&part);
+    let mut jobs = Vec::with_capacity(parts.len());
+    let (mut id_rest, mut off_rest) = (&mut ids.spare_capacity_mut()[..total], &mut offs.spare_capacity_mut()[..words]);
+    let mut base = 0i64;
+    for (part, ends) in &parts {
+        let (a, rest) = std::mem::take(&mut id_rest).split_at_mut(part.len());
+        let (c, more) = std::mem::take(&mut off_rest).split_at_mut(ends.len());
+        (id_rest, off_rest) = (rest, more);
+        jobs.push((a, c, part, ends, base));
+        base += part.len() as i64;
+    }
+    crate::pool::install(pool.as_deref(), || {
+        jobs.into_par_iter().for_each(|(a, c, part, ends, base)| {
+            a.iter_mut().zip(part).for_each(|(x, &v)| {
+                x.write(v);
+            });
+            c.iter_mut().zip(ends).for_each(|(x, &e)| {
+                x.write(base + e);
+            });
+        })
+    });
+    // SAFETY: every slot up to `total` ids and `words` more offsets was written above (the
+    // parts' lengths sum to `total`, their ends to `words`).
+    unsafe {
+        ids.set_len(total);
+        offs.set_len(words + 1);
     }
     (ids, offs)
 }
