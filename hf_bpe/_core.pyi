@@ -107,11 +107,13 @@ def segment_words(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.N
 
 def segment_spans(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64],
                   word_bytes: npt.NDArray[np.uint8], word_offsets: npt.NDArray[np.int64],
-                  span_words: npt.NDArray[np.uint32], span_ends: npt.NDArray[np.int64]
+                  span_words: npt.NDArray[np.uint32], span_ends: npt.NDArray[np.int64], checked: bool = False
                   ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
-    """``segment_words`` of superword spans by stage 1's encoder (gpt2 pattern), from their words
-    as ``split_spans`` gives them: a span whose word boundaries no stage-1 merge can cross is its
-    words' tokens (each distinct word cut once); any other merges whole."""
+    """``segment_words`` of superword spans by stage 1's encoder (gpt2 pattern, merges mode), from
+    their words as ``split_spans`` gives them: each distinct word is cut once, and a span is cut at
+    the word boundaries no stage-1 merge can cross, a part of one word being its tokens, a longer
+    part merged whole. ValueError when the words given do not spell a span (``checked``: the
+    caller vouches that they do, as ``split_spans`` just gave them; only their lengths are checked)."""
 
 def train_merges_extending(base: Sequence[bytes], base_merges: Sequence[tuple[bytes, bytes]],
                            syms: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64],

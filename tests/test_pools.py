@@ -78,10 +78,12 @@ def test_a_forked_child_of_a_process_that_trained_trains_again():
         a = hf_bpe.train(texts, vocab_size=400, num_threads=2)        # the counter's pool is used
         bpe = a
         bpe.encode_batch_flat(["the cat " * 100_000], num_threads=2)   # and the encoder's
+        sw = hf_bpe.train(texts, vocab_size=450, superword_transition=400, num_threads=2)  # spans split, cut
         pid = os.fork()
         if pid == 0:
             b = hf_bpe.train(texts, vocab_size=400, num_threads=2)
             ok = b.merges == a.merges and b.encode_batch_flat(["the cat " * 100_000], num_threads=2)[0].size > 0
+            ok = ok and hf_bpe.train(texts, vocab_size=450, superword_transition=400, num_threads=2).merges == sw.merges
             os._exit(0 if ok else 3)
         _, status = os.waitpid(pid, 0)
         print(os.waitstatus_to_exitcode(status))

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
 import regex
@@ -102,12 +104,49 @@ def test_split_spans_are_the_word_counts_and_each_span_its_words(held_out, max_w
         assert got == [x.encode() for x in regex.findall(GPT2, spans.word(i).decode())]
 
 
-def test_split_names_a_span_that_is_not_utf8():
+def test_split_names_a_span_that_is_not_utf8_and_refuses_bad_offsets():
     import numpy as np
 
     arrays = (np.frombuffer(b"ok\xff\xfe", np.uint8), np.array([0, 2, 4], np.int64), np.array([2, 1], np.uint64))
     with pytest.raises(ValueError, match="span 1 .* not UTF-8"):
         _core.split_spans(arrays, "gpt2")
+    text = np.frombuffer(b"ab c", np.uint8)
+    for offsets, counts in (([0, 2**40], [1]), ([0, 3, 2, 4], [1, 1, 1]), ([0, 1, 2, 4], [1, 1])):
+        with pytest.raises(ValueError, match="offsets must rise"):
+            _core.split_spans((text, np.array(offsets, np.int64), np.array(counts, np.uint64)), "gpt2")
+
+
+def test_a_span_of_count_zero_adds_no_word_and_is_given_none():
+    import numpy as np
+
+    b = b"ab cdab efgh"
+    arrays = (np.frombuffer(b, np.uint8), np.array([0, 5, 7, 12], np.int64), np.array([0, 2, 1], np.uint64))
+    (wb, wo, wc), span_words, span_ends = _core.split_spans(arrays, "gpt2")
+    words = [wb[wo[i]:wo[i + 1]].tobytes() for i in range(len(wc))]
+    assert list(zip(words, wc.tolist())) == [(b" efgh", 1), (b"ab", 2)]
+    assert span_ends.tolist() == [0, 0, 1, 2] and [words[w] for w in span_words] == [b"ab", b" efgh"]
+
+
+def test_split_and_segment_do_not_depend_on_the_threads(held_out, docs):
+    code = textwrap.dedent("""
+        import hashlib, sys
+        import hf_bpe
+        from hf_bpe import _core
+        from hf_bpe.training.superword import span_pattern
+        texts = sys.stdin.read().split("\\x00")
+        stage1 = hf_bpe.train(texts[:200], 500, progress=False, num_threads=1)
+        spans = hf_bpe.count(texts, pattern=span_pattern("gpt2"), progress=False)
+        (b, o, c), sw, se = _core.split_spans((spans.bytes, spans.offsets, spans.counts), "gpt2")
+        ids, offs = _core.segment_spans(stage1._encoder(), spans.bytes, spans.offsets, b, o, sw, se)
+        h = hashlib.sha256()
+        for a in (b, o, c, sw, se, ids, offs):
+            h.update(a.tobytes())
+        print(h.hexdigest())
+    """)
+    texts = "\x00".join(held_out)
+    got = {n: subprocess.run([sys.executable, "-c", code], input=texts, capture_output=True, text=True, check=True,
+                             env={**os.environ, "RAYON_NUM_THREADS": str(n)}).stdout for n in (1, 2, 5)}
+    assert len(set(got.values())) == 1, got
 
 
 _FRAGMENTS = ["the", " of", " the", " cat", ",", ".", "!", "?", "'s", "'ll", " 42", "7", "\n", "\n\n", "  ", "\t", " ",
@@ -200,7 +239,7 @@ def test_viz_page_shows_superword_tokens(docs):
 
 
 @pytest.mark.parametrize("name", ["sample", "code", "multilingual"])
-def test_spans_cut_through_the_word_cache_equal_the_span_merge(docs, name):
+def test_spans_cut_from_their_words_equal_the_span_merge(docs, name):
     from conftest import corpus_docs
 
     texts = sample_docs(400_000, skip=1_000_000) if name == "sample" else corpus_docs(name, 400_000)
@@ -216,7 +255,10 @@ def test_spans_cut_through_the_word_cache_equal_the_span_merge(docs, name):
 
 def _segment_spans(enc, spans):
     (b, o, _), span_words, span_ends = _core.split_spans((spans.bytes, spans.offsets, spans.counts), "gpt2")
-    return _core.segment_spans(enc, spans.bytes, spans.offsets, b, o, span_words, span_ends)
+    got = _core.segment_spans(enc, spans.bytes, spans.offsets, b, o, span_words, span_ends)
+    vouched = _core.segment_spans(enc, spans.bytes, spans.offsets, b, o, span_words, span_ends, checked=True)
+    assert got[0].tolist() == vouched[0].tolist() and got[1].tolist() == vouched[1].tolist()
+    return got
 
 
 def test_segment_spans_refuses_arrays_that_do_not_fit(docs):
@@ -232,6 +274,12 @@ def test_segment_spans_refuses_arrays_that_do_not_fit(docs):
         _core.segment_spans(enc, spans.bytes, spans.offsets, b, o, sw, se[:-1].copy())
     with pytest.raises(ValueError, match="word offsets"):
         _core.segment_spans(enc, spans.bytes, spans.offsets, b, np.zeros(len(o), np.int64), sw, se)
+    with pytest.raises(ValueError, match="do not spell"):
+        _core.segment_spans(enc, spans.bytes, spans.offsets, b, o, sw[::-1].copy(), se)
+    # Vouched for, only the lengths are checked: words that overrun a span are still refused.
+    longest = int(np.argmax(np.diff(o)))
+    with pytest.raises(ValueError, match="do not spell"):
+        _core.segment_spans(enc, spans.bytes, spans.offsets, b, o, np.full_like(sw, longest), se, checked=True)
     # A span given no words (as one of count 0) merges whole.
     none = np.zeros(len(se), np.int64)
     assert (_core.segment_spans(enc, spans.bytes, spans.offsets, b, o, sw[:0].copy(), none)[0].tolist()
@@ -243,7 +291,7 @@ _STAGE1: list = []
 
 @pretok_settings(200)
 @given(texts=st.lists(_TEXT, min_size=1, max_size=5))
-def test_spans_cut_through_the_word_cache_on_random_text(texts):
+def test_spans_cut_from_their_words_on_random_text(texts):
     if not _STAGE1:  # (a hypothesis test takes no module fixture)
         pairs = [a + b for a in _FRAGMENTS for b in _FRAGMENTS]  # so tokens such as ",." and "'ssup" exist
         _STAGE1.append(hf_bpe.train(sample_docs(60_000) + pairs * 5, 800, progress=False))

@@ -97,7 +97,7 @@ def train_spans(spans: WordCounts, vocab_size: int, transition: int, tie_break: 
     # Each span cut into stage 1's tokens, from its words' where no merge can cross between them
     # (``_core.segment_spans``), as the span pattern's encoder would.
     segmented = _core.segment_spans(stage1._encoder(), spans.bytes, spans.offsets, arrays[0], arrays[1], span_words,
-                                    span_ends)
+                                    span_ends, checked=True)
     del arrays, span_words, span_ends
     out = extend_from_counts(base, spans, vocab_size, tie_break, min_frequency, max_token_length, progress,
                              report=False, label="superwords", merge_filter=merge_filter, segmented=segmented)

@@ -166,9 +166,11 @@ pub fn segment_words<'py>(
 
 /// Superword spans cut into stage 1's tokens from their words (`crate::encode::segment::spans`,
 /// the words and `span_words`/`span_ends` as [`split_spans`] gives them), equal to
-/// [`segment_words`]; ValueError for an encoder of another pattern than gpt2 or arrays that do
-/// not fit together.
+/// [`segment_words`]; ValueError for an encoder of another pattern than gpt2 (or not in merges
+/// mode) or arrays that do not fit together (a span's words must spell it; with `checked`, the
+/// caller vouches for that and only their lengths are checked).
 #[pyfunction]
+#[pyo3(signature = (encoder, bytes, offsets, word_bytes, word_offsets, span_words, span_ends, checked=false))]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub fn segment_spans<'py>(
     py: Python<'py>,
@@ -179,12 +181,13 @@ pub fn segment_spans<'py>(
     word_offsets: PyReadonlyArray1<'py, i64>,
     span_words: PyReadonlyArray1<'py, u32>,
     span_ends: PyReadonlyArray1<'py, i64>,
+    checked: bool,
 ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
     let (b, o) = flat_words(&bytes, &offsets, "segment_spans")?;
     let words = (word_bytes.as_slice()?, word_offsets.as_slice()?);
     let (sw, se) = (span_words.as_slice()?, span_ends.as_slice()?);
     let enc = encoder.inner.clone();
-    let (ids, offs) = py.allow_threads(|| crate::encode::segment::spans(&enc, b, o, words, sw, se)).map_err(value_error)?;
+    let (ids, offs) = py.allow_threads(|| no_panic(|| crate::encode::segment::spans(&enc, b, o, words, sw, se, !checked))).map_err(value_error)?;
     Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offs)))
 }
 

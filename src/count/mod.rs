@@ -21,7 +21,7 @@
 //!   frees them as it goes ([`Counter::take_flat`]).
 
 mod gather;
-mod recount;
+mod split;
 mod tables;
 
 use std::sync::Mutex;
@@ -35,7 +35,7 @@ use crate::corpus::cuts::segments_keeping;
 use crate::corpus::read::{read_corpus, Block, CutRule, ReadOptions};
 use crate::specials::{SpecialSet, Specials};
 use tables::{LongTable, ShortTable};
-pub use recount::{split, Split};
+pub use split::{split, Split};
 pub use crate::corpus::read::{Progress, Utf8Errors, INTERRUPTED};
 
 /// Target size of one unit of parallel work.

@@ -3,8 +3,11 @@
 //! (`hf_bpe/training/extending.py`), superword training its spans ([`spans`]), the viz page a
 //! word with its first merges.
 
+use rayon::prelude::*;
+
 use super::Encoder;
 use crate::counts::rising;
+use crate::keys::{pack, pack_in};
 
 /// Words per unit of parallel work.
 const RUN: usize = 1 << 14;
@@ -27,9 +30,17 @@ pub fn words(enc: &Encoder, b: &[u8], o: &[i64], max_rank: Option<u64>) -> (Vec<
 /// join) merges as one piece, and so does a span given no words. Equal to [`words`]: no merge
 /// crosses a cut, so the merges on either side never meet
 /// ([log](../../docs/performance.md#superword-training)).
-pub fn spans(enc: &Encoder, b: &[u8], o: &[i64], words: (&[u8], &[i64]), span_words: &[u32], span_ends: &[i64]) -> Result<(Vec<u32>, Vec<i64>), String> {
+///
+/// `check`: compare every word with its span's bytes (a span its words do not spell is an
+/// error); else only their lengths are (enough to stay in bounds), for words `split` just gave
+/// (the full comparison costs a fifth of the call).
+pub fn spans(enc: &Encoder, b: &[u8], o: &[i64], words: (&[u8], &[i64]), span_words: &[u32], span_ends: &[i64], check: bool) -> Result<(Vec<u32>, Vec<i64>), String> {
     if enc.pattern_spec() != "gpt2" || enc.is_generic() {
         return Err(format!("segment_spans needs an encoder of the gpt2 pattern, not {:?}", enc.pattern_spec()));
+    }
+    if enc.is_tiktoken() || enc.pipeline.ignore_merges {
+        // (A word looked up whole may differ from its merge inside the span.)
+        return Err("segment_spans needs an encoder whose tokens come from its merges (not tiktoken ranks or ignore_merges)".into());
     }
     let (wb, wo) = words;
     let n = wo.len().saturating_sub(1);
@@ -43,75 +54,103 @@ pub fn spans(enc: &Encoder, b: &[u8], o: &[i64], words: (&[u8], &[i64]), span_wo
         return Err(format!("segment_spans: word id {bad} is not below the {n} words given"));
     }
     let (tok, ends) = self::words(enc, wb, wo, None);
-    // Per word, in one record: where its tokens start and how many (0: too many to say here,
-    // see `ends`), its first and last byte (every word has some).
+    // Per word, in one record: its bytes packed when it has fewer than 16 (zero for a longer
+    // one), where its tokens start and how many (0: too many to say here, see `ends`), its first
+    // and last byte (every word has some).
     #[derive(Clone, Copy)]
     struct W {
+        key: [u64; 2],
         at: u32,
         n: u16,
         first: u8,
         last: u8,
     }
     let far = tok.len() > u32::MAX as usize;
+    let word = |w: usize| &wb[wo[w] as usize..wo[w + 1] as usize];
     let rec: Vec<W> = (0..n)
         .map(|w| {
             let (s, e) = (ends[w] as usize, ends[w + 1] as usize);
             let n = if far || e - s > u16::MAX as usize { 0 } else { (e - s) as u16 };
-            W { at: s as u32, n, first: wb[wo[w] as usize], last: wb[wo[w + 1] as usize - 1] }
+            let x = word(w);
+            let key = if x.len() < 16 { pack(x) } else { 0 };
+            W { key: [key as u64, (key >> 64) as u64], at: s as u32, n, first: x[0], last: x[x.len() - 1] }
         })
         .collect();
-    let len = |w: u32| (wo[w as usize + 1] - wo[w as usize]) as usize;
-    Ok(runs(b, o, || (), |_, i, span, ids| {
+    let len = |r: &W, w: u32| if r.key[1] != 0 { (r.key[1] >> 56) as usize } else { word(w as usize).len() };
+    // The first span whose words do not spell it (cutting it at them would be wrong, or out of
+    // bounds): checked as each span is cut (a short word as its packed key; only the lengths
+    // without `check`), the error given after.
+    let bad = std::sync::atomic::AtomicUsize::new(usize::MAX);
+    let out = runs(b, o, || (), |_, i, span, ids| {
         let ws = &span_words[span_ends[i] as usize..span_ends[i + 1] as usize];
         if ws.is_empty() {
             enc.bpe_piece(span, ids);
             return;
         }
-        // Runs of words joined where a merge may cross, each a word's tokens or merged whole.
-        let (mut k, mut at) = (0, 0);
-        while k < ws.len() {
-            let (mut j, mut end) = (k + 1, at + len(ws[k]));
-            while j < ws.len() && may_join(rec[ws[j - 1] as usize].last, rec[ws[j] as usize].first) {
-                end += len(ws[j]);
-                j += 1;
-            }
+        // One walk over the words: each checked against the span as it comes, and cut into runs
+        // joined where a merge may cross, each a word's tokens or merged whole.
+        let (mut k, mut from, mut at) = (0, 0, 0);
+        let flush = |k: usize, j: usize, from: usize, at: usize, ids: &mut Vec<u32>| {
             if j == k + 1 {
-                let (w, r) = (ws[k] as usize, rec[ws[k] as usize]);
+                let (w, r) = (ws[k] as usize, &rec[ws[k] as usize]);
                 if r.n == 0 {
                     ids.extend_from_slice(&tok[ends[w] as usize..ends[w + 1] as usize]);
                 } else {
                     ids.extend((0..r.n as usize).map(|t| tok[r.at as usize + t]));
                 }
             } else {
-                enc.bpe_piece(&span[at..end], ids);
+                enc.bpe_piece(&span[from..at], ids);
             }
-            (k, at) = (j, end);
+        };
+        for (j, &w) in ws.iter().enumerate() {
+            let r = &rec[w as usize];
+            let e = at + len(r, w);
+            let spelled = e <= span.len()
+                && (!check || if r.key[1] != 0 { pack_in(span, at, e) == (r.key[0] as u128 | (r.key[1] as u128) << 64) } else { span[at..e] == *word(w as usize) });
+            if !spelled {
+                bad.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            if j > 0 && !may_join(rec[ws[j - 1] as usize].last, r.first) {
+                flush(k, j, from, at, ids);
+                (k, from) = (j, at);
+            }
+            at = e;
         }
-    }))
+        if at != span.len() {
+            bad.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
+            return;
+        }
+        flush(k, ws.len(), from, at, ids);
+    });
+    match bad.into_inner() {
+        usize::MAX => Ok(out),
+        i => Err(format!("segment_spans: the words given for span {i} do not spell it")),
+    }
 }
 
 /// Each word of `b`/`o` cut into ids by `cut(state, index, word, ids)`, in runs of [`RUN`] words
 /// on all cores (a `state()` per run), joined in order: `(ids, offsets)`.
 fn runs<S>(b: &[u8], o: &[i64], state: impl Fn() -> S + Sync, cut: impl Fn(&mut S, usize, &[u8], &mut Vec<u32>) + Sync) -> (Vec<u32>, Vec<i64>) {
-    use rayon::prelude::*;
     let words = o.len().saturating_sub(1);
     let runs: Vec<(usize, usize)> = (0..words).step_by(RUN).map(|a| (a, (a + RUN).min(words))).collect();
+    // (Without a pool, everything runs here: never on rayon's global pool.)
     let pool = crate::pool::get(crate::pool::default_threads());
-    let parts: Vec<(Vec<u32>, Vec<i64>)> = crate::pool::install(pool.as_deref(), || {
-        runs.par_iter()
-            .map(|&(a, z)| {
-                let mut st = state();
-                // (About a token per 4 bytes: few runs grow their array.)
-                let mut ids = Vec::with_capacity((o[z] - o[a]) as usize / 4 + 64);
-                let mut ends = Vec::with_capacity(z - a);
-                for w in a..z {
-                    cut(&mut st, w, &b[o[w] as usize..o[w + 1] as usize], &mut ids);
-                    ends.push(ids.len() as i64);
-                }
-                (ids, ends)
-            })
-            .collect()
-    });
+    let run = |&(a, z): &(usize, usize)| {
+        let mut st = state();
+        // (About a token per 4 bytes: few runs grow their array.)
+        let mut ids = Vec::with_capacity((o[z] - o[a]) as usize / 4 + 64);
+        let mut ends = Vec::with_capacity(z - a);
+        for w in a..z {
+            cut(&mut st, w, &b[o[w] as usize..o[w + 1] as usize], &mut ids);
+            ends.push(ids.len() as i64);
+        }
+        (ids, ends)
+    };
+    let parts: Vec<(Vec<u32>, Vec<i64>)> = match &pool {
+        Some(p) => p.install(|| runs.par_iter().map(run).collect()),
+        None => runs.iter().map(run).collect(),
+    };
     // Joined on all cores, each part copied into its stretch (the copies fault the new pages).
     let total: usize = parts.iter().map(|p| p.0.len()).sum();
     let (mut ids, mut offs) = (Vec::<u32>::with_capacity(total), Vec::<i64>::with_capacity(words + 1));
@@ -126,16 +165,18 @@ fn runs<S>(b: &[u8], o: &[i64], state: impl Fn() -> S + Sync, cut: impl Fn(&mut 
         jobs.push((a, c, part, ends, base));
         base += part.len() as i64;
     }
-    crate::pool::install(pool.as_deref(), || {
-        jobs.into_par_iter().for_each(|(a, c, part, ends, base)| {
-            a.iter_mut().zip(part).for_each(|(x, &v)| {
-                x.write(v);
-            });
-            c.iter_mut().zip(ends).for_each(|(x, &e)| {
-                x.write(base + e);
-            });
-        })
-    });
+    let copy = |(a, c, part, ends, base): (&mut [std::mem::MaybeUninit<u32>], &mut [std::mem::MaybeUninit<i64>], &Vec<u32>, &Vec<i64>, i64)| {
+        a.iter_mut().zip(part).for_each(|(x, &v)| {
+            x.write(v);
+        });
+        c.iter_mut().zip(ends).for_each(|(x, &e)| {
+            x.write(base + e);
+        });
+    };
+    match &pool {
+        Some(p) => p.install(|| jobs.into_par_iter().for_each(copy)),
+        None => jobs.into_iter().for_each(copy),
+    }
     // SAFETY: every slot up to `total` ids and `words` more offsets was written above (the
     // parts' lengths sum to `total`, their ends to `words`).
     unsafe {

@@ -12,7 +12,7 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::counts::{Flat, FlatRef};
+use crate::counts::{rising, Flat, FlatRef};
 use crate::keys::{mix128, pack_in};
 use crate::pretok::Pattern;
 
@@ -26,6 +26,9 @@ pub struct Split {
     pub span_words: Vec<u32>,
     pub span_ends: Vec<i64>,
 }
+
+/// Most distinct words (ids are `u32`; a share stops giving new ids past it and fails).
+const MAX_WORDS: usize = u32::MAX as usize - 1;
 
 /// How many short pieces the id lookups trail the scanner by (their slots prefetched).
 const QUEUE: usize = 32;
@@ -87,6 +90,9 @@ impl<'a> Share<'a> {
             sh.ends.push(sh.ids.len() as i64);
         }
         sh.drain();
+        if sh.at.len() > MAX_WORDS {
+            return Err(format!("split_spans: more than {MAX_WORDS} distinct words"));
+        }
         Ok(sh)
     }
 
@@ -100,11 +106,11 @@ impl<'a> Share<'a> {
     #[inline(always)]
     fn add(&mut self, b: &'a [u8], s: usize, e: usize, n: u64) {
         if e - s > 15 {
-            let next = self.at.len() as u32;
+            let next = self.at.len().min(MAX_WORDS) as u32;
             let v = self.long.entry(&b[s..e]).or_insert((next, 0));
-            v.1 += n;
+            v.1 = v.1.saturating_add(n);
             let id = v.0;
-            if id == next {
+            if id == next && self.at.len() <= MAX_WORDS {
                 self.at.push((s, e));
             }
             self.ids.push(id);
@@ -133,13 +139,15 @@ impl<'a> Share<'a> {
             let id = loop {
                 let slot = &mut self.slots[j];
                 if slot.key == key {
-                    slot.count += n;
+                    slot.count = slot.count.saturating_add(n);
                     break slot.id;
                 }
                 if slot.key == 0 {
-                    let id = self.at.len() as u32;
+                    let id = self.at.len().min(MAX_WORDS) as u32;
                     *slot = Slot { key, id, count: n };
-                    self.at.push((s, e));
+                    if self.at.len() <= MAX_WORDS {
+                        self.at.push((s, e));
+                    }
                     self.short += 1;
                     break id;
                 }
@@ -181,15 +189,21 @@ impl<'a> Share<'a> {
 /// The words of `spans` under `pattern` (see [`Split`]). A span that is not UTF-8 is an error
 /// naming it.
 pub fn split(spans: FlatRef<'_>, pattern: &Pattern) -> Result<Split, String> {
+    if spans.offsets.len() != spans.counts.len() + 1 || !rising(spans.offsets, spans.bytes.len()) {
+        return Err("split_spans: offsets must rise from 0 to len(bytes), one more than counts".into());
+    }
+    // (Without a pool, everything runs here: never on rayon's global pool.)
     let pool = crate::pool::get(crate::pool::default_threads());
     let parts = pool.as_ref().map_or(1, |p| p.current_num_threads()).max(1);
     let len = spans.len();
     // Checked once for all spans where it can be (else span by span, to name the one).
     let utf8 = std::str::from_utf8(spans.bytes).is_ok_and(|t| spans.offsets.iter().all(|&o| t.is_char_boundary(o as usize)));
     let cuts: Vec<(usize, usize)> = (0..parts).map(|k| (len * k / parts, len * (k + 1) / parts)).collect();
-    let shares = crate::pool::install(pool.as_deref(), || {
-        cuts.par_iter().map(|&(a, z)| Share::split(spans, pattern, a, z, utf8)).collect::<Result<Vec<Share>, String>>()
-    })?;
+    let share = |&(a, z): &(usize, usize)| Share::split(spans, pattern, a, z, utf8);
+    let shares = match &pool {
+        Some(p) => p.install(|| cuts.par_iter().map(share).collect::<Result<Vec<Share>, String>>()),
+        None => cuts.iter().map(share).collect(),
+    }?;
     let b = spans.bytes;
     // Joined: each distinct word once (first-seen order), then sorted by bytes.
     let mut first: FxHashMap<&[u8], u32> = FxHashMap::default();
@@ -199,20 +213,27 @@ pub fn split(spans: FlatRef<'_>, pattern: &Pattern) -> Result<Split, String> {
     for sh in &shares {
         let mut map = Vec::with_capacity(sh.at.len());
         for (&(s, e), c) in sh.at.iter().zip(sh.counts()) {
-            let next = at.len() as u32;
+            let next = at.len().min(MAX_WORDS) as u32;
             let g = *first.entry(&b[s..e]).or_insert(next);
-            if g == next {
+            if g == next && at.len() <= MAX_WORDS {
                 at.push((s, e));
                 counts.push(0);
             }
-            counts[g as usize] += c;
+            counts[g as usize] = counts[g as usize].saturating_add(c);
             map.push(g);
         }
         local.push(map);
     }
     drop(first);
+    if at.len() > MAX_WORDS {
+        return Err(format!("split_spans: more than {MAX_WORDS} distinct words"));
+    }
     let mut order: Vec<u32> = (0..at.len() as u32).collect();
-    order.par_sort_unstable_by(|&x, &y| b[at[x as usize].0..at[x as usize].1].cmp(&b[at[y as usize].0..at[y as usize].1]));
+    let by_bytes = |&x: &u32, &y: &u32| b[at[x as usize].0..at[x as usize].1].cmp(&b[at[y as usize].0..at[y as usize].1]);
+    match &pool {
+        Some(p) => p.install(|| order.par_sort_unstable_by(by_bytes)),
+        None => order.sort_unstable_by(by_bytes),
+    }
     let mut rank = vec![0u32; order.len()];
     let mut words = Flat { bytes: Vec::with_capacity(at.iter().map(|&(s, e)| e - s).sum()), offsets: Vec::with_capacity(order.len() + 1), counts: Vec::with_capacity(order.len()) };
     words.offsets.push(0);
@@ -227,9 +248,11 @@ pub fn split(spans: FlatRef<'_>, pattern: &Pattern) -> Result<Split, String> {
     // Each share's ids rewritten in place, then joined onto the first share's array (grown in
     // place where the allocator can: the ids are the biggest output, ~4 bytes per byte of spans).
     let mut shares = shares;
-    crate::pool::install(pool.as_deref(), || {
-        shares.par_iter_mut().zip(&local).for_each(|(sh, map)| sh.ids.iter_mut().for_each(|l| *l = map[*l as usize]))
-    });
+    let rewrite = |(sh, map): (&mut Share, &Vec<u32>)| sh.ids.iter_mut().for_each(|l| *l = map[*l as usize]);
+    match &pool {
+        Some(p) => p.install(|| shares.par_iter_mut().zip(&local).for_each(rewrite)),
+        None => shares.iter_mut().zip(&local).for_each(rewrite),
+    }
     let total: usize = shares.iter().map(|sh| sh.ids.len()).sum();
     let mut span_ends = Vec::with_capacity(len + 1);
     span_ends.push(0i64);
