@@ -261,7 +261,7 @@ def _segment_spans(enc, spans):
     return got
 
 
-def test_segment_spans_refuses_arrays_that_do_not_fit(docs):
+def test_segment_spans_refuses_arrays_that_do_not_fit(docs, tmp_path):
     import numpy as np
 
     stage1 = hf_bpe.train(docs, 400, progress=False)
@@ -280,6 +280,11 @@ def test_segment_spans_refuses_arrays_that_do_not_fit(docs):
     longest = int(np.argmax(np.diff(o)))
     with pytest.raises(ValueError, match="do not spell"):
         _core.segment_spans(enc, spans.bytes, spans.offsets, b, o, np.full_like(sw, longest), se, checked=True)
+    # An encoder that looks whole pieces up by rank (tiktoken) is refused: a word looked up whole
+    # may differ from its merge inside the span.
+    ranks = hf_bpe.BPE.from_tiktoken(stage1.save_tiktoken(tmp_path / "s.tiktoken"), pattern="gpt2")
+    with pytest.raises(ValueError, match="merges"):
+        _core.segment_spans(ranks._encoder(), spans.bytes, spans.offsets, b, o, sw, se)
     # A span given no words (as one of count 0) merges whole.
     none = np.zeros(len(se), np.int64)
     assert (_core.segment_spans(enc, spans.bytes, spans.offsets, b, o, sw[:0].copy(), none)[0].tolist()
