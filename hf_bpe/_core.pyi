@@ -59,9 +59,10 @@ class WordCounter:
         each where the reader may cut (the file's end when there is none)."""
     def words(self) -> list[tuple[bytes, int]]:
         """Distinct pre-tokens with their counts, sorted by bytes."""
-    def arrays(self, release: bool = False) -> CountArrays:
+    def arrays(self, release: bool = False, ordered: bool = True) -> CountArrays:
         """The same as flat arrays ``(bytes, offsets, counts)`` (``hf_bpe.WordCounts``' form);
-        ``release=True`` frees the tables while gathering (the counter is then empty)."""
+        ``release=True`` frees the tables while gathering (the counter is then empty);
+        ``ordered=False`` puts the words of 16 bytes or more after the others in no order."""
     def __len__(self) -> int: ...
     @property
     def bytes(self) -> int: ...

@@ -302,6 +302,19 @@ impl LongTable {
         self.parts.iter().zip(self.lens).map(move |(part, n)| (n, part.iter().filter(|s| s.count != 0).map(move |s| (tag | (s.at & mask), s.count))))
     }
 
+    /// Part `j`'s words as `(tag, offset, count)`: the tag their hash placed them by (see
+    /// [`Long`]), the offset for [`word_at`](Self::word_at).
+    pub fn part_words(&self, j: usize) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        let mask = (1u64 << OFFSET_BITS) - 1;
+        self.parts[j].iter().filter(|s| s.count != 0).map(move |s| (s.at >> OFFSET_BITS, s.at & mask, s.count))
+    }
+
+    /// Each part with the arena to read its words from: for gathering the same part of several
+    /// tables on several threads ([`LongPart`]).
+    pub fn part_refs(&self) -> impl Iterator<Item = LongPart<'_>> + '_ {
+        self.parts.iter().map(|slots| LongPart { slots, arena: &self.arena })
+    }
+
     /// Frees the slots, each part back to its smallest size (the words' bytes stay until the
     /// table is dropped); the table is then empty and still counts.
     pub fn free_slots(&mut self) {
@@ -326,6 +339,41 @@ impl LongTable {
     /// are ignored).
     pub fn word_at(&self, at: u64) -> &[u8] {
         Self::word(&self.arena, at)
+    }
+}
+
+/// One part of a [`LongTable`] (see [`LongTable::part_refs`]).
+pub struct LongPart<'a> {
+    slots: &'a [Long],
+    arena: &'a [u8],
+}
+
+impl LongPart<'_> {
+    /// Slots of the part (the bound of [`find`](Self::find)'s answers).
+    pub fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The slot of `word` (of tag `tag`, as [`LongTable::part_words`] gives it) if this part
+    /// holds it.
+    pub fn find(&self, tag: u64, word: &[u8]) -> Option<usize> {
+        let cap = self.slots.len();
+        let mut i = tag_home(tag, cap);
+        loop {
+            let s = self.slots[i];
+            if s.count == 0 {
+                return None;
+            }
+            if s.at >> OFFSET_BITS == tag && LongTable::word(self.arena, s.at) == word {
+                return Some(i);
+            }
+            i = if i + 1 == cap { 0 } else { i + 1 };
+        }
+    }
+
+    /// The part's words: `(slot, word, count)`.
+    pub fn words(&self) -> impl Iterator<Item = (usize, &[u8], u64)> + '_ {
+        self.slots.iter().enumerate().filter(|(_, s)| s.count != 0).map(|(i, s)| (i, LongTable::word(self.arena, s.at), s.count))
     }
 }
 
