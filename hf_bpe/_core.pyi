@@ -59,10 +59,15 @@ class WordCounter:
         each where the reader may cut (the file's end when there is none)."""
     def words(self) -> list[tuple[bytes, int]]:
         """Distinct pre-tokens with their counts, sorted by bytes."""
-    def arrays(self, release: bool = False, ordered: bool = True) -> CountArrays:
+    def arrays(self, release: bool = False) -> CountArrays:
         """The same as flat arrays ``(bytes, offsets, counts)`` (``hf_bpe.WordCounts``' form);
-        ``release=True`` frees the tables while gathering (the counter is then empty);
-        ``ordered=False`` puts the words of 16 bytes or more after the others in no order."""
+        ``release=True`` frees the tables while gathering (the counter is then empty)."""
+    def split_spans(self, pattern: str) -> tuple[CountArrays, npt.NDArray[np.uint32], npt.NDArray[np.int64],
+                                                 npt.NDArray[np.uint64]]:
+        """The counted spans split by the word ``pattern`` as :func:`split_spans` splits their
+        arrays, straight from the tables (freed: the counter is then empty): ``(word counts,
+        span_words, span_ends, span_counts)``, the spans in no order and never gathered into
+        bytes of their own. ValueError naming a span that is not UTF-8."""
     def __len__(self) -> int: ...
     @property
     def bytes(self) -> int: ...
@@ -106,7 +111,7 @@ def segment_words(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.N
     word one piece, no pre-tokenization): ``(ids, offsets)``. With ``max_rank`` only pairs of lower
     rank merge (the first ``max_rank`` merges; tiktoken: tokens of lower rank), no whole-piece lookup."""
 
-def segment_spans(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64],
+def segment_spans(encoder: Encoder, bytes: npt.NDArray[np.uint8] | None, offsets: npt.NDArray[np.int64] | None,
                   word_bytes: npt.NDArray[np.uint8], word_offsets: npt.NDArray[np.int64],
                   span_words: npt.NDArray[np.uint32], span_ends: npt.NDArray[np.int64], checked: bool = False
                   ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
@@ -114,7 +119,9 @@ def segment_spans(encoder: Encoder, bytes: npt.NDArray[np.uint8], offsets: npt.N
     their words as ``split_spans`` gives them: each distinct word is cut once, and a span is cut at
     the word boundaries no stage-1 merge can cross, a part of one word being its tokens, a longer
     part merged whole. ValueError when the words given do not spell a span (``checked``: the
-    caller vouches that they do, as ``split_spans`` just gave them; only their lengths are checked)."""
+    caller vouches that they do, as ``split_spans`` just gave them; only their lengths are checked).
+    With ``bytes`` and ``offsets`` None a span is its words (``WordCounter.split_spans`` gives no
+    span bytes), and a span given no words is empty."""
 
 def train_merges_extending(base: Sequence[bytes], base_merges: Sequence[tuple[bytes, bytes]],
                            syms: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64],

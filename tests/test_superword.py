@@ -254,11 +254,33 @@ def test_spans_cut_from_their_words_equal_the_span_merge(docs, name):
 
 
 def _segment_spans(enc, spans):
+    """The spans cut from their words, checked, vouched for and given as their words alone (all three alike)."""
     (b, o, _), span_words, span_ends = _core.split_spans((spans.bytes, spans.offsets, spans.counts), "gpt2")
     got = _core.segment_spans(enc, spans.bytes, spans.offsets, b, o, span_words, span_ends)
     vouched = _core.segment_spans(enc, spans.bytes, spans.offsets, b, o, span_words, span_ends, checked=True)
-    assert got[0].tolist() == vouched[0].tolist() and got[1].tolist() == vouched[1].tolist()
+    alone = _core.segment_spans(enc, None, None, b, o, span_words, span_ends, checked=True)
+    for other in (vouched, alone):
+        assert got[0].tolist() == other[0].tolist() and got[1].tolist() == other[1].tolist()
     return got
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_counter_splits_its_spans_in_place_as_their_arrays_split(held_out, threads):
+    import numpy as np
+
+    pattern = span_pattern("gpt2")
+    counter = hf_bpe.training.counting.count_words(held_out, pattern=pattern, num_threads=threads)
+    spans = hf_bpe.count(held_out, pattern=pattern, progress=False)
+    (b, o, c), sw, se = _core.split_spans((spans.bytes, spans.offsets, spans.counts), "gpt2")
+    (gb, go, gc), gsw, gse, counts = counter.split_spans("gpt2")
+    assert (gb.tobytes(), go.tolist(), gc.tolist()) == (b.tobytes(), o.tolist(), c.tolist())
+    assert len(counter) == 0 and counts.dtype == np.uint64 and len(counts) == len(spans) > 1000
+    word = [b[o[i]:o[i + 1]].tobytes() for i in range(len(o) - 1)]
+    as_words = sorted((b"".join(word[w] for w in gsw[gse[i]:gse[i + 1]]), int(counts[i])) for i in range(len(counts)))
+    assert as_words == sorted(zip((spans.word(i) for i in range(len(spans))), spans.counts.tolist()))
+    with pytest.raises(ValueError, match="both bytes and offsets"):
+        _core.segment_spans(hf_bpe.train(held_out[:50], 300, progress=False)._encoder(), spans.bytes, None, b, o,
+                            sw, se)
 
 
 def test_segment_spans_refuses_arrays_that_do_not_fit(docs, tmp_path):
@@ -289,6 +311,23 @@ def test_segment_spans_refuses_arrays_that_do_not_fit(docs, tmp_path):
     none = np.zeros(len(se), np.int64)
     assert (_core.segment_spans(enc, spans.bytes, spans.offsets, b, o, sw[:0].copy(), none)[0].tolist()
             == _core.segment_words(enc, spans.bytes, spans.offsets)[0].tolist())
+
+
+@pretok_settings(300)
+@given(spans=st.lists(_TEXT.filter(bool), min_size=1, max_size=30))
+def test_any_strings_split_into_their_gpt2_pieces(spans):
+    # Not only a span pattern's spans: whitespace, newlines and non-ASCII at either end, so both
+    # the spans scanned together and those scanned alone are met.
+    import numpy as np
+
+    data = [x.encode() for x in spans]
+    arrays = (np.frombuffer(b"".join(data), np.uint8), np.cumsum([0] + [len(x) for x in data]).astype(np.int64),
+              np.ones(len(data), np.uint64))
+    (b, o, _), span_words, span_ends = _core.split_spans(arrays, "gpt2")
+    word = [b[o[i]:o[i + 1]].tobytes() for i in range(len(o) - 1)]
+    for i, x in enumerate(spans):
+        assert [word[w] for w in span_words[span_ends[i]:span_ends[i + 1]]] == [p.encode() for p in
+                                                                               regex.findall(GPT2, x)]
 
 
 _STAGE1: list = []

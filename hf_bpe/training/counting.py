@@ -115,10 +115,9 @@ def count_files(paths: str | os.PathLike | Sequence[str | os.PathLike],
     return counts_of(counter, specials, pattern)
 
 
-def counts_of(counter: _core.WordCounter, specials: list[str], pattern: str, ordered: bool = True) -> WordCounts:
-    """The counter's words (its tables freed while gathering). ``ordered=False``: the long words
-    in no order, for a trainer that does not need the order (not a ``WordCounts`` to hand out)."""
+def counts_of(counter: _core.WordCounter, specials: list[str], pattern: str) -> WordCounts:
+    """The counter's words (its tables freed while gathering)."""
     from hf_bpe.training.counts import WordCounts
 
-    arrays = counter.arrays(release=True, ordered=ordered)
+    arrays = counter.arrays(release=True)
     return WordCounts(arrays, pattern, specials, counter.documents, counter.bytes, checked=True)

@@ -110,10 +110,7 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
     ``report``: print what the extension changed (with ``progress``); ``label``: the bar's;
     ``merge_filter``: see :data:`hf_bpe.training.merging.MergeFilter` (never asked about the base's merges);
     ``segmented``: the counted words already cut into the base's ids (``_core.segment_words``' form)."""
-    import numpy as np
-
     check_base(base)
-    first = max([base.vocab_size] + [t.id + 1 for t in extra_added])
     if formats.pattern_key(counts.pattern) != formats.pattern_key(base.pattern):
         raise ValueError(f"the counts were made with pattern {counts.pattern!r}, the base uses {base.pattern!r}: "
                          "count the new corpus with the base's pattern (hf_bpe.extend does)")
@@ -125,6 +122,28 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
                    max_token_length)
     if len(counts) == 0:
         raise ValueError(EMPTY)
+    out, new = extend_segmented(base, counts.counts, _segment(base, counts) if segmented is None else segmented,
+                                vocab_size, tie_break, min_frequency, max_token_length, progress, extra_added, label,
+                                merge_filter)
+    first, next_id = max([base.vocab_size] + [t.id + 1 for t in extra_added]), out.vocab_size
+    if progress and report:
+        before, after = compression(base, counts), compression(out, counts)
+        print(f"extended: {next_id - first} new tokens (ids {first}..{next_id - 1}), "
+              f"{len(new)} merges; bytes per token on the new corpus {before:.3f} -> {after:.3f}", file=sys.stderr)
+    return out
+
+
+def extend_segmented(base: BPE, counts: np.ndarray, segmented: tuple[np.ndarray, np.ndarray], vocab_size: int,
+                     tie_break: str, min_frequency: int, max_token_length: int | None, progress: bool,
+                     extra_added: Sequence[formats.AddedToken] = (), label: str = "merging",
+                     merge_filter: Any = None) -> tuple[BPE, list[tuple[bytes, bytes]]]:
+    """The merge loop of :func:`extend_from_counts` on words already cut into ``base``'s ids
+    (``segmented``: ``(ids, offsets)``, ``_core.segment_words``' form) with their ``counts``
+    (the caller has checked that they were counted with ``base``'s pattern and added tokens):
+    the extended vocabulary and its new merges."""
+    import numpy as np
+
+    first = max([base.vocab_size] + [t.id + 1 for t in extra_added])
     if not isinstance(vocab_size, int) or vocab_size < first:
         raise ValueError(f"vocab_size={vocab_size!r} is below the base's vocabulary size {first} "
                          "(largest id + 1): extending only adds tokens")
@@ -136,10 +155,10 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
         if len(b) == 1:
             lut[i] = b[0]
     lut[[i for i, _ in multi]] = np.arange(256, 256 + len(multi), dtype=np.uint32)
-    ids, off = _segment(base, counts) if segmented is None else segmented
+    ids, off = segmented
     max_new = vocab_size - first
     with count_progress(max_new, label, "tok", enabled=progress and max_new > 0) as cb:
-        new = _core.train_merges_extending([b for _, b in multi], base.merges, ids, off, counts.counts, max_new,
+        new = _core.train_merges_extending([b for _, b in multi], base.merges, ids, off, counts, max_new,
                                            tie_break, min_frequency, max_token_length, cb, merge_filter, lut)
     vocab, next_id = base.vocab, first
     added = {t.content.encode(): t.content for t in list(base.added_tokens) + list(extra_added)}
@@ -153,11 +172,8 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
     specials = dict(base.special_tokens) | {t.content: t.id for t in extra_added if t.special}
     out = BPE(vocab, base.merges + new, specials, base.pattern, cache_bytes=base.cache_bytes,
               added_tokens=list(base.added_tokens) + list(extra_added), pipeline=base.pipeline)
-    if progress and report:
-        before, after = compression(base, counts), compression(out, counts)
-        print(f"extended: {next_id - first} new tokens (ids {first}..{next_id - 1}), "
-              f"{len(new)} merges; bytes per token on the new corpus {before:.3f} -> {after:.3f}", file=sys.stderr)
-    return out
+    return out, new
+
 
 def extend(tokenizer, texts: Any, vocab_size: int, *, tie_break: str = "lexicographic", min_frequency: int = 0,
            max_token_length: int | None = None, num_threads: int | None = None, progress: bool = True,

@@ -10,7 +10,8 @@ vocabulary holds ``transition`` tokens, then merges across word boundaries, insi
   ``tokenizer.json`` encodes in stock ``tokenizers`` as it was trained.
 * **Counted once, as data.** Spans are counted like words (one pass over the corpus, memory
   = the distinct spans; files are cut at lines, which no span crosses); stage 1's word counts
-  are the spans split by the word pattern (``_core.split_spans``), exact because every span
+  are the spans split by the word pattern (``_core.split_spans``; straight from the counter's
+  tables when training from text, ``WordCounter.split_spans``), exact because every span
   boundary is a word boundary; the same split gives each span's words, so stage 2 cuts a span
   into stage 1's tokens from its words' (``_core.segment_spans``).
 
@@ -34,13 +35,15 @@ from typing import TYPE_CHECKING
 
 from hf_bpe import _core
 from hf_bpe.bpe import BPE
-from hf_bpe.training.extending import extend_from_counts
+from hf_bpe.training.extending import extend_segmented
 from hf_bpe.training.merging import MergeFilter, finish
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from hf_bpe.training.counts import WordCounts
 
-__all__ = ["span_pattern", "word_pattern_of", "check_superword", "train_spans", "MAX_WORDS"]
+__all__ = ["span_pattern", "word_pattern_of", "check_superword", "train_spans", "train_counted", "MAX_WORDS"]
 
 #: The default of ``superword_max_words``: the pieces a span (and so a superword token) holds at most.
 MAX_WORDS = 4
@@ -77,30 +80,62 @@ def train_spans(spans: WordCounts, vocab_size: int, transition: int, tie_break: 
                 max_token_length: int | None, progress: bool, merge_filter: MergeFilter | None = None) -> BPE:
     """Superword training on span counts (counted with a :func:`span_pattern`): stage 1 on the
     words they hold up to ``transition`` tokens, then stage 2 on the spans up to ``vocab_size``."""
-    from hf_bpe.training.counts import WordCounts
-
-    found = word_pattern_of(spans.pattern)
-    if found is None:
-        raise ValueError("superword training needs span counts: count with pattern=hf_bpe.training.superword."
-                         f"span_pattern(...), not {spans.pattern!r}")
-    word_pattern = found[0]
+    word_pattern = _word_pattern(spans.pattern)
     specials = list(spans.special_tokens)
     check_superword(transition, vocab_size, specials)
     arrays, span_words, span_ends = _core.split_spans((spans.bytes, spans.offsets, spans.counts), word_pattern)
-    words = WordCounts(arrays, word_pattern, specials, spans.documents, spans.text_bytes, checked=True)
+    return _stages(arrays, span_words, span_ends, spans.counts, (spans.bytes, spans.offsets), spans.pattern,
+                   word_pattern, specials, spans.documents, spans.text_bytes, vocab_size, transition, tie_break,
+                   min_frequency, max_token_length, progress, merge_filter)
+
+
+def train_counted(counter: _core.WordCounter, pattern: str, specials: list[str], vocab_size: int, transition: int,
+                  tie_break: str, min_frequency: int, max_token_length: int | None, progress: bool,
+                  merge_filter: MergeFilter | None = None) -> BPE:
+    """:func:`train_spans` on a counter of spans (counted with ``pattern``, a span pattern), split
+    in place (``WordCounter.split_spans``: the counter is then empty, and the spans are never
+    gathered into bytes of their own; their order, which training does not depend on, is the
+    counter's)."""
+    word_pattern = _word_pattern(pattern)
+    check_superword(transition, vocab_size, specials)
+    documents, text_bytes = counter.documents, counter.bytes
+    return _stages(*counter.split_spans(word_pattern), None, pattern, word_pattern, specials, documents, text_bytes,
+                   vocab_size, transition, tie_break, min_frequency, max_token_length, progress, merge_filter)
+
+
+def _word_pattern(pattern: str) -> str:
+    """The word pattern of the span pattern ``pattern``, or a clear error."""
+    found = word_pattern_of(pattern)
+    if found is None:
+        raise ValueError("superword training needs span counts: count with pattern=hf_bpe.training.superword."
+                         f"span_pattern(...), not {pattern!r}")
+    return found[0]
+
+
+def _stages(arrays: tuple, span_words: np.ndarray, span_ends: np.ndarray, span_counts: np.ndarray,
+            span_bytes: tuple[np.ndarray, np.ndarray] | None, pattern: str, word_pattern: str, specials: list[str],
+            documents: int, text_bytes: int, vocab_size: int, transition: int, tie_break: str, min_frequency: int,
+            max_token_length: int | None, progress: bool, merge_filter: MergeFilter | None) -> BPE:
+    """Both stages from the spans split into words (``arrays``: the word counts; span ``i``'s
+    words ``span_words[span_ends[i]:span_ends[i + 1]]``, its count ``span_counts[i]``;
+    ``span_bytes``: the spans' own bytes and offsets, or None where a span is its words)."""
+    from hf_bpe.training.counts import WordCounts
+
+    words = WordCounts(arrays, word_pattern, specials, documents, text_bytes, checked=True)
     stage1 = finish(words, transition, specials, word_pattern, tie_break, min_frequency, max_token_length, progress,
                     merge_filter)
     del words
-    base = BPE(stage1.vocab, stage1.merges, stage1.special_tokens, spans.pattern)
+    base = BPE(stage1.vocab, stage1.merges, stage1.special_tokens, pattern)
     if vocab_size <= base.vocab_size:
         return base
     # Each span cut into stage 1's tokens, from its words' where no merge can cross between them
     # (``_core.segment_spans``), as the span pattern's encoder would.
-    segmented = _core.segment_spans(stage1._encoder(), spans.bytes, spans.offsets, arrays[0], arrays[1], span_words,
-                                    span_ends, checked=True)
-    del arrays, span_words, span_ends
-    out = extend_from_counts(base, spans, vocab_size, tie_break, min_frequency, max_token_length, progress,
-                             report=False, label="superwords", merge_filter=merge_filter, segmented=segmented)
+    b, o = span_bytes if span_bytes is not None else (None, None)
+    segmented = _core.segment_spans(stage1._encoder(), b, o, arrays[0], arrays[1], span_words, span_ends,
+                                    checked=True)
+    del arrays, span_words, span_ends, span_bytes, b, o
+    out, _ = extend_segmented(base, span_counts, segmented, vocab_size, tie_break, min_frequency, max_token_length,
+                              progress, label="superwords", merge_filter=merge_filter)
     if progress:
         print(f"superwords: {out.vocab_size - base.vocab_size} tokens after the first {base.vocab_size} "
               f"(ids {base.vocab_size}..{out.vocab_size - 1})", file=sys.stderr)

@@ -96,9 +96,8 @@ def _trained(counter: _core.WordCounter, vocab_size: int, specials: list[str], p
         return extend_from_counts(base, counts_of(counter, specials, pattern), vocab_size, tie_break, min_frequency,
                                   max_token_length, progress, merge_filter=merge_filter)
     if transition is not None:
-        # (The spans' order does not matter to training, and sorting millions of them costs.)
-        return superword.train_spans(counts_of(counter, specials, pattern, ordered=False), vocab_size, transition,
-                                     tie_break, min_frequency, max_token_length, progress, merge_filter)
+        return superword.train_counted(counter, pattern, specials, vocab_size, transition, tie_break, min_frequency,
+                                       max_token_length, progress, merge_filter)
     return finish(counter, vocab_size, specials, pattern, tie_break, min_frequency, max_token_length, progress,
                   merge_filter)
 

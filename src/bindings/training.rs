@@ -74,13 +74,25 @@ impl WordCounter {
     /// The distinct pre-tokens and their counts as flat arrays sorted by bytes: `(bytes,
     /// offsets, counts)` (`hf_bpe.WordCounts`' form). With `release=True` the counter's tables
     /// are freed as they are gathered (the counter is then empty), so the two are never whole
-    /// at once. With `ordered=False` the words of 16 bytes or more come after the others in no
-    /// order (faster for millions of them; for a caller that does not need the order).
-    #[pyo3(signature = (release=false, ordered=true))]
-    fn arrays<'py>(&mut self, py: Python<'py>, release: bool, ordered: bool) -> Arrays<'py> {
+    /// at once.
+    #[pyo3(signature = (release=false))]
+    fn arrays<'py>(&mut self, py: Python<'py>, release: bool) -> Arrays<'py> {
         let inner = &mut self.inner;
-        let flat = py.allow_threads(|| if release { inner.take_flat_as(ordered) } else { inner.flat_as(ordered) });
+        let flat = py.allow_threads(|| if release { inner.take_flat() } else { inner.flat() });
         to_arrays(py, flat)
+    }
+
+    /// The counted spans (counted with a span pattern) split by the word `pattern`, as
+    /// [`split_spans`] splits their arrays, straight from the tables (freed as they are read:
+    /// the counter is then empty): `(word counts, span_words, span_ends, span_counts)`, the spans
+    /// in no order and never gathered into bytes of their own. ValueError naming a span that is
+    /// not UTF-8.
+    #[allow(clippy::type_complexity)]
+    fn split_spans<'py>(&mut self, py: Python<'py>, pattern: &str) -> PyResult<(Arrays<'py>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>)> {
+        let p = Pattern::from_spec(pattern).map_err(value_error)?;
+        let inner = &mut self.inner;
+        let (s, counts) = py.allow_threads(|| no_panic(|| inner.take_split(&p))).map_err(value_error)?;
+        Ok((to_arrays(py, s.words), PyArray1::from_vec(py, s.span_words), PyArray1::from_vec(py, s.span_ends), PyArray1::from_vec(py, counts)))
     }
 
     /// Number of distinct pre-tokens (an upper bound while counts sit in per-thread shards).
@@ -169,26 +181,31 @@ pub fn segment_words<'py>(
 /// the words and `span_words`/`span_ends` as [`split_spans`] gives them), equal to
 /// [`segment_words`]; ValueError for an encoder of another pattern than gpt2 (or not in merges
 /// mode) or arrays that do not fit together (a span's words must spell it; with `checked`, the
-/// caller vouches for that and only their lengths are checked).
+/// caller vouches for that and only their lengths are checked). Without `bytes` and `offsets`
+/// (both None) a span is its words (as `WordCounter.split_spans` gives them).
 #[pyfunction]
 #[pyo3(signature = (encoder, bytes, offsets, word_bytes, word_offsets, span_words, span_ends, checked=false))]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub fn segment_spans<'py>(
     py: Python<'py>,
     encoder: PyRef<'py, super::encoder::Encoder>,
-    bytes: PyReadonlyArray1<'py, u8>,
-    offsets: PyReadonlyArray1<'py, i64>,
+    bytes: Option<PyReadonlyArray1<'py, u8>>,
+    offsets: Option<PyReadonlyArray1<'py, i64>>,
     word_bytes: PyReadonlyArray1<'py, u8>,
     word_offsets: PyReadonlyArray1<'py, i64>,
     span_words: PyReadonlyArray1<'py, u32>,
     span_ends: PyReadonlyArray1<'py, i64>,
     checked: bool,
 ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
-    let (b, o) = flat_words(&bytes, &offsets, "segment_spans")?;
+    let spans = match (&bytes, &offsets) {
+        (Some(b), Some(o)) => Some(flat_words(b, o, "segment_spans")?),
+        (None, None) => None,
+        _ => return Err(value_error("segment_spans: give both bytes and offsets of the spans, or neither".to_string())),
+    };
     let words = (word_bytes.as_slice()?, word_offsets.as_slice()?);
     let (sw, se) = (span_words.as_slice()?, span_ends.as_slice()?);
     let enc = encoder.inner.clone();
-    let (ids, offs) = py.allow_threads(|| no_panic(|| crate::encode::segment::spans(&enc, b, o, words, sw, se, !checked))).map_err(value_error)?;
+    let (ids, offs) = py.allow_threads(|| no_panic(|| crate::encode::segment::spans(&enc, spans, words, sw, se, !checked))).map_err(value_error)?;
     Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offs)))
 }
 

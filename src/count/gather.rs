@@ -23,43 +23,19 @@ use crate::keys::unpack_into;
 /// for a length that does not fit, the arena offset below) and its count.
 type Keyed = (u128, u64, u64);
 
+/// How many words ahead [`part_words`] asks for a word's bytes.
+const AHEAD: usize = 8;
 /// Words per part of the merge, at least.
 const PART_WORDS: usize = 1 << 16;
 /// The length bits of a [`Keyed`] `at`.
 const LEN_MAX: u64 = (1 << (MARK_SHIFT - OFFSET_BITS)) - 1;
 
 impl Counter {
-    /// The flat form (`ordered`: sorted by bytes; else the short words sorted, then the long
-    /// ones in no order, see [`unordered`]).
-    pub(super) fn flat_here(&self, free_tables: bool, ordered: bool) -> Flat {
+    /// The flat form, sorted by bytes.
+    pub(super) fn flat_here(&self, free_tables: bool) -> Flat {
         let par = crate::pool::in_pool();
         let mut shards: Vec<_> = self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner())).collect();
-        let mut short: Vec<Short> = Vec::with_capacity(shards.iter().map(|s| s.short.len()).sum());
-        for s in shards.iter_mut() {
-            s.short.gather(&mut short, free_tables);
-        }
-        if par {
-            short.par_sort_unstable_by_key(|e| e.key());
-        } else {
-            short.sort_unstable_by_key(|e| e.key());
-        }
-        if shards.len() > 1 {
-            short.dedup_by(|next, kept| {
-                if next.key() == kept.key() {
-                    kept.count = kept.count.saturating_add(next.count);
-                    true
-                } else {
-                    false
-                }
-            });
-        }
-        if !ordered {
-            let flat = unordered(&short, &shards, par);
-            if free_tables {
-                shards.iter_mut().for_each(|s| s.long.free_slots());
-            }
-            return flat;
-        }
+        let mut short = short_words(&mut shards, free_tables, par);
         // Each long word with its prefix and length, read once, the tables' parts on all
         // threads, each into its own stretch (the arena reads are scattered: asked for 8 words
         // ahead); then the tables are freed.
@@ -106,99 +82,76 @@ impl Counter {
     }
 }
 
-/// The flat form in no order: the short words (`short`, sorted and summed), then the long ones
-/// part by part. The shards' long tables share their hash parts, so a part of the first
-/// shard's table is probed for the same part's words of the others: the counts of those it
-/// holds are added, the rest are new (with more than two shards, looked up again in a map of
-/// the part's new words). Parts on the pool's threads when `par`, each into its own arrays, joined after.
-/// For a caller that does not need the order (superword spans: millions of long words, whose
-/// keying and sorting were most of the gather, [log](../../docs/performance.md#superword-training)).
-fn unordered(short: &[Short], shards: &[MutexGuard<'_, Shard>], par: bool) -> Flat {
-    let (first, rest) = (&shards[0], &shards[1..]);
-    let mut head = Flat { bytes: Vec::new(), offsets: Vec::with_capacity(short.len()), counts: Vec::with_capacity(short.len()) };
-    let mut buf = [0u8; 16];
-    for e in short {
-        head.bytes.extend_from_slice(unpack_into(e.key().swap_bytes(), &mut buf));
-        head.offsets.push(head.bytes.len() as i64);
-        head.counts.push(e.count);
+/// The short words of all shards in the gathered form (key byte-swapped), sorted, each once
+/// (counts summed); with `free`, the tables are freed as they are read.
+pub(super) fn short_words(shards: &mut [MutexGuard<'_, Shard>], free: bool, par: bool) -> Vec<Short> {
+    let mut short: Vec<Short> = Vec::with_capacity(shards.iter().map(|s| s.short.len()).sum());
+    for s in shards.iter_mut() {
+        s.short.gather(&mut short, free);
     }
-    let gather_part = |(j, part): (usize, LongPart<'_>)| {
-        // The counts the other shards add to the words of this part, by slot (the tables are
-        // left as they are: a counter gathered without being freed still counts).
-        let mut more = vec![0u64; part.slots()];
-        let mut seen: FxHashMap<&[u8], usize> = FxHashMap::default();
-        let mut extra: Vec<(&[u8], u64)> = Vec::new();
-        for (k, other) in rest.iter().enumerate() {
-            for (tag, at, n) in other.long.part_words(j) {
-                let w = other.long.word_at(at);
-                if let Some(i) = part.find(tag, w) {
-                    more[i] = more[i].saturating_add(n);
-                    continue;
-                }
-                if rest.len() > 1 {
-                    if let Some(&i) = seen.get(w) {
-                        extra[i].1 = extra[i].1.saturating_add(n);
-                        continue;
-                    }
-                    if k + 1 < rest.len() {
-                        seen.insert(w, extra.len());
-                    }
-                }
-                extra.push((w, n));
-            }
-        }
-        let mut out = Flat { bytes: Vec::new(), offsets: Vec::new(), counts: Vec::new() };
-        for (w, n) in part.words().map(|(i, w, n)| (w, n.saturating_add(more[i]))).chain(extra) {
-            out.bytes.extend_from_slice(w);
-            out.offsets.push(out.bytes.len() as i64);
-            out.counts.push(n);
-        }
-        out
-    };
-    let jobs: Vec<(usize, LongPart<'_>)> = first.long.part_refs().enumerate().collect();
-    let mut parts: Vec<Flat> = if par { jobs.into_par_iter().map(gather_part).collect() } else { jobs.into_iter().map(gather_part).collect() };
-    parts.insert(0, head);
-    join(parts, par)
-}
-
-/// Flat forms one after the other (each with its ends only, no leading 0), copied on the pool's
-/// threads when `par`.
-fn join(parts: Vec<Flat>, par: bool) -> Flat {
-    let (nb, nw) = (parts.iter().map(|p| p.bytes.len()).sum::<usize>(), parts.iter().map(|p| p.counts.len()).sum::<usize>());
-    let mut out = Flat { bytes: Vec::with_capacity(nb), offsets: Vec::with_capacity(nw + 1), counts: Vec::with_capacity(nw) };
-    out.offsets.push(0);
-    {
-        let (mut bytes, mut ends, mut counts) = (&mut out.bytes.spare_capacity_mut()[..nb], &mut out.offsets.spare_capacity_mut()[..nw], &mut out.counts.spare_capacity_mut()[..nw]);
-        let mut jobs = Vec::with_capacity(parts.len());
-        let mut base = 0i64;
-        for p in &parts {
-            let (bh, bt) = std::mem::take(&mut bytes).split_at_mut(p.bytes.len());
-            let (eh, et) = std::mem::take(&mut ends).split_at_mut(p.counts.len());
-            let (ch, ct) = std::mem::take(&mut counts).split_at_mut(p.counts.len());
-            (bytes, ends, counts) = (bt, et, ct);
-            jobs.push((bh, eh, ch, p, base));
-            base += p.bytes.len() as i64;
-        }
-        each(par, jobs, |(bh, eh, ch, p, base): (&mut [MaybeUninit<u8>], &mut [MaybeUninit<i64>], &mut [MaybeUninit<u64>], &Flat, i64)| {
-            for (d, &x) in bh.iter_mut().zip(&p.bytes) {
-                d.write(x);
-            }
-            for (d, &e) in eh.iter_mut().zip(&p.offsets) {
-                d.write(base + e);
-            }
-            for (d, &c) in ch.iter_mut().zip(&p.counts) {
-                d.write(c);
+    if par {
+        short.par_sort_unstable_by_key(|e| e.key());
+    } else {
+        short.sort_unstable_by_key(|e| e.key());
+    }
+    if shards.len() > 1 {
+        short.dedup_by(|next, kept| {
+            if next.key() == kept.key() {
+                kept.count = kept.count.saturating_add(next.count);
+                true
+            } else {
+                false
             }
         });
     }
-    // SAFETY: the parts' stretches tile the first `nb` bytes and `nw` ends and counts, and
-    // each was written whole above (a part's offsets and counts are as many as its words).
-    unsafe {
-        out.bytes.set_len(nb);
-        out.offsets.set_len(nw + 1);
-        out.counts.set_len(nw);
+    short
+}
+
+/// The long words of hash part `j` of all shards, each once with its summed count, to `f`, in no
+/// order: `part` is the first shard's part `j`, probed for the same part's words of the others
+/// (the `rest`); the counts of those it holds are added, the rest are new (with more than two
+/// shards, looked up again in a map of the part's new words). The tables are not modified.
+/// For superword spans, millions of long words whose order training does not need
+/// ([log](../../docs/performance.md#superword-training)).
+pub(super) fn part_words<'a>(j: usize, part: &LongPart<'a>, rest: &'a [MutexGuard<'_, Shard>], mut f: impl FnMut(&[u8], u64)) {
+    let mut more = vec![0u64; part.slots()];
+    let mut seen: FxHashMap<&[u8], usize> = FxHashMap::default();
+    let mut extra: Vec<(&[u8], u64)> = Vec::new();
+    for (k, other) in rest.iter().enumerate() {
+        let theirs: Vec<(u64, u64, u64)> = other.long.part_words(j).collect();
+        for (m, &(tag, at, n)) in theirs.iter().enumerate() {
+            if let Some(&(_, ahead, _)) = theirs.get(m + AHEAD) {
+                other.long.prefetch_word(ahead);
+            }
+            let w = other.long.word_at(at);
+            if let Some(i) = part.find(tag, w) {
+                more[i] = more[i].saturating_add(n);
+                continue;
+            }
+            if rest.len() > 1 {
+                if let Some(&i) = seen.get(w) {
+                    extra[i].1 = extra[i].1.saturating_add(n);
+                    continue;
+                }
+                if k + 1 < rest.len() {
+                    seen.insert(w, extra.len());
+                }
+            }
+            extra.push((w, n));
+        }
     }
-    out
+    // (Each word's bytes asked for a few words ahead: `f` has much to do between two, so their
+    // cache misses would not overlap.)
+    for (i, w, n) in part.words() {
+        part.ask(i + AHEAD);
+        f(w, n.saturating_add(more[i]));
+    }
+    for (k, &(w, n)) in extra.iter().enumerate() {
+        if let Some(&(x, _)) = extra.get(k + AHEAD) {
+            crate::memory::prefetch(x.as_ptr());
+        }
+        f(w, n);
+    }
 }
 
 /// Runs `f` on every job: on the pool's threads when `par`, else here in order.

@@ -316,31 +316,20 @@ impl Counter {
     /// a prefix sorts first). Only the few long words are sorted as bytes; the two
     /// sorted runs are then merged.
     pub fn flat(&self) -> Flat {
-        self.flat_as(true)
-    }
-
-    /// [`flat`](Self::flat), sorted by bytes when `ordered`, else with the long words in no
-    /// order (see `gather::unordered`).
-    pub fn flat_as(&self, ordered: bool) -> Flat {
         // On the counter's pool (the threads the user asked for), never rayon's global one.
-        crate::pool::install(self.pool(), || self.flat_here(false, ordered))
+        crate::pool::install(self.pool(), || self.flat_here(false))
     }
 
     /// [`flat`](Self::flat), then [`release`](Self::release); each table is freed as soon as
     /// its words are gathered, so the tables and the flat form are not all alive at once.
     /// (`HF_BPE_TRAIN_TIMING=1` prints the memory before and after.)
     pub fn take_flat(&mut self) -> Flat {
-        self.take_flat_as(true)
-    }
-
-    /// [`take_flat`](Self::take_flat), ordered or not as [`flat_as`](Self::flat_as).
-    pub fn take_flat_as(&mut self, ordered: bool) -> Flat {
         let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
         if timing {
             eprintln!("train: counted, RSS {}", crate::memory::rss_mib());
         }
         let _mapped = crate::memory::MapBigAllocations::new();
-        let flat = crate::pool::install(self.pool(), || self.flat_here(true, ordered));
+        let flat = crate::pool::install(self.pool(), || self.flat_here(true));
         self.release();
         if timing {
             eprintln!("train: counts gathered, RSS {}", crate::memory::rss_mib());
@@ -359,9 +348,14 @@ mod tests {
     }
 
     /// [`counted`] on `threads` threads.
-    fn counted_on(docs: &[String], threads: usize) -> (Counter, Vec<(Vec<u8>, u64)>) {
+    pub(super) fn counted_on(docs: &[String], threads: usize) -> (Counter, Vec<(Vec<u8>, u64)>) {
+        counted_with(docs, threads, "gpt2")
+    }
+
+    /// [`counted_on`] with the pattern `spec`.
+    pub(super) fn counted_with(docs: &[String], threads: usize, spec: &str) -> (Counter, Vec<(Vec<u8>, u64)>) {
         let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
-        let mut c = Counter::new(Pattern::from_spec("gpt2").unwrap(), vec![], threads).unwrap();
+        let mut c = Counter::new(Pattern::from_spec(spec).unwrap(), vec![], threads).unwrap();
         c.add_texts(&refs).unwrap();
         let mut expect: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
         for d in docs {
@@ -382,28 +376,6 @@ mod tests {
         let docs: Vec<String> = (0..50).map(|i| format!("{text} w{i} {long}")).collect();
         let (c, expect) = counted(&docs);
         assert_eq!(rows(&c.flat()), expect);
-    }
-
-    #[test]
-    fn words_gather_the_same_in_no_order_on_any_number_of_shards() {
-        // Long words shared by the documents (so by the shards) and long words of one only.
-        let docs: Vec<String> = (0..64u32)
-            .map(|d| (0..3_000u32).map(|i| format!(" w{} {} {}", i % 500, "x".repeat(16 + (i % 40) as usize), "y".repeat(16 + ((i * 64 + d) % 900) as usize))).collect())
-            .collect();
-        for threads in [1, 2, 3] {
-            let (mut c, expect) = counted_on(&docs, threads);
-            let unordered = c.flat_as(false);
-            let shorts = unordered.counts.iter().enumerate().take_while(|&(i, _)| unordered.as_ref().word(i).len() < 16).count();
-            let got = rows(&unordered);
-            assert!(got[..shorts].windows(2).all(|w| w[0].0 < w[1].0), "the short words come first, sorted");
-            assert!(got[shorts..].iter().all(|w| w.0.len() >= 16));
-            let mut sorted = got.clone();
-            sorted.sort();
-            assert_eq!(sorted, expect, "{threads} threads");
-            let mut taken = rows(&c.take_flat_as(false));
-            taken.sort();
-            assert_eq!(taken, expect);
-        }
     }
 
     #[test]

@@ -5,15 +5,19 @@
 //! into stage 1's tokens from its words' (`crate::encode::segment::spans`) instead of splitting
 //! and looking the words up again ([log](../../docs/performance.md#superword-training)).
 //!
-//! Each thread splits a contiguous share of the spans with its own table (packed keys for words
-//! of at most 15 bytes, byte slices of the spans for longer ones) and local ids; the tables are
-//! joined once, the words sorted by bytes, and the local ids rewritten to the sorted ones.
+//! The spans come from their flat form ([`split`]) or straight from a counter's tables
+//! ([`Counter::take_split`]: the spans are never gathered into bytes of their own, only their
+//! words and counts come out). Each thread splits its share of the spans with its own table
+//! (packed keys for words of at most 15 bytes, a map for longer ones; each new word's bytes
+//! copied once) and local ids; the shares are joined once, the words sorted by bytes, and the
+//! local ids rewritten to the sorted ones.
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use super::{gather, Counter};
 use crate::counts::{rising, Flat, FlatRef};
-use crate::keys::{mix128, pack_in};
+use crate::keys::{mix128, pack_in, unpack_into};
 use crate::pretok::Pattern;
 
 /// The words of some span counts, and each span's words.
@@ -42,58 +46,57 @@ struct Slot {
     count: u64,
 }
 
-/// One thread's share: its distinct words (where they first occur in the span bytes) with
-/// local ids, and its spans' words by local id. Short words sit in an open-addressing table
+/// One thread's share: its distinct words with local ids (their bytes, in id order, in
+/// `bytes`), and its spans' words by local id. Short words sit in an open-addressing table
 /// (linear probing, grown at load 1/2) looked up [`QUEUE`] pieces behind the scanner.
-struct Share<'a> {
+struct Share {
     slots: Vec<Slot>,
     shift: u32,
     short: usize,
-    long: FxHashMap<&'a [u8], (u32, u64)>,
-    at: Vec<(usize, usize)>,
+    long: FxHashMap<Box<[u8]>, (u32, u64)>,
+    bytes: Vec<u8>,
+    /// Where each local id's bytes end in `bytes`.
+    word_ends: Vec<usize>,
     ids: Vec<u32>,
     ends: Vec<i64>,
-    /// (key, start, end, index in `ids`, count) of the queued pieces.
-    queue: Vec<(u128, usize, usize, usize, u64)>,
+    /// (key, index in `ids`, count) of the queued pieces.
+    queue: Vec<(u128, usize, u64)>,
 }
 
-impl<'a> Share<'a> {
-    /// Splits spans `a..z`.
-    fn split(spans: FlatRef<'a>, pattern: &Pattern, a: usize, z: usize, utf8: bool) -> Result<Self, String> {
-        let mut sh = Share {
+impl Share {
+    /// An empty share for about `bytes` bytes of `spans` spans.
+    fn new(bytes: usize, spans: usize) -> Self {
+        Share {
             slots: vec![Slot::default(); 1 << 12],
             shift: 64 - 12,
             short: 0,
             long: FxHashMap::default(),
-            at: Vec::new(),
-            ids: Vec::with_capacity((spans.offsets[z] - spans.offsets[a]) as usize / 5),
-            ends: Vec::with_capacity(z - a),
+            bytes: Vec::new(),
+            word_ends: Vec::new(),
+            ids: Vec::with_capacity(bytes / 5),
+            ends: Vec::with_capacity(spans),
             queue: Vec::with_capacity(QUEUE),
-        };
-        let b = spans.bytes;
-        for i in a..z {
-            let n = spans.counts[i];
-            if n > 0 {
-                let base = spans.offsets[i] as usize;
-                let w = spans.word(i);
-                // SAFETY: checked by the caller when `utf8` (the bytes are UTF-8 and every span
-                // starts and ends on a character boundary).
-                let text = if utf8 {
-                    unsafe { std::str::from_utf8_unchecked(w) }
-                } else {
-                    std::str::from_utf8(w).map_err(|e| {
-                        format!("span {i} ({:?}) is not UTF-8 ({e}): it cannot be split into words", String::from_utf8_lossy(w))
-                    })?
-                };
-                pattern.for_each_piece(text, |s, e| sh.add(b, base + s, base + e, n))?;
-            }
-            sh.ends.push(sh.ids.len() as i64);
         }
-        sh.drain();
-        if sh.at.len() > MAX_WORDS {
+    }
+
+    /// One span, of count `n` (a span of count 0 has no words).
+    #[inline]
+    fn span(&mut self, text: &str, n: u64, pattern: &Pattern) -> Result<(), String> {
+        if n > 0 {
+            let b = text.as_bytes();
+            pattern.for_each_piece(text, |s, e| self.add(b, s, e, n))?;
+        }
+        self.ends.push(self.ids.len() as i64);
+        Ok(())
+    }
+
+    /// After the last span: the queue drained, the number of words checked.
+    fn finish(&mut self) -> Result<(), String> {
+        self.drain();
+        if self.word_ends.len() > MAX_WORDS {
             return Err(format!("split_spans: more than {MAX_WORDS} distinct words"));
         }
-        Ok(sh)
+        Ok(())
     }
 
     #[inline(always)]
@@ -101,18 +104,33 @@ impl<'a> Share<'a> {
         (mix128(key) >> self.shift) as usize
     }
 
+    /// A new word's local id (its bytes kept); past [`MAX_WORDS`], [`finish`](Self::finish) fails.
+    #[inline]
+    fn new_word(&mut self, w: &[u8]) -> u32 {
+        let id = self.word_ends.len().min(MAX_WORDS) as u32;
+        if self.word_ends.len() <= MAX_WORDS {
+            self.bytes.extend_from_slice(w);
+            self.word_ends.push(self.bytes.len());
+        }
+        id
+    }
+
     /// One occurrence of the word `b[s..e]` in a span of count `n` (its id written when the
     /// queue is drained).
     #[inline(always)]
-    fn add(&mut self, b: &'a [u8], s: usize, e: usize, n: u64) {
+    fn add(&mut self, b: &[u8], s: usize, e: usize, n: u64) {
         if e - s > 15 {
-            let next = self.at.len().min(MAX_WORDS) as u32;
-            let v = self.long.entry(&b[s..e]).or_insert((next, 0));
-            v.1 = v.1.saturating_add(n);
-            let id = v.0;
-            if id == next && self.at.len() <= MAX_WORDS {
-                self.at.push((s, e));
-            }
+            let id = match self.long.get_mut(&b[s..e]) {
+                Some(v) => {
+                    v.1 = v.1.saturating_add(n);
+                    v.0
+                }
+                None => {
+                    let id = self.new_word(&b[s..e]);
+                    self.long.insert(b[s..e].into(), (id, n));
+                    id
+                }
+            };
             self.ids.push(id);
             return;
         }
@@ -123,7 +141,7 @@ impl<'a> Share<'a> {
         }
         let h = self.home(key);
         crate::memory::prefetch(&self.slots[h]);
-        self.queue.push((key, s, e, self.ids.len(), n));
+        self.queue.push((key, self.ids.len(), n));
         self.ids.push(0);
         if self.queue.len() == QUEUE {
             self.drain();
@@ -133,8 +151,9 @@ impl<'a> Share<'a> {
     /// Looks the queued pieces up, giving new words the next ids.
     fn drain(&mut self) {
         let mask = self.slots.len() - 1;
+        let mut buf = [0u8; 16];
         for k in 0..self.queue.len() {
-            let (key, s, e, out, n) = self.queue[k];
+            let (key, out, n) = self.queue[k];
             let mut j = self.home(key);
             let id = loop {
                 let slot = &mut self.slots[j];
@@ -143,12 +162,11 @@ impl<'a> Share<'a> {
                     break slot.id;
                 }
                 if slot.key == 0 {
-                    let id = self.at.len().min(MAX_WORDS) as u32;
-                    *slot = Slot { key, id, count: n };
-                    if self.at.len() <= MAX_WORDS {
-                        self.at.push((s, e));
-                    }
+                    slot.key = key;
+                    slot.count = n;
                     self.short += 1;
+                    let id = self.new_word(unpack_into(key, &mut buf));
+                    self.slots[j].id = id;
                     break id;
                 }
                 j = (j + 1) & mask;
@@ -173,9 +191,14 @@ impl<'a> Share<'a> {
         }
     }
 
+    /// Local id `i`'s bytes.
+    fn word(&self, i: usize) -> &[u8] {
+        &self.bytes[if i == 0 { 0 } else { self.word_ends[i - 1] }..self.word_ends[i]]
+    }
+
     /// Each local id's count.
     fn counts(&self) -> Vec<u64> {
-        let mut c = vec![0u64; self.at.len()];
+        let mut c = vec![0u64; self.word_ends.len()];
         for slot in self.slots.iter().filter(|s| s.key != 0) {
             c[slot.id as usize] = slot.count;
         }
@@ -199,24 +222,102 @@ pub fn split(spans: FlatRef<'_>, pattern: &Pattern) -> Result<Split, String> {
     // Checked once for all spans where it can be (else span by span, to name the one).
     let utf8 = std::str::from_utf8(spans.bytes).is_ok_and(|t| spans.offsets.iter().all(|&o| t.is_char_boundary(o as usize)));
     let cuts: Vec<(usize, usize)> = (0..parts).map(|k| (len * k / parts, len * (k + 1) / parts)).collect();
-    let share = |&(a, z): &(usize, usize)| Share::split(spans, pattern, a, z, utf8);
-    let shares = match &pool {
-        Some(p) => p.install(|| cuts.par_iter().map(share).collect::<Result<Vec<Share>, String>>()),
-        None => cuts.iter().map(share).collect(),
-    }?;
-    let b = spans.bytes;
-    // Joined: each distinct word once (first-seen order), then sorted by bytes.
+    let share = |&(a, z): &(usize, usize)| -> Result<Share, String> {
+        let mut sh = Share::new((spans.offsets[z] - spans.offsets[a]) as usize, z - a);
+        for i in a..z {
+            let w = spans.word(i);
+            // SAFETY: checked above when `utf8` (the bytes are UTF-8 and every span starts and
+            // ends on a character boundary).
+            let text = if utf8 { unsafe { std::str::from_utf8_unchecked(w) } } else { utf8_span(w, i)? };
+            sh.span(text, spans.counts[i], pattern)?;
+        }
+        sh.finish()?;
+        Ok(sh)
+    };
+    match &pool {
+        Some(p) => p.install(|| join(cuts.par_iter().map(share).collect::<Result<Vec<Share>, String>>()?, true)),
+        None => join(cuts.iter().map(share).collect::<Result<Vec<Share>, String>>()?, false),
+    }
+}
+
+/// A span's bytes as text, or an error naming span `i`.
+fn utf8_span(w: &[u8], i: usize) -> Result<&str, String> {
+    std::str::from_utf8(w).map_err(|e| format!("span {i} ({:?}) is not UTF-8 ({e}): it cannot be split into words", String::from_utf8_lossy(w)))
+}
+
+impl Counter {
+    /// The counted spans split by `pattern` (see [`Split`]), with each span's count, straight
+    /// from the tables (freed as they are read; the counter is then empty): the spans' order is
+    /// the tables' (training does not depend on it), and their bytes are never gathered. A
+    /// span that is not UTF-8 is an error naming it.
+    pub fn take_split(&mut self, pattern: &Pattern) -> Result<(Split, Vec<u64>), String> {
+        let _mapped = crate::memory::MapBigAllocations::new();
+        let out = crate::pool::install(self.pool(), || self.split_here(pattern));
+        self.release();
+        out
+    }
+
+    fn split_here(&self, pattern: &Pattern) -> Result<(Split, Vec<u64>), String> {
+        let par = crate::pool::in_pool();
+        let threads = if par { rayon::current_num_threads().max(1) } else { 1 };
+        let mut shards: Vec<_> = self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner())).collect();
+        let short = gather::short_words(&mut shards, true, par);
+        let out = {
+            let (first, rest) = (&shards[0], &shards[1..]);
+            let parts: Vec<_> = first.long.part_refs().collect();
+            // Each thread a share of the short spans and one of the long tables' parts.
+            let share = |k: usize| -> Result<(Share, Vec<u64>), String> {
+                let (sa, sz) = (short.len() * k / threads, short.len() * (k + 1) / threads);
+                let (pa, pz) = (parts.len() * k / threads, parts.len() * (k + 1) / threads);
+                let mut sh = Share::new(0, sz - sa);
+                let mut counts = Vec::with_capacity(sz - sa);
+                let mut buf = [0u8; 16];
+                for e in &short[sa..sz] {
+                    let w = unpack_into(e.key().swap_bytes(), &mut buf);
+                    sh.span(utf8_span(w, counts.len())?, e.count, pattern)?;
+                    counts.push(e.count);
+                }
+                let mut failed = None;
+                for j in pa..pz {
+                    gather::part_words(j, &parts[j], rest, |w, n| {
+                        if failed.is_none() {
+                            if let Err(e) = utf8_span(w, counts.len()).and_then(|t| sh.span(t, n, pattern)) {
+                                failed = Some(e);
+                            }
+                            counts.push(n);
+                        }
+                    });
+                }
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                sh.finish()?;
+                Ok((sh, counts))
+            };
+            let shares: Result<Vec<_>, String> = if par { (0..threads).into_par_iter().map(share).collect() } else { (0..threads).map(share).collect() };
+            shares
+        };
+        shards.iter_mut().for_each(|s| s.long.free_slots());
+        let (shares, counts): (Vec<Share>, Vec<Vec<u64>>) = out?.into_iter().unzip();
+        Ok((join(shares, par)?, counts.concat()))
+    }
+}
+
+/// The shares joined: each distinct word once, sorted by bytes, and the shares' spans one after
+/// the other with their ids rewritten (on the current pool's threads when `par`).
+fn join(shares: Vec<Share>, par: bool) -> Result<Split, String> {
     let mut first: FxHashMap<&[u8], u32> = FxHashMap::default();
-    let mut at: Vec<(usize, usize)> = Vec::new();
+    let mut words_g: Vec<&[u8]> = Vec::new();
     let mut counts: Vec<u64> = Vec::new();
     let mut local: Vec<Vec<u32>> = Vec::with_capacity(shares.len());
     for sh in &shares {
-        let mut map = Vec::with_capacity(sh.at.len());
-        for (&(s, e), c) in sh.at.iter().zip(sh.counts()) {
-            let next = at.len().min(MAX_WORDS) as u32;
-            let g = *first.entry(&b[s..e]).or_insert(next);
-            if g == next && at.len() <= MAX_WORDS {
-                at.push((s, e));
+        let mut map = Vec::with_capacity(sh.word_ends.len());
+        for (i, c) in sh.counts().into_iter().enumerate() {
+            let w = sh.word(i);
+            let next = words_g.len().min(MAX_WORDS) as u32;
+            let g = *first.entry(w).or_insert(next);
+            if g == next && words_g.len() <= MAX_WORDS {
+                words_g.push(w);
                 counts.push(0);
             }
             counts[g as usize] = counts[g as usize].saturating_add(c);
@@ -225,23 +326,24 @@ pub fn split(spans: FlatRef<'_>, pattern: &Pattern) -> Result<Split, String> {
         local.push(map);
     }
     drop(first);
-    if at.len() > MAX_WORDS {
+    if words_g.len() > MAX_WORDS {
         return Err(format!("split_spans: more than {MAX_WORDS} distinct words"));
     }
-    let mut order: Vec<u32> = (0..at.len() as u32).collect();
-    let by_bytes = |&x: &u32, &y: &u32| b[at[x as usize].0..at[x as usize].1].cmp(&b[at[y as usize].0..at[y as usize].1]);
-    match &pool {
-        Some(p) => p.install(|| order.par_sort_unstable_by(by_bytes)),
-        None => order.sort_unstable_by(by_bytes),
+    let mut order: Vec<u32> = (0..words_g.len() as u32).collect();
+    let by_bytes = |&x: &u32, &y: &u32| words_g[x as usize].cmp(words_g[y as usize]);
+    if par {
+        order.par_sort_unstable_by(by_bytes);
+    } else {
+        order.sort_unstable_by(by_bytes);
     }
     let mut rank = vec![0u32; order.len()];
-    let mut words = Flat { bytes: Vec::with_capacity(at.iter().map(|&(s, e)| e - s).sum()), offsets: Vec::with_capacity(order.len() + 1), counts: Vec::with_capacity(order.len()) };
+    let mut words = Flat { bytes: Vec::with_capacity(words_g.iter().map(|w| w.len()).sum()), offsets: Vec::with_capacity(order.len() + 1), counts: Vec::with_capacity(order.len()) };
     words.offsets.push(0);
     for (r, &g) in order.iter().enumerate() {
         rank[g as usize] = r as u32;
-        let (s, e) = at[g as usize];
-        words.push(&b[s..e], counts[g as usize]);
+        words.push(words_g[g as usize], counts[g as usize]);
     }
+    drop(words_g);
     for map in &mut local {
         map.iter_mut().for_each(|g| *g = rank[*g as usize]);
     }
@@ -249,12 +351,13 @@ pub fn split(spans: FlatRef<'_>, pattern: &Pattern) -> Result<Split, String> {
     // place where the allocator can: the ids are the biggest output, ~4 bytes per byte of spans).
     let mut shares = shares;
     let rewrite = |(sh, map): (&mut Share, &Vec<u32>)| sh.ids.iter_mut().for_each(|l| *l = map[*l as usize]);
-    match &pool {
-        Some(p) => p.install(|| shares.par_iter_mut().zip(&local).for_each(rewrite)),
-        None => shares.iter_mut().zip(&local).for_each(rewrite),
+    if par {
+        shares.par_iter_mut().zip(&local).for_each(rewrite);
+    } else {
+        shares.iter_mut().zip(&local).for_each(rewrite);
     }
     let total: usize = shares.iter().map(|sh| sh.ids.len()).sum();
-    let mut span_ends = Vec::with_capacity(len + 1);
+    let mut span_ends = Vec::with_capacity(shares.iter().map(|sh| sh.ends.len()).sum::<usize>() + 1);
     span_ends.push(0i64);
     let mut span_words = Vec::new();
     for mut sh in shares {
@@ -288,5 +391,37 @@ mod tests {
         assert_eq!(got, want);
         assert_eq!(out.span_ends, vec![0, 0, 2, 4, 5]);
         assert_eq!(out.span_words, vec![2, 1, 3, 0, 2]);
+    }
+
+    #[test]
+    fn a_counters_spans_split_in_place_as_their_flat_form_does() {
+        // Spans of up to 4 words, short and long, shared by the documents (so by the shards)
+        // and of one document only, counted on 1, 2 and 3 threads.
+        let spans = crate::pretok::spans::span_pattern("gpt2", 4).unwrap();
+        let docs: Vec<String> = (0..48u32)
+            .map(|d| (0..2_000u32).map(|i| format!(" w{} {} {}. z{}", i % 300, "x".repeat(1 + (i % 30) as usize), "y".repeat(1 + ((i * 48 + d) % 700) as usize), i % 7)).collect())
+            .collect();
+        let word = Pattern::from_spec("gpt2").unwrap();
+        for threads in [1, 2, 3] {
+            let (mut c, _) = super::super::tests::counted_with(&docs, threads, &spans);
+            let flat = c.flat();
+            let want = split(flat.as_ref(), &word).unwrap();
+            let (got, counts) = c.take_split(&word).unwrap();
+            assert_eq!(c.len(), 0);
+            assert_eq!((got.words.bytes.len(), &got.words.offsets, &got.words.counts), (want.words.bytes.len(), &want.words.offsets, &want.words.counts));
+            assert_eq!(got.words.bytes, want.words.bytes);
+            // The same spans, in another order: each as its words' bytes, with its count.
+            let rows = |s: &Split, counts: &[u64]| {
+                let mut r: Vec<(Vec<u8>, u64)> = (0..counts.len())
+                    .map(|i| (s.span_words[s.span_ends[i] as usize..s.span_ends[i + 1] as usize].iter().flat_map(|&w| s.words.as_ref().word(w as usize).to_vec()).collect(), counts[i]))
+                    .collect();
+                r.sort();
+                r
+            };
+            assert!(flat.counts.len() > 10_000 && flat.counts.len() == counts.len(), "{} spans", counts.len());
+            let long = (0..flat.counts.len()).filter(|&i| flat.as_ref().word(i).len() > 15).count();
+            assert!(long > 1_000 && long < flat.counts.len() - 1_000, "{long} long spans");
+            assert_eq!(rows(&got, &counts), rows(&want, &flat.counts), "{threads} threads");
+        }
     }
 }

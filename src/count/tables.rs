@@ -371,6 +371,15 @@ impl LongPart<'_> {
         }
     }
 
+    /// Asks for the first bytes of the word in slot `i` (a hint; nothing for an empty slot or
+    /// one past the end).
+    #[inline(always)]
+    pub fn ask(&self, i: usize) {
+        if let Some(s) = self.slots.get(i).filter(|s| s.count != 0) {
+            crate::memory::prefetch(self.arena.as_ptr().wrapping_add((s.at & ((1 << OFFSET_BITS) - 1)) as usize));
+        }
+    }
+
     /// The part's words: `(slot, word, count)`.
     pub fn words(&self) -> impl Iterator<Item = (usize, &[u8], u64)> + '_ {
         self.slots.iter().enumerate().filter(|(_, s)| s.count != 0).map(|(i, s)| (i, LongTable::word(self.arena, s.at), s.count))

@@ -16,9 +16,10 @@ const RUN: usize = 1 << 14;
 /// tokens: `(ids, offsets)`. With `max_rank`, only pairs of lower rank merge (the first
 /// `max_rank` merges; tiktoken: tokens of lower rank) and no piece is looked up whole.
 pub fn words(enc: &Encoder, b: &[u8], o: &[i64], max_rank: Option<u64>) -> (Vec<u32>, Vec<i64>) {
-    runs(b, o, || (), |_, _, piece, ids| match max_rank {
-        None => enc.bpe_piece(piece, ids),
-        Some(limit) => enc.bpe_piece_upto(piece, limit, ids),
+    let piece = |w: usize| &b[o[w] as usize..o[w + 1] as usize];
+    runs(o.len().saturating_sub(1), |a, z| (o[z] - o[a]) as usize / 4, || (), |_, w, ids| match max_rank {
+        None => enc.bpe_piece(piece(w), ids),
+        Some(limit) => enc.bpe_piece_upto(piece(w), limit, ids),
     })
 }
 
@@ -31,10 +32,12 @@ pub fn words(enc: &Encoder, b: &[u8], o: &[i64], max_rank: Option<u64>) -> (Vec<
 /// crosses a cut, so the merges on either side never meet
 /// ([log](../../docs/performance.md#superword-training)).
 ///
-/// `check`: compare every word with its span's bytes (a span its words do not spell is an
-/// error); else only their lengths are (enough to stay in bounds), for words `split` just gave
-/// (the full comparison costs a fifth of the call).
-pub fn spans(enc: &Encoder, b: &[u8], o: &[i64], words: (&[u8], &[i64]), span_words: &[u32], span_ends: &[i64], check: bool) -> Result<(Vec<u32>, Vec<i64>), String> {
+/// `spans`: the spans' own flat bytes and offsets, to check the words against (a span its words
+/// do not spell is an error; with `check` every word is compared, else only their lengths,
+/// enough to stay in bounds, for words `split` just gave: the full comparison costs a fifth of
+/// the call). Without them a span is its words (`Counter::take_split` gives no span bytes), and
+/// one given no words is empty.
+pub fn spans(enc: &Encoder, spans: Option<(&[u8], &[i64])>, words: (&[u8], &[i64]), span_words: &[u32], span_ends: &[i64], check: bool) -> Result<(Vec<u32>, Vec<i64>), String> {
     if enc.pattern_spec() != "gpt2" || enc.is_generic() {
         return Err(format!("segment_spans needs an encoder of the gpt2 pattern, not {:?}", enc.pattern_spec()));
     }
@@ -47,7 +50,7 @@ pub fn spans(enc: &Encoder, b: &[u8], o: &[i64], words: (&[u8], &[i64]), span_wo
     if !rising(wo, wb.len()) || wo.windows(2).any(|w| w[0] == w[1]) {
         return Err("segment_spans: word offsets must rise from 0 to len(word bytes), every word one byte or more".into());
     }
-    if span_ends.len() != o.len() || !rising(span_ends, span_words.len()) {
+    if !rising(span_ends, span_words.len()) || spans.is_some_and(|(_, o)| span_ends.len() != o.len()) {
         return Err("segment_spans: span_ends must rise from 0 to len(span_words), one per span and one more".into());
     }
     if let Some(&bad) = span_words.iter().find(|&&w| w as usize >= n) {
@@ -77,20 +80,27 @@ pub fn spans(enc: &Encoder, b: &[u8], o: &[i64], words: (&[u8], &[i64]), span_wo
         })
         .collect();
     let len = |r: &W, w: u32| if r.key[1] != 0 { (r.key[1] >> 56) as usize } else { word(w as usize).len() };
+    let span_of = |i: usize| spans.map(|(b, o)| &b[o[i] as usize..o[i + 1] as usize]);
+    let hint = |a: usize, z: usize| match spans {
+        Some((_, o)) => (o[z] - o[a]) as usize / 4,
+        None => (span_ends[z] - span_ends[a]) as usize * 5 / 4,
+    };
     // The first span whose words do not spell it (cutting it at them would be wrong, or out of
     // bounds): checked as each span is cut (a short word as its packed key; only the lengths
     // without `check`), the error given after.
     let bad = std::sync::atomic::AtomicUsize::new(usize::MAX);
-    let out = runs(b, o, || (), |_, i, span, ids| {
-        let ws = &span_words[span_ends[i] as usize..span_ends[i + 1] as usize];
+    let out = runs(span_ends.len() - 1, hint, Vec::<u8>::new, |joined, i, ids| {
+        let (ws, span) = (&span_words[span_ends[i] as usize..span_ends[i + 1] as usize], span_of(i));
         if ws.is_empty() {
-            enc.bpe_piece(span, ids);
+            if let Some(span) = span {
+                enc.bpe_piece(span, ids);
+            }
             return;
         }
         // One walk over the words: each checked against the span as it comes, and cut into runs
         // joined where a merge may cross, each a word's tokens or merged whole.
         let (mut k, mut from, mut at) = (0, 0, 0);
-        let flush = |k: usize, j: usize, from: usize, at: usize, ids: &mut Vec<u32>| {
+        let mut flush = |k: usize, j: usize, from: usize, at: usize, ids: &mut Vec<u32>| {
             if j == k + 1 {
                 let (w, r) = (ws[k] as usize, &rec[ws[k] as usize]);
                 if r.n == 0 {
@@ -98,15 +108,21 @@ pub fn spans(enc: &Encoder, b: &[u8], o: &[i64], words: (&[u8], &[i64]), span_wo
                 } else {
                     ids.extend((0..r.n as usize).map(|t| tok[r.at as usize + t]));
                 }
-            } else {
+            } else if let Some(span) = span {
                 enc.bpe_piece(&span[from..at], ids);
+            } else {
+                joined.clear();
+                ws[k..j].iter().for_each(|&w| joined.extend_from_slice(word(w as usize)));
+                enc.bpe_piece(joined, ids);
             }
         };
         for (j, &w) in ws.iter().enumerate() {
             let r = &rec[w as usize];
             let e = at + len(r, w);
-            let spelled = e <= span.len()
-                && (!check || if r.key[1] != 0 { pack_in(span, at, e) == (r.key[0] as u128 | (r.key[1] as u128) << 64) } else { span[at..e] == *word(w as usize) });
+            let spelled = span.is_none_or(|span| {
+                e <= span.len()
+                    && (!check || if r.key[1] != 0 { pack_in(span, at, e) == (r.key[0] as u128 | (r.key[1] as u128) << 64) } else { span[at..e] == *word(w as usize) })
+            });
             if !spelled {
                 bad.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
                 return;
@@ -117,7 +133,7 @@ pub fn spans(enc: &Encoder, b: &[u8], o: &[i64], words: (&[u8], &[i64]), span_wo
             }
             at = e;
         }
-        if at != span.len() {
+        if span.is_some_and(|span| at != span.len()) {
             bad.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
             return;
         }
@@ -129,20 +145,21 @@ pub fn spans(enc: &Encoder, b: &[u8], o: &[i64], words: (&[u8], &[i64]), span_wo
     }
 }
 
-/// Each word of `b`/`o` cut into ids by `cut(state, index, word, ids)`, in runs of [`RUN`] words
-/// on all cores (a `state()` per run), joined in order: `(ids, offsets)`.
-fn runs<S>(b: &[u8], o: &[i64], state: impl Fn() -> S + Sync, cut: impl Fn(&mut S, usize, &[u8], &mut Vec<u32>) + Sync) -> (Vec<u32>, Vec<i64>) {
-    let words = o.len().saturating_sub(1);
+/// Items `0..n` cut into ids by `cut(state, index, ids)`, in runs of [`RUN`] items on all cores
+/// (a `state()` per run; `hint(a, z)`: about how many ids items `a..z` make), joined in order:
+/// `(ids, offsets)`.
+fn runs<S>(n: usize, hint: impl Fn(usize, usize) -> usize + Sync, state: impl Fn() -> S + Sync, cut: impl Fn(&mut S, usize, &mut Vec<u32>) + Sync) -> (Vec<u32>, Vec<i64>) {
+    let words = n;
     let runs: Vec<(usize, usize)> = (0..words).step_by(RUN).map(|a| (a, (a + RUN).min(words))).collect();
     // (Without a pool, everything runs here: never on rayon's global pool.)
     let pool = crate::pool::get(crate::pool::default_threads());
     let run = |&(a, z): &(usize, usize)| {
         let mut st = state();
-        // (About a token per 4 bytes: few runs grow their array.)
-        let mut ids = Vec::with_capacity((o[z] - o[a]) as usize / 4 + 64);
+        // (Few runs grow their array past the hint.)
+        let mut ids = Vec::with_capacity(hint(a, z) + 64);
         let mut ends = Vec::with_capacity(z - a);
         for w in a..z {
-            cut(&mut st, w, &b[o[w] as usize..o[w + 1] as usize], &mut ids);
+            cut(&mut st, w, &mut ids);
             ends.push(ids.len() as i64);
         }
         (ids, ends)
