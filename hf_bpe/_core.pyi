@@ -24,8 +24,9 @@ def span_words(pattern: str) -> tuple[str, int] | None:
 def pattern_source(pattern: str) -> str:
     """The regex a pattern name stands for (a regex is returned as is, after compiling it)."""
 
-def pattern_engine(pattern: str) -> Literal["builtin", "dfa", "fancy-regex"]:
-    """Which engine splits text for ``pattern``: a built-in scanner, the DFA or fancy-regex."""
+def pattern_engine(pattern: str) -> Literal["builtin", "spans", "dfa", "fancy-regex"]:
+    """Which engine splits text for ``pattern``: a built-in scanner, the span scanner (a superword
+    span pattern: gpt2's pieces grouped), the DFA or fancy-regex."""
 
 def pattern_splits(pattern: str) -> list[str]:
     """The regexes of the Sequence of isolated splits a pattern stands for (DeepSeek-V3 has three)."""

@@ -178,7 +178,8 @@ def test_saved_superword_tokenizer_encodes_alike_everywhere(docs, held_out, tmp_
     assert [e.ids for e in stock.encode_batch(texts)] == ours
     assert loaded.encode_batch(texts) == ours
     assert all(_core.pretokenize(loaded.pattern, t) == _core.pretokenize(sw.pattern, t) for t in texts)
-    assert word_pattern_of(sw.pattern) == ("gpt2", 4)
+    assert word_pattern_of(sw.pattern) == word_pattern_of(loaded.pattern) == ("gpt2", 4)
+    assert _core.pattern_engine(loaded.pattern) == "spans"
     used = {i for ids in ours for i in ids}
     assert any(i >= 600 and b" " in sw.vocab[i].strip(b" ") for i in used), "held-out text uses no superword"
     code = (f"from transformers import AutoTokenizer; t = AutoTokenizer.from_pretrained({str(tmp_path / 'sw')!r}); "

@@ -42,9 +42,11 @@ def _pre_tokenizer_json(pattern: str) -> dict:
     return {
         "type": "Sequence",
         "pretokenizers": [
-            # Written so that Oniguruma (tokenizers' engine) splits exactly as we do.
+            # Written so that Oniguruma (tokenizers' engine) splits exactly as we do; a built-in's
+            # regex and a superword span pattern as they are spelled (readers recognize them).
             *({"type": "Split",
-               "pattern": {"Regex": for_oniguruma(s, builtin=_core.pattern_from_splits(splits) is not None)},
+               "pattern": {"Regex": for_oniguruma(s, builtin=_core.pattern_from_splits(splits) is not None
+                                                  or _core.span_words(s) is not None)},
                "behavior": "Isolated", "invert": False} for s in splits),
             dict(byte_level, use_regex=False),
         ],

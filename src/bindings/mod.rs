@@ -151,13 +151,15 @@ fn span_words(pattern: &str) -> Option<(&'static str, usize)> {
     crate::pretok::spans::span_of(pattern)
 }
 
-/// Which engine splits text for a pattern: `"builtin"` (a hand-written scanner), `"dfa"` or
-/// `"fancy-regex"` (see `pretok/regex.rs`).
+/// Which engine splits text for a pattern: `"builtin"` (a hand-written scanner), `"spans"` (a
+/// superword span pattern: gpt2's scanner, its pieces grouped), `"dfa"` or `"fancy-regex"` (see
+/// `pretok/regex.rs`).
 #[pyfunction]
 fn pattern_engine(pattern: &str) -> PyResult<&'static str> {
     Ok(match Pattern::from_spec(pattern).map_err(value_error)? {
         Pattern::Custom { regex, .. } => regex.engine(),
-        _ => "builtin",
+        Pattern::Spans { .. } => "spans",
+        Pattern::Builtin(_) => "builtin",
     })
 }
 

@@ -175,10 +175,12 @@ mod v3 {
     }
 }
 
-/// Which splitter to use: a built-in pattern's hand-written scanner, or any other regex.
+/// Which splitter to use: a built-in pattern's hand-written scanner, a superword span pattern
+/// (`spans.rs`: gpt2's scanner, its pieces grouped, up to `max` words), or any other regex.
 #[derive(Clone)]
 pub enum Pattern {
     Builtin(Builtin),
+    Spans { source: String, max: usize },
     Custom { source: String, regex: Regex },
 }
 
@@ -197,8 +199,20 @@ impl Pattern {
         if spec::looks_like_name(spec) {
             return Err(spec::unknown_name(spec));
         }
-        let regex = Regex::new(spec)?;
-        Ok(Pattern::Custom { source: spec.to_string(), regex })
+        Pattern::regex(spec)
+    }
+
+    /// A pattern that is no built-in's spelling: a span pattern's scanner, else the regex.
+    pub fn regex(source: &str) -> Result<Pattern, String> {
+        match Pattern::spans(source) {
+            Some(p) => Ok(p),
+            None => Ok(Pattern::Custom { source: source.to_string(), regex: Regex::new(source)? }),
+        }
+    }
+
+    /// The scanner of a superword span pattern spelled as `spans.rs` spells them, or `None`.
+    pub fn spans(source: &str) -> Option<Pattern> {
+        spans::span_of(source).map(|(_, max)| Pattern::Spans { source: source.to_string(), max })
     }
 
     /// The scanner for a Sequence of `Isolated` Splits with these regexes (one built-in's
@@ -225,7 +239,7 @@ impl Pattern {
     pub fn split_sources(&self) -> Vec<&str> {
         match self {
             Pattern::Builtin(b) => b.def().splits.to_vec(),
-            Pattern::Custom { source, .. } => vec![source],
+            Pattern::Spans { source, .. } | Pattern::Custom { source, .. } => vec![source],
         }
     }
 
@@ -233,7 +247,7 @@ impl Pattern {
     pub fn name(&self) -> Option<&'static str> {
         match self {
             Pattern::Builtin(b) => Some(b.name()),
-            Pattern::Custom { .. } => None,
+            Pattern::Spans { .. } | Pattern::Custom { .. } => None,
         }
     }
 
@@ -242,7 +256,7 @@ impl Pattern {
     /// the split). The `'/'` exception is o200k's `[\r\n/]*` tail: `";\n//"` is one piece
     /// (Nemotron's too; Kimi's tail is `[\r\n]*`).
     pub fn is_builtin(&self) -> bool {
-        !matches!(self, Pattern::Custom { .. })
+        matches!(self, Pattern::Builtin(_))
     }
 
     /// Where text may be cut without changing its pieces: a built-in's safe cuts, a superword
@@ -250,7 +264,8 @@ impl Pattern {
     pub fn cut_rule(&self) -> Option<crate::corpus::cuts::Rule> {
         match self {
             Pattern::Builtin(_) => Some(crate::corpus::cuts::Rule::Safe),
-            Pattern::Custom { source, .. } => spans::span_of(source).map(|_| crate::corpus::cuts::Rule::Lines),
+            Pattern::Spans { .. } => Some(crate::corpus::cuts::Rule::Lines),
+            Pattern::Custom { .. } => None,
         }
     }
 
@@ -268,6 +283,10 @@ impl Pattern {
         match self {
             Pattern::Builtin(b) => {
                 b.scan(text, &mut f);
+                Ok(())
+            }
+            Pattern::Spans { max, .. } => {
+                spans::scan(text, *max, &mut f);
                 Ok(())
             }
             Pattern::Custom { regex, .. } => regex.for_each_piece(text, &mut f),

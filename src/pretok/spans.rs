@@ -3,7 +3,11 @@
 //! leading space; other whitespace is a piece of its own, and a piece holding `.`, `!` or `?`
 //! ends a span. Built here, the one source of the spellings: the trainer saves them, and the
 //! counter and the file encoder recognize them to cut text at lines (`corpus::cuts::Rule::Lines`:
-//! a span never holds a `'\n'`).
+//! a span never holds a `'\n'`), and [`super::Pattern`] splits them with [`scan`] (gpt2's
+//! scanner, its pieces grouped), not with the regex.
+
+use super::chars::{ascii_class, class_at, L, N, NON_ASCII, WS};
+use super::{Builtin, PieceSink};
 
 /// The most words a span may hold.
 pub const MAX_WORDS: usize = 16;
@@ -37,6 +41,69 @@ pub fn span_of(source: &str) -> Option<(&'static str, usize)> {
     (1..=MAX_WORDS).find(|&n| span_pattern("gpt2", n).is_ok_and(|p| p == source)).map(|n| ("gpt2", n))
 }
 
+/// The pieces of the span pattern of at most `max` words over gpt2 (`max` in 1..=[`MAX_WORDS`]):
+/// gpt2's pieces, the consecutive ones that are not whitespace grouped into one, up to `max`,
+/// a group closed by a piece holding `.`, `!` or `?` and by a whitespace piece (a piece of its
+/// own). Equal to the regex, whose alternatives are gpt2's: its lead pieces are gpt2's but that
+/// a punctuation run stops at a sentence stop, where the last piece then takes the rest of the
+/// run, so a run holding a stop ends its span either way (the property tests compare the two).
+pub fn scan(text: &str, max: usize, f: &mut impl PieceSink) {
+    let mut g = Group { b: text.as_bytes(), out: f, max: max.max(1), start: 0, n: 0 };
+    Builtin::Gpt2.scan(text, &mut g);
+    if g.n > 0 {
+        g.out.piece(g.start, text.len());
+    }
+}
+
+/// The sink that groups gpt2's pieces into spans (see [`scan`]).
+struct Group<'a, F> {
+    b: &'a [u8],
+    out: &'a mut F,
+    max: usize,
+    /// Where the open group starts, and how many pieces it holds (0: none open).
+    start: usize,
+    n: usize,
+}
+
+impl<F: PieceSink> PieceSink for Group<'_, F> {
+    #[inline(always)]
+    fn piece(&mut self, s: usize, e: usize) {
+        // A piece is whitespace iff its last char is (the others end in a letter, digit, mark
+        // or punctuation), and only a punctuation piece can hold a stop: most pieces are told
+        // by their last byte, an ASCII letter or digit.
+        let b = self.b;
+        let has_stop = || b[s..e].iter().any(|&c| matches!(c, b'.' | b'!' | b'?'));
+        let (space, stop) = match ascii_class(b[e - 1]) {
+            NON_ASCII => {
+                let mut last = e - 1;
+                while b[last] & 0xC0 == 0x80 {
+                    last -= 1;
+                }
+                (class_at(b, last).0 & WS != 0, has_stop())
+            }
+            k if k & (L | N) != 0 => (false, false),
+            k if k & WS != 0 => (true, false),
+            _ => (false, has_stop()),
+        };
+        if space {
+            if self.n > 0 {
+                self.out.piece(self.start, s);
+                self.n = 0;
+            }
+            self.out.piece(s, e);
+            return;
+        }
+        if self.n == 0 {
+            self.start = s;
+        }
+        self.n += 1;
+        if self.n == self.max || stop {
+            self.out.piece(self.start, e);
+            self.n = 0;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,5 +116,22 @@ mod tests {
         assert!(span_pattern("gpt2", 0).is_err() && span_pattern("gpt2", MAX_WORDS + 1).is_err());
         assert!(span_pattern("cl100k", 4).unwrap_err().contains("gpt2 pattern"));
         assert_eq!(span_of(GPT2_SPACE), None);
+    }
+
+    #[test]
+    fn spans_are_gpt2_pieces_grouped() {
+        let split = |max: usize, text: &str| {
+            let p = super::super::Pattern::from_spec(&span_pattern("gpt2", max).unwrap()).unwrap();
+            assert!(matches!(p, super::super::Pattern::Spans { .. }));
+            let mut v = Vec::new();
+            p.for_each_piece(text, |s, e| v.push(text[s..e].to_string())).unwrap();
+            v
+        };
+        assert_eq!(split(4, " of the cat sat on the mat. The end"), [" of the cat sat", " on the mat.", " The end"]);
+        // A stop inside a punctuation run ends the span with the run; whitespace other than one
+        // space before a word is a piece of its own; a contraction is a word.
+        assert_eq!(split(3, "a ,.b c  d\n\te's"), ["a ,.", "b c", " ", " d", "\n", "\t", "e's"]);
+        assert_eq!(split(1, "x y"), ["x", " y"]);
+        assert_eq!(split(2, " \u{3000}日本 語!? ok"), [" ", "\u{3000}", "日本 語", "!?", " ok"]);
     }
 }
