@@ -111,8 +111,8 @@ VOCABS = {
     # GPT-NeoX-20B's file: an NFC normalizer, so hf_bpe runs its general pipeline path; no
     # tiktoken equivalent, the reference ids are tokenizers'.
     "neox": {"file": HF / "gpt-neox-20b" / "tokenizer.json", "reference": "tokenizers", "eot": 0},
-    # A superword tokenizer (scripts/bench_superword.py saves it): spans of several words, a custom
-    # regex; no tiktoken equivalent, the reference ids are tokenizers'.
+    # A superword tokenizer (scripts/bench_superword.py saves it): spans of several words (a span
+    # pattern, cut by gpt2's scanner); no tiktoken equivalent, the reference ids are tokenizers'.
     "superword": {"file": ROOT / "bench_out" / "superword" / "tokenizer" / "tokenizer.json", "reference": "tokenizers",
                   "eot": 256},
     "gpt2-n12": {"rank_file": DATA / "tiktoken" / "r50k_base.tiktoken", "pat": GPT2_N12_RE, "pattern": GPT2_N12_RE,

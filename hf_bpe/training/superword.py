@@ -83,10 +83,10 @@ def train_spans(spans: WordCounts, vocab_size: int, transition: int, tie_break: 
     word_pattern = _word_pattern(spans.pattern)
     specials = list(spans.special_tokens)
     check_superword(transition, vocab_size, specials)
-    arrays, span_words, span_ends = _core.split_spans((spans.bytes, spans.offsets, spans.counts), word_pattern)
-    return _stages(arrays, span_words, span_ends, spans.counts, (spans.bytes, spans.offsets), spans.pattern,
-                   word_pattern, specials, spans.documents, spans.text_bytes, vocab_size, transition, tie_break,
-                   min_frequency, max_token_length, progress, merge_filter)
+    split = [*_core.split_spans((spans.bytes, spans.offsets, spans.counts), word_pattern), spans.counts]
+    return _stages(split, (spans.bytes, spans.offsets), spans.pattern, word_pattern, specials, spans.documents,
+                   spans.text_bytes, vocab_size, transition, tie_break, min_frequency, max_token_length, progress,
+                   merge_filter)
 
 
 def train_counted(counter: _core.WordCounter, pattern: str, specials: list[str], vocab_size: int, transition: int,
@@ -99,8 +99,9 @@ def train_counted(counter: _core.WordCounter, pattern: str, specials: list[str],
     word_pattern = _word_pattern(pattern)
     check_superword(transition, vocab_size, specials)
     documents, text_bytes = counter.documents, counter.bytes
-    return _stages(*counter.split_spans(word_pattern), None, pattern, word_pattern, specials, documents, text_bytes,
-                   vocab_size, transition, tie_break, min_frequency, max_token_length, progress, merge_filter)
+    split = list(counter.split_spans(word_pattern))
+    return _stages(split, None, pattern, word_pattern, specials, documents, text_bytes, vocab_size, transition,
+                   tie_break, min_frequency, max_token_length, progress, merge_filter)
 
 
 def _word_pattern(pattern: str) -> str:
@@ -112,15 +113,19 @@ def _word_pattern(pattern: str) -> str:
     return found[0]
 
 
-def _stages(arrays: tuple, span_words: np.ndarray, span_ends: np.ndarray, span_counts: np.ndarray,
-            span_bytes: tuple[np.ndarray, np.ndarray] | None, pattern: str, word_pattern: str, specials: list[str],
-            documents: int, text_bytes: int, vocab_size: int, transition: int, tie_break: str, min_frequency: int,
-            max_token_length: int | None, progress: bool, merge_filter: MergeFilter | None) -> BPE:
-    """Both stages from the spans split into words (``arrays``: the word counts; span ``i``'s
-    words ``span_words[span_ends[i]:span_ends[i + 1]]``, its count ``span_counts[i]``;
-    ``span_bytes``: the spans' own bytes and offsets, or None where a span is its words)."""
+def _stages(split: list, span_bytes: tuple[np.ndarray, np.ndarray] | None, pattern: str, word_pattern: str,
+            specials: list[str], documents: int, text_bytes: int, vocab_size: int, transition: int, tie_break: str,
+            min_frequency: int, max_token_length: int | None, progress: bool,
+            merge_filter: MergeFilter | None) -> BPE:
+    """Both stages from the spans split into words: ``split`` is ``[arrays, span_words, span_ends,
+    span_counts]`` (``arrays``: the word counts; span ``i``'s words
+    ``span_words[span_ends[i]:span_ends[i + 1]]``, its count ``span_counts[i]``), emptied here so
+    that the arrays are freed once stage 2 has its own copy; ``span_bytes``: the spans' own bytes
+    and offsets, or None where a span is its words."""
     from hf_bpe.training.counts import WordCounts
 
+    arrays, span_words, span_ends, span_counts = split
+    split.clear()
     words = WordCounts(arrays, word_pattern, specials, documents, text_bytes, checked=True)
     stage1 = finish(words, transition, specials, word_pattern, tie_break, min_frequency, max_token_length, progress,
                     merge_filter)

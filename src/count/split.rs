@@ -228,7 +228,7 @@ pub fn split(spans: FlatRef<'_>, pattern: &Pattern) -> Result<Split, String> {
             let w = spans.word(i);
             // SAFETY: checked above when `utf8` (the bytes are UTF-8 and every span starts and
             // ends on a character boundary).
-            let text = if utf8 { unsafe { std::str::from_utf8_unchecked(w) } } else { utf8_span(w, i)? };
+            let text = if utf8 { unsafe { std::str::from_utf8_unchecked(w) } } else { utf8_span(w, Some(i))? };
             sh.span(text, spans.counts[i], pattern)?;
         }
         sh.finish()?;
@@ -240,9 +240,12 @@ pub fn split(spans: FlatRef<'_>, pattern: &Pattern) -> Result<Split, String> {
     }
 }
 
-/// A span's bytes as text, or an error naming span `i`.
-fn utf8_span(w: &[u8], i: usize) -> Result<&str, String> {
-    std::str::from_utf8(w).map_err(|e| format!("span {i} ({:?}) is not UTF-8 ({e}): it cannot be split into words", String::from_utf8_lossy(w)))
+/// A span's bytes as text, or an error naming the span (and its index `i`, where there is one).
+fn utf8_span(w: &[u8], i: Option<usize>) -> Result<&str, String> {
+    std::str::from_utf8(w).map_err(|e| {
+        let at = i.map_or(String::new(), |i| format!(" {i}"));
+        format!("span{at} ({:?}) is not UTF-8 ({e}): it cannot be split into words", String::from_utf8_lossy(w))
+    })
 }
 
 impl Counter {
@@ -274,14 +277,14 @@ impl Counter {
                 let mut buf = [0u8; 16];
                 for e in &short[sa..sz] {
                     let w = unpack_into(e.key().swap_bytes(), &mut buf);
-                    sh.span(utf8_span(w, counts.len())?, e.count, pattern)?;
+                    sh.span(utf8_span(w, None)?, e.count, pattern)?;
                     counts.push(e.count);
                 }
                 let mut failed = None;
                 for j in pa..pz {
                     gather::part_words(j, &parts[j], rest, |w, n| {
                         if failed.is_none() {
-                            if let Err(e) = utf8_span(w, counts.len()).and_then(|t| sh.span(t, n, pattern)) {
+                            if let Err(e) = utf8_span(w, None).and_then(|t| sh.span(t, n, pattern)) {
                                 failed = Some(e);
                             }
                             counts.push(n);
@@ -297,7 +300,10 @@ impl Counter {
             let shares: Result<Vec<_>, String> = if par { (0..threads).into_par_iter().map(share).collect() } else { (0..threads).map(share).collect() };
             shares
         };
-        shards.iter_mut().for_each(|s| s.long.free_slots());
+        // The shares own their words: the tables (the spans' bytes) go before the join.
+        drop(short);
+        shards.iter_mut().for_each(|s| **s = super::Shard::default());
+        drop(shards);
         let (shares, counts): (Vec<Share>, Vec<Vec<u64>>) = out?.into_iter().unzip();
         Ok((join(shares, par)?, counts.concat()))
     }
