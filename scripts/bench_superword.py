@@ -15,8 +15,8 @@ What is measured
   Compression is bytes per token on the held-out documents (never trained on), plain against
   superword. The superword tokenizer of the middle vocabulary size and the first transition is
   saved to ``bench_out/superword/tokenizer`` for ``bench_encode.py --vocabs superword``.
-  With ``--stages``, each superword run also times every call into the core (the counting, its
-  gathering, stage 1's word counts, stage 1, the spans cut into stage 1's tokens, stage 2) in
+  With ``--stages``, each superword run also times every call into the core (the counting, the
+  spans split into words in the counter, stage 1, the spans cut into stage 1's tokens, stage 2) in
   wall and CPU seconds; what is left is Python (building the tokenizers, arrays).
 """
 
