@@ -332,7 +332,13 @@ impl LongTable {
     /// Asks for the first bytes of the word at `at` (a hint, as [`word_at`](Self::word_at)).
     #[inline(always)]
     pub fn prefetch_word(&self, at: u64) {
-        crate::memory::prefetch(self.arena.as_ptr().wrapping_add((at & ((1 << OFFSET_BITS) - 1)) as usize));
+        Self::ask_word(&self.arena, at)
+    }
+
+    /// Asks for the first bytes of the word at `at` in `arena`.
+    #[inline(always)]
+    fn ask_word(arena: &[u8], at: u64) {
+        crate::memory::prefetch(arena.as_ptr().wrapping_add((at & ((1 << OFFSET_BITS) - 1)) as usize));
     }
 
     /// The word at `at` (an offset from [`parts`](Self::parts); its bits from `OFFSET_BITS` up
@@ -376,7 +382,7 @@ impl LongPart<'_> {
     #[inline(always)]
     pub fn ask(&self, i: usize) {
         if let Some(s) = self.slots.get(i).filter(|s| s.count != 0) {
-            crate::memory::prefetch(self.arena.as_ptr().wrapping_add((s.at & ((1 << OFFSET_BITS) - 1)) as usize));
+            LongTable::ask_word(self.arena, s.at);
         }
     }
 

@@ -149,8 +149,7 @@ pub fn spans(enc: &Encoder, spans: Option<(&[u8], &[i64])>, words: (&[u8], &[i64
 /// (a `state()` per run; `hint(a, z)`: about how many ids items `a..z` make), joined in order:
 /// `(ids, offsets)`.
 fn runs<S>(n: usize, hint: impl Fn(usize, usize) -> usize + Sync, state: impl Fn() -> S + Sync, cut: impl Fn(&mut S, usize, &mut Vec<u32>) + Sync) -> (Vec<u32>, Vec<i64>) {
-    let words = n;
-    let runs: Vec<(usize, usize)> = (0..words).step_by(RUN).map(|a| (a, (a + RUN).min(words))).collect();
+    let runs: Vec<(usize, usize)> = (0..n).step_by(RUN).map(|a| (a, (a + RUN).min(n))).collect();
     // (Without a pool, everything runs here: never on rayon's global pool.)
     let pool = crate::pool::get(crate::pool::default_threads());
     let run = |&(a, z): &(usize, usize)| {
@@ -170,10 +169,10 @@ fn runs<S>(n: usize, hint: impl Fn(usize, usize) -> usize + Sync, state: impl Fn
     };
     // Joined on all cores, each part copied into its stretch (the copies fault the new pages).
     let total: usize = parts.iter().map(|p| p.0.len()).sum();
-    let (mut ids, mut offs) = (Vec::<u32>::with_capacity(total), Vec::<i64>::with_capacity(words + 1));
+    let (mut ids, mut offs) = (Vec::<u32>::with_capacity(total), Vec::<i64>::with_capacity(n + 1));
     offs.push(0i64);
     let mut jobs = Vec::with_capacity(parts.len());
-    let (mut id_rest, mut off_rest) = (&mut ids.spare_capacity_mut()[..total], &mut offs.spare_capacity_mut()[..words]);
+    let (mut id_rest, mut off_rest) = (&mut ids.spare_capacity_mut()[..total], &mut offs.spare_capacity_mut()[..n]);
     let mut base = 0i64;
     for (part, ends) in &parts {
         let (a, rest) = std::mem::take(&mut id_rest).split_at_mut(part.len());
@@ -194,11 +193,11 @@ fn runs<S>(n: usize, hint: impl Fn(usize, usize) -> usize + Sync, state: impl Fn
         Some(p) => p.install(|| jobs.into_par_iter().for_each(copy)),
         None => jobs.into_iter().for_each(copy),
     }
-    // SAFETY: every slot up to `total` ids and `words` more offsets was written above (the
-    // parts' lengths sum to `total`, their ends to `words`).
+    // SAFETY: every slot up to `total` ids and `n` more offsets was written above (the
+    // parts' lengths sum to `total`, their ends to `n`).
     unsafe {
         ids.set_len(total);
-        offs.set_len(words + 1);
+        offs.set_len(n + 1);
     }
     (ids, offs)
 }

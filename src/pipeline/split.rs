@@ -122,10 +122,9 @@ impl PreTokenizer {
         match &self.steps[..] {
             [Step::ByteLevel { add_prefix_space: false, use_regex: true }] => Some(Pattern::Builtin(Builtin::Gpt2)),
             [Step::Split { pattern: Literal::Regex(r, raw), behavior, invert }, Step::ByteLevel { add_prefix_space: false, use_regex: false }] => {
-                // a built-in pattern or a superword span pattern by its written spelling (unless it
-                // holds `}+` or `}?`, which
-                // Oniguruma reads otherwise than the built-in: tiktoken's cl100k `\p{N}{1,3}+`);
-                // else the regex as Oniguruma reads it
+                // a built-in pattern or a superword span pattern by its written spelling (unless
+                // it holds `}+` or `}?`, which Oniguruma reads otherwise than the built-in:
+                // tiktoken's cl100k `\p{N}{1,3}+`); else the regex as Oniguruma reads it
                 let p = Some(raw.as_str())
                     .filter(|r| !interval_suffixed(r))
                     .and_then(|r| Pattern::from_splits(&[r]).or_else(|| Pattern::spans(r)))
