@@ -11,6 +11,8 @@
 //! shifts the following entries back, so there are no tombstones.
 //! Bytes per pair: [log](../../docs/performance.md#memory-of-the-merge-loop).
 
+use rayon::prelude::*;
+
 /// A slot's value: a full pair's id, or [`QUIET`] | a quiet pair's count.
 pub const QUIET: u32 = 1 << 31;
 const EMPTY: u32 = u32::MAX;
@@ -48,36 +50,92 @@ fn hash(a: u32, b: u32) -> u64 {
     ((a as u64) << 32 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(26).wrapping_mul(0xD6E8_FEB8_6659_FD93)
 }
 
+impl Part {
+    /// The pair's home slot: the hash's bits below the part's (the size is a power of two).
+    #[inline]
+    fn home(&self, h: u64) -> usize {
+        ((h << PART_BITS) >> (64 - self.slots.len().trailing_zeros())) as usize
+    }
+
+    /// Puts a pair that is not here yet (`h` its hash), growing at 3/4 load.
+    fn put_new(&mut self, h: u64, a: u32, b: u32, val: u32) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(h);
+        while self.slots[i].left != EMPTY {
+            debug_assert!((self.slots[i].left, self.slots[i].right) != (a, b), "a new pair");
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = Slot { left: a, right: b, val };
+        self.len += 1;
+        if self.len * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+    }
+
+    /// Doubles the slots, every pair moved to its new home.
+    fn grow(&mut self) {
+        let n = self.slots.len() * 2;
+        let old = std::mem::replace(&mut self.slots, vec![FREE; n]);
+        let mask = self.slots.len() - 1;
+        for s in old.into_iter().filter(|s| s.left != EMPTY) {
+            let mut i = self.home(hash(s.left, s.right));
+            while self.slots[i].left != EMPTY {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = s;
+        }
+    }
+}
+
 impl Index {
     pub fn new() -> Self {
         Index { parts: (0..1 << PART_BITS).map(|_| Part { slots: vec![FREE; 16], len: 0 }).collect(), len: 0 }
     }
 
-    /// An index with room for `n` pairs before any part grows (at most 3/4 full).
-    pub fn with_capacity(n: usize) -> Self {
-        let per_part = (n.div_ceil(1 << PART_BITS) * 4 / 3 + 1).next_power_of_two().max(16);
-        Index { parts: (0..1 << PART_BITS).map(|_| Part { slots: vec![FREE; per_part], len: 0 }).collect(), len: 0 }
+    /// Slots per part for `n` pairs (at most 3/4 full).
+    fn room(n: usize) -> usize {
+        (n.div_ceil(1 << PART_BITS) * 4 / 3 + 1).next_power_of_two().max(16)
     }
 
-    /// Puts pairs that are not in the index yet, each `(a, b, value)`, a batch of slots asked
-    /// for ahead of the inserts (a bulk load of millions of pairs is a cache miss per pair).
-    pub fn put_new(&mut self, pairs: impl Iterator<Item = (u32, u32, u32)>) {
+    /// An index of pairs not yet in any order, each `(a, b, value)` (from several lists), with
+    /// room for them all: on `pool`'s threads, each of which fills its own parts; a batch of
+    /// slots is asked for ahead of the inserts (a bulk load of millions of pairs is a cache
+    /// miss per pair).
+    pub fn of_new(lists: &[Vec<(u32, u32, u32)>], pool: Option<&rayon::ThreadPool>) -> Self {
         const AHEAD: usize = 16;
-        let mut ring = [(0u32, 0u32, 0u32); AHEAD];
-        let mut n = 0usize;
-        for p in pairs {
-            if n >= AHEAD {
-                let (a, b, v) = ring[n % AHEAD];
-                self.put(a, b, v);
+        let mut index = Self::new();
+        let room = Self::room(lists.iter().map(Vec::len).sum());
+        let per = (1 << PART_BITS) / pool.map_or(1, |p| p.current_num_threads().next_power_of_two().min(1 << PART_BITS));
+        let fill = |(k, parts): (usize, &mut [Part])| {
+            parts.iter_mut().for_each(|p| p.slots = vec![FREE; room]); // (each thread faults in its own)
+            let first = k * per;
+            let mine = |h: u64| ((h >> (64 - PART_BITS)) as usize).wrapping_sub(first) < per;
+            let mut ring = [(0u64, 0u32, 0u32, 0u32); AHEAD];
+            let mut n = 0usize;
+            let put = |parts: &mut [Part], (h, a, b, v): (u64, u32, u32, u32)| parts[(h >> (64 - PART_BITS)) as usize - first].put_new(h, a, b, v);
+            for &(a, b, v) in lists.iter().flatten() {
+                let h = hash(a, b);
+                if !mine(h) {
+                    continue;
+                }
+                if n >= AHEAD {
+                    put(parts, ring[n % AHEAD]);
+                }
+                let part = &parts[(h >> (64 - PART_BITS)) as usize - first];
+                crate::memory::prefetch(part.slots.as_ptr().wrapping_add(part.home(h)));
+                ring[n % AHEAD] = (h, a, b, v);
+                n += 1;
             }
-            self.prefetch(p.0, p.1);
-            ring[n % AHEAD] = p;
-            n += 1;
+            for k in n.saturating_sub(AHEAD)..n {
+                put(parts, ring[k % AHEAD]);
+            }
+        };
+        match pool {
+            Some(pool) => pool.install(|| index.parts.par_chunks_mut(per).enumerate().for_each(fill)),
+            None => fill((0, &mut index.parts[..])),
         }
-        for k in n.saturating_sub(AHEAD)..n {
-            let (a, b, v) = ring[k % AHEAD];
-            self.put(a, b, v);
-        }
+        index.len = index.parts.iter().map(|p| p.len).sum();
+        index
     }
 
     /// Asks for the cache line of the pair's home slot (a hint).
@@ -85,7 +143,7 @@ impl Index {
     pub fn prefetch(&self, a: u32, b: u32) {
         let h = hash(a, b);
         let part = &self.parts[(h >> (64 - PART_BITS)) as usize];
-        crate::memory::prefetch(part.slots.as_ptr().wrapping_add(self.home(h, part)));
+        crate::memory::prefetch(part.slots.as_ptr().wrapping_add(part.home(h)));
     }
 
     #[cfg(test)]
@@ -102,12 +160,6 @@ impl Index {
         self.parts.iter().map(|p| p.slots.len() * std::mem::size_of::<Slot>()).sum()
     }
 
-    #[inline]
-    fn home(&self, h: u64, part: &Part) -> usize {
-        // The bits below the part's: the part's size is a power of two.
-        ((h << PART_BITS) >> (64 - part.slots.len().trailing_zeros())) as usize
-    }
-
     /// The pair's slot: `Ok` if it is there, else `Err` with the free slot it would take.
     #[inline]
     pub fn find(&self, a: u32, b: u32) -> Result<At, At> {
@@ -115,7 +167,7 @@ impl Index {
         let pi = (h >> (64 - PART_BITS)) as usize;
         let part = &self.parts[pi];
         let mask = part.slots.len() - 1;
-        let mut i = self.home(h, part);
+        let mut i = part.home(h);
         loop {
             let s = &part.slots[i];
             if s.left == a && s.right == b {
@@ -154,7 +206,7 @@ impl Index {
         self.len += 1;
         // Load up to 3/4.
         if part.len * 4 > part.slots.len() * 3 {
-            self.grow(at.part as usize);
+            part.grow();
         }
     }
 
@@ -166,27 +218,11 @@ impl Index {
         }
     }
 
-    fn grow(&mut self, pi: usize) {
-        let part = &mut self.parts[pi];
-        let n = part.slots.len() * 2;
-        let old = std::mem::replace(&mut part.slots, vec![FREE; n]);
-        let mask = part.slots.len() - 1;
-        let bits = part.slots.len().trailing_zeros();
-        for s in old.into_iter().filter(|s| s.left != EMPTY) {
-            let mut i = ((hash(s.left, s.right) << PART_BITS) >> (64 - bits)) as usize;
-            while part.slots[i].left != EMPTY {
-                i = (i + 1) & mask;
-            }
-            part.slots[i] = s;
-        }
-    }
-
     /// Removes the pair at `at`; the entries after it in its run move back to keep every entry
     /// reachable from its home slot.
     pub fn remove(&mut self, at: At) {
         let part = &mut self.parts[at.part as usize];
         let mask = part.slots.len() - 1;
-        let bits = part.slots.len().trailing_zeros();
         let mut hole = at.slot as usize;
         let mut j = hole;
         loop {
@@ -195,7 +231,7 @@ impl Index {
             if s.left == EMPTY {
                 break;
             }
-            let home = ((hash(s.left, s.right) << PART_BITS) >> (64 - bits)) as usize;
+            let home = part.home(hash(s.left, s.right));
             // `s` may fill the hole unless its home lies cyclically in (hole, j].
             let stays = if hole <= j { hole < home && home <= j } else { hole < home || home <= j };
             if !stays {

@@ -37,6 +37,78 @@ struct Tally {
     occ: u64,
 }
 
+/// A stretch of sorted occurrences, walked ([`Pairs::from_sorted`]): each pair for the index
+/// (a full pair's value is its place in `full`), the full pairs' counts and their initial
+/// lists, one after another in `bytes`.
+#[derive(Default)]
+struct Walked {
+    groups: Vec<(u32, u32, u32)>,
+    full: Vec<(u32, u32, i64)>,
+    bytes: Vec<u8>,
+    lens: Vec<u32>,
+}
+
+/// The pairs of occurrences sorted by pair (`key`), each pair's words ascending: a pair at or
+/// above `threshold` is full (its count and its list of words), the others quiet.
+fn walk<O: Copy>(occ: &[O], key: impl Fn(O) -> u64, pair: impl Fn(O) -> (u32, u32), word: impl Fn(O) -> usize, count: impl Fn(O) -> i64, threshold: i64) -> Walked {
+    let mut out = Walked::default();
+    let mut i = 0;
+    while i < occ.len() {
+        let k = key(occ[i]);
+        let mut end = i + 1;
+        while end < occ.len() && key(occ[end]) == k {
+            end += 1;
+        }
+        let (a, b) = pair(occ[i]);
+        let group = &occ[i..end];
+        i = end;
+        let count = group.iter().fold(0i64, |c, &o| c.saturating_add(count(o)));
+        if count >= threshold || count >= QUIET as i64 {
+            out.groups.push((a, b, out.full.len() as u32));
+            out.full.push((a, b, count));
+            let start = out.bytes.len();
+            let mut last = -1i64;
+            for &o in group {
+                let w = word(o) as i64;
+                if w != last {
+                    let mut buf = [0u8; 10];
+                    let n = put((w - last) as u64, &mut buf);
+                    out.bytes.extend_from_slice(&buf[..n]);
+                    last = w;
+                }
+            }
+            out.lens.push(u32::try_from(out.bytes.len() - start).unwrap_or(u32::MAX));
+        } else if count > 0 {
+            out.groups.push((a, b, QUIET | count as u32));
+        }
+    }
+    out
+}
+
+/// `f` of each item, in order: on `pool`'s threads, or on the calling thread without one.
+fn on<T: Sync, R: Send>(pool: Option<&rayon::ThreadPool>, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    match pool {
+        Some(pool) => pool.install(|| items.par_iter().map(&f).collect()),
+        None => items.iter().map(f).collect(),
+    }
+}
+
+/// `f(make(left, right, word))` for each counted pair of the words `ws`, in order.
+#[inline(always)]
+fn each_occurrence<S: Sym, O>(words: &Words<S>, counted: &impl Fn(u32, u32) -> bool, make: &impl Fn(u32, u32, usize) -> O, ws: std::ops::Range<usize>, mut f: impl FnMut(O)) {
+    for w in ws {
+        for p in words.syms_of(w).windows(2) {
+            let (x, y) = (p[0].id(), p[1].id());
+            if counted(x, y) {
+                f(make(x, y, w));
+            }
+        }
+    }
+}
+
+/// Occurrences are bucketed by this many top bits of their pair ([`Pairs::build_general`]).
+const BUCKET_BITS: u32 = 11;
+
 /// All mutable pair state.
 pub struct Pairs {
     index: Index,
@@ -197,11 +269,11 @@ impl Pairs {
     /// start (superword spans hold millions of pairs, most of them rare). Adding each
     /// occurrence through the index and a later list instead was a random access per
     /// occurrence ([log](../../docs/performance.md#superword-training)).
-    pub fn build_general<S: Sym>(words: &Words<S>, n_tokens: usize, counted: impl Fn(u32, u32) -> bool, quiet_below: i64, pool: Option<&rayon::ThreadPool>) -> Pairs {
+    pub fn build_general<S: Sym>(words: &Words<S>, n_tokens: usize, counted: impl Fn(u32, u32) -> bool + Sync, quiet_below: i64, pool: Option<&rayon::ThreadPool>) -> Pairs {
         // An occurrence packed in a u64, `(left, right, word, count)`, when the pair and the word
-        // fit (up to a few million tokens and spans): radix-sorted on the pair's bits, in word
-        // order. The low bits left hold the word's count if it fits (most are 1), so summing a
-        // pair's count reads no word record; a count that does not fit is looked up.
+        // fit (up to a few million tokens and spans), sorted on the pair's bits in word order.
+        // The low bits left hold the word's count if it fits (most are 1), so summing a pair's
+        // count reads no word record; a count that does not fit is looked up.
         let sym_bits = usize::BITS - n_tokens.saturating_sub(1).leading_zeros();
         let word_bits = usize::BITS - words.len().saturating_sub(1).leading_zeros();
         if 2 * sym_bits + word_bits > 64 {
@@ -209,89 +281,126 @@ impl Pairs {
         }
         let count_bits = (64 - 2 * sym_bits - word_bits).min(32);
         let big = (1u64 << count_bits) - 1; // (0 when there are no bits: always looked up)
-        let mut occ: Vec<u64> = Vec::with_capacity(words.symbols().saturating_sub(words.len()));
-        for w in 0..words.len() {
+        let at = word_bits + count_bits;
+        let pack = |x: u32, y: u32, w: usize| {
             let c = (words.count(w) as u64).min(big);
-            let low = (w as u64) << count_bits | if c == big { 0 } else { c };
-            for p in words.syms_of(w).windows(2) {
-                let (x, y) = (p[0].id(), p[1].id());
-                if counted(x, y) {
-                    occ.push((((x as u64) << sym_bits | y as u64) << (word_bits + count_bits)) | low);
-                }
+            (((x as u64) << sym_bits | y as u64) << at) | (w as u64) << count_bits | if c == big { 0 } else { c }
+        };
+        // Sorted in two steps: the occurrences are written straight into buckets by the top
+        // bits of their pair (each stretch of words counts its own first, so each bucket is in
+        // word order), then each bucket is sorted on the rest of the pair and walked while it
+        // is in the caches.
+        let key_bits = 2 * sym_bits;
+        let top = key_bits.min(BUCKET_BITS);
+        let bucket = |o: u64| (o >> (at + key_bits - top)) as usize;
+        let n = words.len();
+        let step = n.div_ceil(pool.map_or(1, |p| p.current_num_threads() * 4)).max(1);
+        let stretches: Vec<_> = (0..n).step_by(step).map(|s| s..(s + step).min(n)).collect();
+        let counts: Vec<Vec<usize>> = on(pool, &stretches, |ws| {
+            let mut c = vec![0usize; 1 << top];
+            each_occurrence(words, &counted, &pack, ws.clone(), |o| c[bucket(o)] += 1);
+            c
+        });
+        // Where each stretch's occurrences of each bucket go: buckets in order, stretches in order.
+        let mut bounds = vec![0usize; (1 << top) + 1];
+        let mut starts = vec![vec![0usize; 1 << top]; counts.len()];
+        let mut next = 0;
+        for d in 0..1 << top {
+            bounds[d] = next;
+            for (s, c) in starts.iter_mut().zip(&counts) {
+                s[d] = next;
+                next += c[d];
             }
         }
-        let at = word_bits + count_bits;
-        crate::pool::install(pool, || crate::radix::sort_by_bits(&mut occ, at, 64));
+        bounds[1 << top] = next;
+        let mut occ: Vec<u64> = Vec::with_capacity(next);
+        let out = occ.spare_capacity_mut().as_mut_ptr() as usize;
+        let jobs: Vec<_> = stretches.into_iter().zip(starts).zip(counts).collect();
+        on(pool, &jobs, |((ws, pos), count)| {
+            let mut pos = pos.clone();
+            let ends: Vec<usize> = pos.iter().zip(count).map(|(p, c)| p + c).collect();
+            each_occurrence(words, &counted, &pack, ws.clone(), |o| {
+                let d = bucket(o);
+                assert!(pos[d] < ends[d], "the pairs counted twice agree");
+                // SAFETY: the stretches' ranges of positions are disjoint and within the capacity
+                // (the counts partition 0..next), and the assert keeps each within its own.
+                unsafe { (out as *mut u64).add(pos[d]).write(o) };
+                pos[d] += 1;
+            });
+            assert!(pos == ends, "the pairs counted twice agree");
+        });
+        // SAFETY: every one of the `next` positions was written once (asserted above).
+        unsafe { occ.set_len(next) };
+        // Runs of whole buckets of about equal size, sorted and walked on the pool's threads.
+        let runs = pool.map_or(1, |p| p.current_num_threads() * 4);
+        let mut pieces = Vec::new();
+        let (mut rest, mut from, mut d) = (&mut occ[..], 0, 0);
+        while d < 1 << top {
+            let first = d;
+            while d < 1 << top && (d == first || bounds[d] - from < next.div_ceil(runs)) {
+                d += 1;
+            }
+            let (piece, r) = std::mem::take(&mut rest).split_at_mut(bounds[d] - from);
+            pieces.push((piece, first..d));
+            (rest, from) = (r, bounds[d]);
+        }
         let word = |o: u64| ((o >> count_bits) & ((1 << word_bits) - 1)) as usize;
         let count = |o: u64| match o & big {
             0 => words.count(word(o)),
             c => c as i64,
         };
         let pair_of = |o: u64| ((o >> (at + sym_bits)) as u32, ((o >> at) & ((1 << sym_bits) - 1)) as u32);
-        Self::from_sorted(&occ, |o| o >> at, pair_of, word, count, quiet_below)
+        let threshold = quiet_below.max(1);
+        let sort_and_walk = |(occ, ds): (&mut [u64], std::ops::Range<usize>)| {
+            let mut scratch = Vec::new();
+            let base = bounds[ds.start];
+            for d in ds {
+                crate::radix::sort_by_bits(&mut occ[bounds[d] - base..bounds[d + 1] - base], &mut scratch, at, at + key_bits - top);
+            }
+            walk(occ, |o| o >> at, pair_of, word, count, threshold)
+        };
+        let walked: Vec<Walked> = match pool {
+            Some(pool) => pool.install(|| pieces.into_par_iter().map(sort_and_walk).collect()),
+            None => pieces.into_iter().map(sort_and_walk).collect(),
+        };
+        Self::join(quiet_below, walked, pool)
     }
 
     /// [`Self::build_general`] where a packed occurrence would not fit in 64 bits.
-    fn build_general_wide<S: Sym>(words: &Words<S>, counted: impl Fn(u32, u32) -> bool, quiet_below: i64, pool: Option<&rayon::ThreadPool>) -> Pairs {
+    fn build_general_wide<S: Sym>(words: &Words<S>, counted: impl Fn(u32, u32) -> bool + Sync, quiet_below: i64, pool: Option<&rayon::ThreadPool>) -> Pairs {
         let mut occ: Vec<(u64, u32)> = Vec::new();
-        for w in 0..words.len() {
-            for p in words.syms_of(w).windows(2) {
-                let (x, y) = (p[0].id(), p[1].id());
-                if counted(x, y) {
-                    occ.push(((x as u64) << 32 | y as u64, w as u32));
-                }
-            }
-        }
+        each_occurrence(words, &counted, &|x, y, w| ((x as u64) << 32 | y as u64, w as u32), 0..words.len(), |o| occ.push(o));
         match pool {
             Some(pool) => pool.install(|| occ.par_sort_unstable()),
             None => occ.sort_unstable(),
         }
-        Self::from_sorted(&occ, |o| o.0, |o| ((o.0 >> 32) as u32, o.0 as u32), |o| o.1 as usize, |o| words.count(o.1 as usize), quiet_below)
+        let pair_of = |o: (u64, u32)| ((o.0 >> 32) as u32, o.0 as u32);
+        let walked = walk(&occ, |o| o.0, pair_of, |o| o.1 as usize, |o| words.count(o.1 as usize), quiet_below.max(1));
+        Self::join(quiet_below, vec![walked], pool)
     }
 
-    /// The pairs of occurrences sorted by pair (`key`), each pair's words ascending.
-    fn from_sorted<O: Copy>(occ: &[O], key: impl Fn(O) -> u64, pair: impl Fn(O) -> (u32, u32), word: impl Fn(O) -> usize, count: impl Fn(O) -> i64, quiet_below: i64) -> Pairs {
+    /// The pairs of walked stretches of occurrences, in order (ids in key order).
+    fn join(quiet_below: i64, walked: Vec<Walked>, pool: Option<&rayon::ThreadPool>) -> Pairs {
         let mut pairs = Pairs::empty(quiet_below);
-        let distinct = 1 + occ.windows(2).filter(|w| key(w[0]) != key(w[1])).count();
-        let mut index = Index::with_capacity(distinct);
-        let mut i = 0;
-        let groups = std::iter::from_fn(|| {
-            while i < occ.len() {
-                let k = key(occ[i]);
-                let mut end = i + 1;
-                while end < occ.len() && key(occ[end]) == k {
-                    end += 1;
-                }
-                let (a, b) = pair(occ[i]);
-                let group = &occ[i..end];
-                i = end;
-                let count = group.iter().fold(0i64, |c, &o| c.saturating_add(count(o)));
-                if count >= pairs.quiet_below || count >= QUIET as i64 {
-                    let id = pairs.new_id(a, b, count);
-                    debug_assert_eq!(id, pairs.init_len.len());
-                    let start = pairs.init_bytes.len();
-                    let mut last = -1i64;
-                    for &o in group {
-                        let w = word(o) as i64;
-                        if w != last {
-                            let mut buf = [0u8; 10];
-                            let n = put((w - last) as u64, &mut buf);
-                            pairs.init_bytes.extend_from_slice(&buf[..n]);
-                            last = w;
-                        }
-                    }
-                    pairs.init_start.push(start as u64);
-                    pairs.init_len.push(u32::try_from(pairs.init_bytes.len() - start).unwrap_or(u32::MAX));
-                    return Some((a, b, id as u32));
-                } else if count > 0 {
-                    pairs.quiet += 1;
-                    return Some((a, b, QUIET | count as u32));
-                }
+        let mut groups = Vec::with_capacity(walked.len());
+        pairs.init_bytes.reserve_exact(walked.iter().map(|w| w.bytes.len()).sum());
+        for mut w in walked {
+            let first = pairs.init_len.len() as u32;
+            let mut start = pairs.init_bytes.len() as u64;
+            for (&(a, b, count), &len) in w.full.iter().zip(&w.lens) {
+                let id = pairs.new_id(a, b, count);
+                debug_assert_eq!(id, pairs.init_len.len());
+                pairs.init_start.push(start);
+                pairs.init_len.push(len);
+                start += len as u64;
             }
-            None
-        });
-        index.put_new(groups);
-        pairs.index = index;
+            pairs.init_bytes.extend_from_slice(&w.bytes);
+            pairs.quiet += w.groups.len() - w.full.len();
+            drop(w.bytes);
+            w.groups.iter_mut().filter(|g| g.2 & QUIET == 0).for_each(|g| g.2 += first);
+            groups.push(w.groups);
+        }
+        pairs.index = Index::of_new(&groups, pool);
         pairs
     }
 

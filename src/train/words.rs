@@ -151,11 +151,6 @@ impl<S: Sym> Words<S> {
         self.list.len() - 1
     }
 
-    /// Room for symbols (the symbols of all words, and the ends left by merges).
-    pub fn symbols(&self) -> usize {
-        self.syms.len()
-    }
-
     /// Bytes of the word records (for the timing report).
     pub fn record_bytes(&self) -> usize {
         self.list.len() * std::mem::size_of::<Word>()
