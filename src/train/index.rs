@@ -97,10 +97,11 @@ impl Index {
         (n.div_ceil(1 << PART_BITS) * 4 / 3 + 1).next_power_of_two().max(16)
     }
 
-    /// An index of pairs not yet in any order, each `(a, b, value)` (from several lists), with
-    /// room for them all: on `pool`'s threads, each of which fills its own parts; a batch of
-    /// slots is asked for ahead of the inserts (a bulk load of millions of pairs is a cache
-    /// miss per pair).
+    /// An index of distinct pairs, each `(a, b, value)` (from several lists), with room for
+    /// them all: on `pool`'s threads, each of which fills its own parts, taking its pairs in the
+    /// lists' order (so the slots, and the order in which a walk over them meets the pairs, do
+    /// not depend on the threads); a batch of slots is asked for ahead of the inserts (a bulk
+    /// load of millions of pairs is a cache miss per pair).
     pub fn of_new(lists: &[Vec<(u32, u32, u32)>], pool: Option<&rayon::ThreadPool>) -> Self {
         const AHEAD: usize = 16;
         let mut index = Self::new();
