@@ -176,7 +176,7 @@ impl Pairs {
     /// threshold gets its id and its initial list in one go, the others are quiet from the
     /// start (superword spans hold millions of pairs, most of them rare). Adding each
     /// occurrence through the index and a later list instead was a random access per
-    /// occurrence ([log](../../docs/performance.md#superword-training)).
+    /// occurrence ([log](../../../docs/performance.md#superword-training)).
     pub fn build_general<S: Sym>(words: &Words<S>, n_tokens: usize, counted: impl Fn(u32, u32) -> bool + Sync, quiet_below: i64, pool: Option<&rayon::ThreadPool>) -> Pairs {
         // An occurrence packed in a u64, `(left, right, word, count)`, when the pair and the word
         // fit (up to a few million tokens and spans), sorted on the pair's bits in word order.
