@@ -87,6 +87,16 @@ pub fn install<R: Send>(pool: Option<&rayon::ThreadPool>, f: impl FnOnce() -> R 
     }
 }
 
+/// `f` of every item, in order: on `pool`'s threads, or on the calling thread without one
+/// (never on rayon's global pool).
+pub fn map<T: Sync, U: Send>(pool: Option<&rayon::ThreadPool>, items: &[T], f: impl Fn(&T) -> U + Send + Sync) -> Vec<U> {
+    use rayon::prelude::*;
+    match pool {
+        Some(p) => p.install(|| items.par_iter().map(f).collect()),
+        None => items.iter().map(f).collect(),
+    }
+}
+
 /// Whether the calling thread is a worker of one of our pools (parallel iterators are safe).
 pub fn in_pool() -> bool {
     rayon::current_thread_index().is_some()

@@ -241,18 +241,6 @@ fn each<T: Send>(
     }
 }
 
-/// `f` of every item, in parallel on `pool` if there is one.
-fn map<T: Sync, U: Send>(
-    pool: Option<&rayon::ThreadPool>,
-    items: &[T],
-    f: impl Fn(&T) -> U + Send + Sync,
-) -> Vec<U> {
-    match pool {
-        Some(p) => p.install(|| items.par_iter().map(f).collect()),
-        None => items.iter().map(f).collect(),
-    }
-}
-
 fn parity_loop<S: Sym>(
     corpora: &[FlatRef<'_>],
     dev: &[DevText<'_>],
@@ -269,12 +257,12 @@ fn parity_loop<S: Sym>(
     if cfg.train.max_new_tokens == 0 || (!rules.hf && rules.max_len < 2) {
         return Vec::new();
     }
-    let mut langs: Vec<Table<S>> = map(pool, corpora, |&c| Table::new(c, &toks, &rules));
+    let mut langs: Vec<Table<S>> = crate::pool::map(pool, corpora, |&c| Table::new(c, &toks, &rules));
     let texts: Vec<FlatRef<'_>> = dev
         .iter()
         .flat_map(|d| std::iter::once(d.text).chain(d.reference))
         .collect();
-    let mut devs: Vec<Counted<S>> = map(pool, &texts, |&t| Counted::new(t));
+    let mut devs: Vec<Counted<S>> = crate::pool::map(pool, &texts, |&t| Counted::new(t));
     // Where each language's dev text and reference are in `devs`.
     let mut at = Vec::with_capacity(dev.len());
     let mut k = 0;

@@ -64,14 +64,6 @@ fn walk<O: Copy>(occ: &[O], key: impl Fn(O) -> u64, pair: impl Fn(O) -> (u32, u3
     out
 }
 
-/// `f` of each item, in order: on `pool`'s threads, or on the calling thread without one.
-fn on<T: Sync, R: Send>(pool: Option<&rayon::ThreadPool>, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    match pool {
-        Some(pool) => pool.install(|| items.par_iter().map(&f).collect()),
-        None => items.iter().map(f).collect(),
-    }
-}
-
 /// `f(make(left, right, word))` for each counted pair of the words `ws`, in order.
 #[inline(always)]
 fn each_occurrence<S: Sym, O>(words: &Words<S>, counted: &impl Fn(u32, u32) -> bool, make: &impl Fn(u32, u32, usize) -> O, ws: std::ops::Range<usize>, mut f: impl FnMut(O)) {
@@ -201,12 +193,13 @@ impl Pairs {
         let key_bits = 2 * sym_bits;
         let top = key_bits.min(BUCKET_BITS);
         let bucket = |o: u64| (o >> (at + key_bits - top)) as usize;
+        let pair_bucket = |x: u32, y: u32| (((x as u64) << sym_bits | y as u64) >> (key_bits - top)) as usize;
         let n = words.len();
         let step = n.div_ceil(pool.map_or(1, |p| p.current_num_threads() * 4)).max(1);
         let stretches: Vec<_> = (0..n).step_by(step).map(|s| s..(s + step).min(n)).collect();
-        let counts: Vec<Vec<usize>> = on(pool, &stretches, |ws| {
+        let counts: Vec<Vec<usize>> = crate::pool::map(pool, &stretches, |ws| {
             let mut c = vec![0usize; 1 << top];
-            each_occurrence(words, &counted, &pack, ws.clone(), |o| c[bucket(o)] += 1);
+            each_occurrence(words, &counted, &|x, y, _| pair_bucket(x, y), ws.clone(), |d| c[d] += 1);
             c
         });
         // Where each stretch's occurrences of each bucket go: buckets in order, stretches in order.
@@ -224,7 +217,7 @@ impl Pairs {
         let mut occ: Vec<u64> = Vec::with_capacity(next);
         let out = occ.spare_capacity_mut().as_mut_ptr() as usize;
         let jobs: Vec<_> = stretches.into_iter().zip(starts).zip(counts).collect();
-        on(pool, &jobs, |((ws, pos), count)| {
+        crate::pool::map(pool, &jobs, |((ws, pos), count)| {
             let mut pos = pos.clone();
             let ends: Vec<usize> = pos.iter().zip(count).map(|(p, c)| p + c).collect();
             each_occurrence(words, &counted, &pack, ws.clone(), |o| {
