@@ -50,9 +50,11 @@ def _batches(texts: Any, text_column: str) -> Iterable[list[str]]:
 
 
 def count_words(texts: Any, special_tokens: Sequence[str] = ("<|endoftext|>",), pattern: str = "gpt2",
-                num_threads: int | None = None, progress: bool = False, text_column: str = "text") -> _core.WordCounter:
-    """Counts the distinct pre-tokens of documents (the first half of training)."""
-    counter = _core.WordCounter(pattern, list(special_tokens), num_threads)
+                num_threads: int | None = None, progress: bool = False, text_column: str = "text",
+                split_only: bool = False) -> _core.WordCounter:
+    """Counts the distinct pre-tokens of documents (the first half of training); ``split_only``:
+    spans that only ``WordCounter.split_spans`` will read (superword training)."""
+    counter = _core.WordCounter(pattern, list(special_tokens), num_threads, split_only)
     bar = None
     if progress:
         from hf_bpe.progress import _tqdm
@@ -84,9 +86,9 @@ def file_paths(paths) -> list[str]:
 
 
 def count_paths(paths, specials: list[str], pattern: str, num_threads: int | None, progress: bool, errors: str,
-                 text_field: str) -> _core.WordCounter:
+                 text_field: str, split_only: bool = False) -> _core.WordCounter:
     paths = file_paths(paths)
-    counter = _core.WordCounter(pattern, specials, num_threads)
+    counter = _core.WordCounter(pattern, specials, num_threads, split_only)
     with file_progress(paths, "counting", enabled=progress) as cb:
         for p in paths:
             counter.add_file(p, errors, text_field, cb)

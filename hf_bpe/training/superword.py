@@ -10,10 +10,11 @@ vocabulary holds ``transition`` tokens, then merges across word boundaries, insi
   ``tokenizer.json`` encodes in stock ``tokenizers`` as it was trained.
 * **Counted once, as data.** Spans are counted like words (one pass over the corpus, memory
   = the distinct spans; files are cut at lines, which no span crosses); stage 1's word counts
-  are the spans split by the word pattern (``_core.split_spans``; straight from the counter's
-  tables when training from text, ``WordCounter.split_spans``), exact because every span
+  are the spans split by the word pattern (``_core.split_spans``), exact because every span
   boundary is a word boundary; the same split gives each span's words, so stage 2 cuts a span
-  into stage 1's tokens from its words' (``_core.segment_spans``).
+  into stage 1's tokens from its words' (``_core.segment_spans``). Training from text counts
+  for the split alone (``WordCounter(split_only=True)``): a span of up to 4 words is counted by
+  its words' ids, found where the scanner cuts them, and nothing is split again.
 
 Where SuperBPE's own trainer lifts pre-tokenization altogether (whole documents in memory), a
 span here is (our choices, named so they can be argued with):

@@ -66,7 +66,8 @@ def train(
     """
     specials, pattern = _settings(vocab_size, special_tokens, pattern, tie_break, min_frequency, max_token_length,
                                   base, superword_transition, superword_max_words)
-    counter = count_words(texts, specials, pattern, num_threads, progress, text_column)
+    counter = count_words(texts, specials, pattern, num_threads, progress, text_column,
+                          split_only=superword_transition is not None)
     return _trained(counter, vocab_size, specials, pattern, tie_break, min_frequency, max_token_length, progress,
                     base, superword_transition, merge_filter)
 
@@ -130,7 +131,8 @@ def train_files(
     ``superword_transition`` trains superwords, as in :func:`train` (``merge_filter`` too)."""
     specials, pattern = _settings(vocab_size, special_tokens, pattern, tie_break, min_frequency, max_token_length,
                                   base, superword_transition, superword_max_words)
-    counter = count_paths(paths, specials, pattern, num_threads, progress, errors, text_field)
+    counter = count_paths(paths, specials, pattern, num_threads, progress, errors, text_field,
+                          split_only=superword_transition is not None)
     return _trained(counter, vocab_size, specials, pattern, tie_break, min_frequency, max_token_length, progress,
                     base, superword_transition, merge_filter)
 

@@ -17,14 +17,31 @@ pub struct WordCounter {
     inner: Counter,
 }
 
+impl WordCounter {
+    /// An error for a counter that only `split_spans` reads.
+    fn check_flat(&self) -> PyResult<()> {
+        if self.inner.is_split_only() {
+            return Err(value_error("this WordCounter was made with split_only=True: read it with split_spans".to_string()));
+        }
+        Ok(())
+    }
+}
+
 #[pymethods]
 impl WordCounter {
     #[new]
-    #[pyo3(signature = (pattern="gpt2", special_tokens=Vec::new(), num_threads=None))]
-    fn new(pattern: &str, special_tokens: Vec<String>, num_threads: Option<isize>) -> PyResult<Self> {
+    /// `split_only=True` (a span pattern): only `split_spans` reads the counts, so short spans
+    /// are counted as their words' ids (superword training from text).
+    #[pyo3(signature = (pattern="gpt2", special_tokens=Vec::new(), num_threads=None, split_only=false))]
+    fn new(pattern: &str, special_tokens: Vec<String>, num_threads: Option<isize>, split_only: bool) -> PyResult<Self> {
         let p = Pattern::from_spec(pattern).map_err(value_error)?;
-        Ok(WordCounter { inner: Counter::new(p, special_tokens, threads(num_threads)?).map_err(value_error)? })
+        let mut inner = Counter::new(p, special_tokens, threads(num_threads)?).map_err(value_error)?;
+        if split_only {
+            inner.split_only().map_err(value_error)?;
+        }
+        Ok(WordCounter { inner })
     }
+
 
     /// Counts a batch of documents (each split on special tokens, then pre-tokenized).
     /// Texts are borrowed as UTF-8; a lone surrogate becomes U+FFFD, as in `encode`.
@@ -66,9 +83,10 @@ impl WordCounter {
     }
 
     /// The distinct pre-tokens and their counts, sorted by bytes.
-    fn words<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u64)> {
+    fn words<'py>(&self, py: Python<'py>) -> PyResult<Vec<(Bound<'py, PyBytes>, u64)>> {
+        self.check_flat()?;
         let f = py.allow_threads(|| self.inner.flat());
-        (0..f.counts.len()).map(|i| (PyBytes::new(py, f.as_ref().word(i)), f.counts[i])).collect()
+        Ok((0..f.counts.len()).map(|i| (PyBytes::new(py, f.as_ref().word(i)), f.counts[i])).collect())
     }
 
     /// The distinct pre-tokens and their counts as flat arrays sorted by bytes: `(bytes,
@@ -76,10 +94,11 @@ impl WordCounter {
     /// are freed as they are gathered (the counter is then empty), so the two are never whole
     /// at once.
     #[pyo3(signature = (release=false))]
-    fn arrays<'py>(&mut self, py: Python<'py>, release: bool) -> Arrays<'py> {
+    fn arrays<'py>(&mut self, py: Python<'py>, release: bool) -> PyResult<Arrays<'py>> {
+        self.check_flat()?;
         let inner = &mut self.inner;
         let flat = py.allow_threads(|| if release { inner.take_flat() } else { inner.flat() });
-        to_arrays(py, flat)
+        Ok(to_arrays(py, flat))
     }
 
     /// The counted spans (counted with a span pattern) split by the word `pattern`, as
@@ -321,7 +340,9 @@ pub enum Words<'a> {
 impl<'a> FromPyObject<'a> for Words<'a> {
     fn extract_bound(ob: &Bound<'a, PyAny>) -> PyResult<Self> {
         if let Ok(c) = ob.downcast::<WordCounter>() {
-            return Ok(Words::Counter(c.try_borrow_mut()?));
+            let c = c.try_borrow_mut()?;
+            c.check_flat()?;
+            return Ok(Words::Counter(c));
         }
         if let Ok(a) = ob.extract::<ArraysIn<'a>>() {
             return Ok(Words::Arrays(a));

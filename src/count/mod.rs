@@ -21,6 +21,7 @@
 //!   frees them as it goes ([`Counter::take_flat`]).
 
 mod gather;
+mod span_words;
 mod split;
 mod tables;
 
@@ -34,7 +35,9 @@ use crate::pretok::Pattern;
 use crate::corpus::cuts::segments_keeping;
 use crate::corpus::read::{read_corpus, Block, CutRule, ReadOptions};
 use crate::specials::{SpecialSet, Specials};
+use span_words::SpanWords;
 use tables::{LongTable, ShortTable};
+pub use span_words::MAX_SPAN_WORDS;
 pub use split::{split, Split};
 pub use crate::corpus::read::{Progress, Utf8Errors, INTERRUPTED};
 
@@ -59,6 +62,8 @@ struct Shard {
     /// for (superword spans are millions of distinct long words, each update a cache miss).
     long_queue: [(u32, u32, u64); LONG_BATCH],
     long_queued: usize,
+    /// A counter of spans as words: this thread's words and spans (made on first use).
+    words: Option<Box<SpanWords>>,
 }
 
 /// How many long pieces a shard's table update trails behind the scanner.
@@ -66,7 +71,7 @@ const LONG_BATCH: usize = 16;
 
 impl Default for Shard {
     fn default() -> Self {
-        Shard { short: ShortTable::default(), long: LongTable::default(), queue: [0; BATCH], queued: 0, long_queue: [(0, 0, 0); LONG_BATCH], long_queued: 0 }
+        Shard { short: ShortTable::default(), long: LongTable::default(), queue: [0; BATCH], queued: 0, long_queue: [(0, 0, 0); LONG_BATCH], long_queued: 0, words: None }
     }
 }
 
@@ -130,6 +135,9 @@ impl Shard {
 
     fn flush(&mut self) {
         self.drain();
+        if let Some(w) = &mut self.words {
+            w.flush();
+        }
     }
 }
 
@@ -139,6 +147,10 @@ pub struct Counter {
     specials: std::sync::Arc<Specials>,
     pool: Option<crate::pool::Pool>,
     shards: Vec<Mutex<Shard>>,
+    /// Read only by [`Counter::take_split`] ([`Counter::split_only`]).
+    split_only: bool,
+    /// Spans counted as their words' ids (`span_words`).
+    words: bool,
     /// Bytes of text counted so far (after decoding).
     pub bytes: u64,
     /// Documents counted so far (files count their lines for JSON lines, else one each).
@@ -158,6 +170,8 @@ impl Counter {
             specials,
             pool,
             shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
+            split_only: false,
+            words: false,
             bytes: 0,
             documents: 0,
             last_read: Default::default(),
@@ -168,6 +182,27 @@ impl Counter {
         &self.pattern
     }
 
+    /// Declares that only [`take_split`](Self::take_split) will read this counter of spans (a
+    /// span pattern), before it counts: spans of at most [`MAX_SPAN_WORDS`] words are then
+    /// counted as their words' ids (`span_words`), longer ones as bytes. An error for another
+    /// pattern or a counter that has counted already.
+    pub fn split_only(&mut self) -> Result<(), String> {
+        let Pattern::Spans { max, .. } = self.pattern else {
+            return Err("split_only: only a counter of superword spans (a span pattern) is read by split_spans".into());
+        };
+        if self.bytes != 0 || self.documents != 0 {
+            return Err("split_only: the counter has counted text already".into());
+        }
+        self.split_only = true;
+        self.words = max <= MAX_SPAN_WORDS;
+        Ok(())
+    }
+
+    /// Whether only [`take_split`](Self::take_split) may read this counter ([`split_only`](Self::split_only)).
+    pub fn is_split_only(&self) -> bool {
+        self.split_only
+    }
+
     /// The pool the counter (and the training after it) runs on.
     pub fn pool(&self) -> Option<&rayon::ThreadPool> {
         self.pool.as_deref()
@@ -175,6 +210,14 @@ impl Counter {
 
     /// Counts one piece of a document: special tokens split it, the pattern cuts the rest.
     fn count_text(&self, shard: &mut Shard, text: &str) -> Result<(), String> {
+        if let (true, Pattern::Spans { max, .. }) = (self.words, &self.pattern) {
+            let words = shard.words.get_or_insert_with(Default::default);
+            return self.specials.for_each_text(text, |t| {
+                words.start_text();
+                crate::pretok::spans::scan_words(t, *max, &mut words.sink(t.as_bytes()));
+                Ok(())
+            });
+        }
         self.specials.for_each_text(text, |t| {
             let b = t.as_bytes();
             shard.long_queued = 0; // (pieces of another text only if a panic cut one short)
@@ -287,7 +330,7 @@ impl Counter {
             .iter()
             .map(|s| {
                 let s = s.lock().unwrap_or_else(|e| e.into_inner());
-                s.short.len() + s.long.len()
+                s.short.len() + s.long.len() + s.words.as_ref().map_or(0, |w| w.len())
             })
             .sum()
     }

@@ -49,7 +49,7 @@ struct Slot {
 /// One thread's share: its distinct words with local ids (their bytes, in id order, in
 /// `bytes`), and its spans' words by local id. Short words sit in an open-addressing table
 /// (linear probing, grown at load 1/2) looked up [`QUEUE`] pieces behind the scanner.
-struct Share {
+pub(super) struct Share {
     slots: Vec<Slot>,
     shift: u32,
     short: usize,
@@ -57,10 +57,16 @@ struct Share {
     bytes: Vec<u8>,
     /// Where each local id's bytes end in `bytes`.
     word_ends: Vec<usize>,
-    ids: Vec<u32>,
-    ends: Vec<i64>,
+    pub(super) ids: Vec<u32>,
+    pub(super) ends: Vec<i64>,
     /// (key, index in `ids`, count) of the queued pieces.
     queue: Vec<(u128, usize, u64)>,
+}
+
+impl Default for Share {
+    fn default() -> Self {
+        Share::new(0, 0)
+    }
 }
 
 impl Share {
@@ -91,7 +97,7 @@ impl Share {
     }
 
     /// After the last span: the queue drained, the number of words checked.
-    fn finish(&mut self) -> Result<(), String> {
+    pub(super) fn finish(&mut self) -> Result<(), String> {
         self.drain();
         if self.word_ends.len() > MAX_WORDS {
             return Err(format!("split_spans: more than {MAX_WORDS} distinct words"));
@@ -118,7 +124,7 @@ impl Share {
     /// One occurrence of the word `b[s..e]` in a span of count `n` (its id written when the
     /// queue is drained).
     #[inline(always)]
-    fn add(&mut self, b: &[u8], s: usize, e: usize, n: u64) {
+    pub(super) fn add(&mut self, b: &[u8], s: usize, e: usize, n: u64) {
         if e - s > 15 {
             let id = match self.long.get_mut(&b[s..e]) {
                 Some(v) => {
@@ -149,7 +155,7 @@ impl Share {
     }
 
     /// Looks the queued pieces up, giving new words the next ids.
-    fn drain(&mut self) {
+    pub(super) fn drain(&mut self) {
         let mask = self.slots.len() - 1;
         let mut buf = [0u8; 16];
         for k in 0..self.queue.len() {
@@ -253,11 +259,31 @@ impl Counter {
     /// from the tables (freed as they are read; the counter is then empty): the spans' order is
     /// the tables' (training does not depend on it), and their bytes are never gathered. A
     /// span that is not UTF-8 is an error naming it.
+    /// A counter of short spans as words ([`Counter::split_only`]) has their words already:
+    /// `pattern` must be the word pattern (gpt2).
     pub fn take_split(&mut self, pattern: &Pattern) -> Result<(Split, Vec<u64>), String> {
         let _mapped = crate::memory::MapBigAllocations::new();
+        if self.words {
+            if pattern.name() != Some("gpt2") {
+                return Err("split_spans: spans counted as words are split by their word pattern, gpt2".into());
+            }
+            let out = crate::pool::install(self.pool(), || self.words_here());
+            self.release();
+            return out;
+        }
         let out = crate::pool::install(self.pool(), || self.split_here(pattern));
         self.release();
         out
+    }
+
+    /// [`take_split`](Self::take_split) of spans counted as words: each shard's table read on
+    /// a thread of its own, the shares joined.
+    fn words_here(&self) -> Result<(Split, Vec<u64>), String> {
+        let par = crate::pool::in_pool();
+        let taken: Vec<_> = self.shards.iter().filter_map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).words.take()).collect();
+        let shares: Result<Vec<_>, String> = if par { taken.into_par_iter().map(|w| w.into_share()).collect() } else { taken.into_iter().map(|w| w.into_share()).collect() };
+        let (shares, counts): (Vec<Share>, Vec<Vec<u64>>) = shares?.into_iter().unzip();
+        Ok((join(shares, par)?, counts.concat()))
     }
 
     fn split_here(&self, pattern: &Pattern) -> Result<(Split, Vec<u64>), String> {
@@ -311,7 +337,7 @@ impl Counter {
 
 /// The shares joined: each distinct word once, sorted by bytes, and the shares' spans one after
 /// the other with their ids rewritten (on the current pool's threads when `par`).
-fn join(shares: Vec<Share>, par: bool) -> Result<Split, String> {
+pub(super) fn join(shares: Vec<Share>, par: bool) -> Result<Split, String> {
     let mut first: FxHashMap<&[u8], u32> = FxHashMap::default();
     let mut words_g: Vec<&[u8]> = Vec::new();
     let mut counts: Vec<u64> = Vec::new();

@@ -48,10 +48,49 @@ pub fn span_of(source: &str) -> Option<(&'static str, usize)> {
 /// a punctuation run stops at a sentence stop, where the last piece then takes the rest of the
 /// run, so a run holding a stop ends its span either way (the property tests compare the two).
 pub fn scan(text: &str, max: usize, f: &mut impl PieceSink) {
-    let mut g = Group { b: text.as_bytes(), out: f, max: max.max(1), start: 0, n: 0 };
+    scan_words(text, max, &mut Joined { out: f, start: None, end: 0 });
+}
+
+/// What [`scan_words`] reports: each word of a span, then the span's end.
+pub trait SpanSink {
+    /// The next word of the open span (gpt2's piece `start..end`; the first word opens a span).
+    fn word(&mut self, start: usize, end: usize);
+    /// The open span ends after its last word.
+    fn close(&mut self);
+}
+
+/// The spans of [`scan`] as their words: every gpt2 piece of `text` in order through
+/// [`SpanSink::word`], and [`SpanSink::close`] after the last word of each span (a whitespace
+/// piece is a span of one word). Superword counting keys a span by its words' ids this way
+/// (`crate::count::span_words`).
+pub fn scan_words(text: &str, max: usize, f: &mut impl SpanSink) {
+    let mut g = Group { b: text.as_bytes(), out: f, max: max.max(1), n: 0 };
     Builtin::Gpt2.scan(text, &mut g);
     if g.n > 0 {
-        g.out.piece(g.start, text.len());
+        g.out.close();
+    }
+}
+
+/// A [`SpanSink`] that reports each span as one piece.
+struct Joined<'a, F> {
+    out: &'a mut F,
+    /// The open span's start and its last word's end.
+    start: Option<usize>,
+    end: usize,
+}
+
+impl<F: PieceSink> SpanSink for Joined<'_, F> {
+    #[inline(always)]
+    fn word(&mut self, s: usize, e: usize) {
+        self.start.get_or_insert(s);
+        self.end = e;
+    }
+
+    #[inline(always)]
+    fn close(&mut self) {
+        if let Some(s) = self.start.take() {
+            self.out.piece(s, self.end);
+        }
     }
 }
 
@@ -60,12 +99,11 @@ struct Group<'a, F> {
     b: &'a [u8],
     out: &'a mut F,
     max: usize,
-    /// Where the open group starts, and how many pieces it holds (0: none open).
-    start: usize,
+    /// How many words the open span holds (0: none open).
     n: usize,
 }
 
-impl<F: PieceSink> PieceSink for Group<'_, F> {
+impl<F: SpanSink> PieceSink for Group<'_, F> {
     #[inline(always)]
     fn piece(&mut self, s: usize, e: usize) {
         // A piece is whitespace iff its last char is (the others end in a letter, digit, mark
@@ -87,18 +125,17 @@ impl<F: PieceSink> PieceSink for Group<'_, F> {
         };
         if space {
             if self.n > 0 {
-                self.out.piece(self.start, s);
+                self.out.close();
                 self.n = 0;
             }
-            self.out.piece(s, e);
+            self.out.word(s, e);
+            self.out.close();
             return;
         }
-        if self.n == 0 {
-            self.start = s;
-        }
+        self.out.word(s, e);
         self.n += 1;
         if self.n == self.max || stop {
-            self.out.piece(self.start, e);
+            self.out.close();
             self.n = 0;
         }
     }

@@ -1,0 +1,322 @@
+//! Superword spans counted as their words' ids, for training from text (a counter that only
+//! `Counter::take_split` reads, `Counter::split_only`): each thread looks every word up once where the scanner finds it (its
+//! local id, its count) and counts each span under the ids of its words, four `u32`s packed in a
+//! `u128` ([`key`]), so nothing is split again afterwards: the spans' words and counts come
+//! straight out of the tables ([`SpanWords::into_share`], joined by `split::join`).
+//!
+//! * **Exact.** A span's words are the word pattern's pieces where the scanner found them, the
+//!   pieces the split would cut the span into again (every span boundary is a word boundary),
+//!   and stage 1's word counts are the pieces of the text.
+//! * **Not merged across threads.** A span two threads both met is two entries with the same
+//!   words; training sums pair counts over spans, so the merges are the same (~3% more spans
+//!   on 185 MB of books).
+//! * **Up to [`MAX_SPAN_WORDS`] words**, the default; longer spans are counted as bytes.
+//!
+//! Why: the split of the counted spans was the largest stage of a superword run
+//! ([log](../../docs/performance.md#superword-training)).
+
+use super::split::Share;
+use crate::keys::mix128;
+use crate::pretok::spans::SpanSink;
+
+/// The most words of a span counted by its words' ids (four `u32`s in a `u128`).
+pub const MAX_SPAN_WORDS: usize = 4;
+
+/// Spans wait in batches of this many: their words' ids are known once the share's lookups are
+/// drained, then their slots are asked for together and counted.
+const BATCH: usize = 64;
+
+/// The key of a span of 1..=4 words: `id + 1` of each (at most `u32::MAX`), the first word in
+/// the top bits and 0 past the last, so the key's high half is never 0 (an empty slot); the low
+/// half is then scrambled with the high one, a bijection ([`ids_of`] undoes it): the table's
+/// hash folds the halves together with a shift, under which keys of small ids in neighbouring
+/// places collide outright (a third of the counting's time went to probing past them).
+#[inline(always)]
+fn key(ids: &[u32]) -> u128 {
+    debug_assert!((1..=MAX_SPAN_WORDS).contains(&ids.len()));
+    let mut k = 0u128;
+    for (i, &id) in ids.iter().enumerate() {
+        k |= ((id as u128) + 1) << (96 - 32 * i);
+    }
+    let (hi, lo) = ((k >> 64) as u64, k as u64);
+    ((hi as u128) << 64) | (lo.wrapping_mul(K1) ^ hi.wrapping_mul(K2)) as u128
+}
+
+/// The ids of a span's [`key`], pushed onto `out`.
+#[inline(always)]
+fn ids_of(k: u128, out: &mut Vec<u32>) {
+    let hi = (k >> 64) as u64;
+    let lo = ((k as u64) ^ hi.wrapping_mul(K2)).wrapping_mul(K1_INV);
+    for v in [(hi >> 32) as u32, hi as u32, (lo >> 32) as u32, lo as u32] {
+        if v == 0 {
+            break;
+        }
+        out.push(v - 1);
+    }
+}
+
+const K1: u64 = 0x9E37_79B9_7F4A_7C15;
+const K2: u64 = 0xD6E8_FEB8_6659_FD93;
+/// `K1`'s inverse modulo 2^64 (K1 is odd): Newton's iteration, each step doubling the bits.
+const K1_INV: u64 = {
+    let mut x = K1;
+    let mut i = 0;
+    while i < 6 {
+        x = x.wrapping_mul(2u64.wrapping_sub(K1.wrapping_mul(x)));
+        i += 1;
+    }
+    x
+};
+
+/// How many parts a thread's spans are spread over, by their hash's top bits: a part's
+/// spans are counted in a table that stays in the L2 cache.
+const PART_BITS: u32 = 10;
+const PARTS: usize = 1 << PART_BITS;
+/// A thread's spans wait as keys until this many, and at least as many as it has counted,
+/// then are counted (bounded memory: 16 bytes a waiting span, 24 a counted one).
+const COUNT_AT: usize = if cfg!(test) { 1 << 12 } else { 1 << 24 };
+
+/// One thread's spans, by part: keys met since the last count, and counted `(key, count)`.
+/// Most spans are seen once, so a table of them would take a cache miss per span; appended
+/// to their part, they are counted part by part in a table that stays in the cache.
+struct Spans {
+    waiting: Vec<Vec<u128>>,
+    counted: Vec<Vec<(u128, u64)>>,
+    waiting_len: usize,
+    counted_len: usize,
+    /// The counting table (reused): `(key, count)`, key 0 empty.
+    table: Vec<(u128, u64)>,
+}
+
+impl Default for Spans {
+    fn default() -> Self {
+        Spans { waiting: vec![Vec::new(); PARTS], counted: vec![Vec::new(); PARTS], waiting_len: 0, counted_len: 0, table: Vec::new() }
+    }
+}
+
+impl Spans {
+    #[inline(always)]
+    fn add(&mut self, key: u128) {
+        let p = (mix128(key) >> (64 - PART_BITS)) as usize;
+        self.waiting[p].push(key);
+        self.waiting_len += 1;
+        if self.waiting_len >= COUNT_AT.max(self.counted_len) {
+            for p in 0..PARTS {
+                let mut kept = Vec::new();
+                self.count_part(p, |k, n| kept.push((k, n)));
+                self.counted[p] = kept;
+            }
+            self.waiting_len = 0;
+            self.counted_len = self.counted.iter().map(|c| c.len()).sum();
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.waiting_len + self.counted_len
+    }
+
+    /// Counts part `p`'s spans (waiting and counted), emptied, into `f(key, count)`.
+    fn count_part(&mut self, p: usize, mut f: impl FnMut(u128, u64)) {
+        let waiting = std::mem::take(&mut self.waiting[p]);
+        let counted = std::mem::take(&mut self.counted[p]);
+        let n = waiting.len() + counted.len();
+        let cap = (2 * n).next_power_of_two().max(16);
+        let shift = 64 - PART_BITS - cap.trailing_zeros();
+        self.table.clear();
+        self.table.resize(cap, (0, 0));
+        let t = &mut self.table;
+        let mut add = |k: u128, c: u64| {
+            let mut i = (mix128(k) >> shift) as usize & (cap - 1);
+            loop {
+                let s = &mut t[i];
+                if s.0 == k {
+                    s.1 = s.1.saturating_add(c);
+                    return;
+                }
+                if s.0 == 0 {
+                    *s = (k, c);
+                    return;
+                }
+                i = (i + 1) & (cap - 1);
+            }
+        };
+        counted.iter().for_each(|&(k, c)| add(k, c));
+        waiting.iter().for_each(|&k| add(k, 1));
+        drop((waiting, counted));
+        self.table.iter().filter(|s| s.0 != 0).for_each(|&(k, c)| f(k, c));
+    }
+}
+
+/// One thread's words (local ids, counts) and spans (keyed by their words' ids, counted).
+#[derive(Default)]
+pub(super) struct SpanWords {
+    words: Share,
+    spans: Spans,
+}
+
+impl SpanWords {
+    /// Before a text: a span a panic cut short in the last one is dropped (its words' ids
+    /// stay counted).
+    pub(super) fn start_text(&mut self) {
+        self.words.drain();
+        let end = self.words.ends.last().map_or(0, |&e| e as usize);
+        self.words.ids.truncate(end);
+    }
+
+    /// A sink for `text`'s spans ([`crate::pretok::spans::scan_words`]).
+    pub(super) fn sink<'a>(&'a mut self, text: &'a [u8]) -> Sink<'a> {
+        Sink { to: self, text }
+    }
+
+    /// Counts the waiting spans.
+    pub(super) fn flush(&mut self) {
+        let w = &mut self.words;
+        w.drain();
+        let mut from = 0;
+        for &end in &w.ends {
+            self.spans.add(key(&w.ids[from..end as usize]));
+            from = end as usize;
+        }
+        w.ids.clear();
+        w.ends.clear();
+    }
+
+    /// Number of spans counted (by this thread).
+    pub(super) fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// The words with local ids, every span's words (`ids`, `ends`) and the spans' counts, the
+    /// table freed as it is read.
+    pub(super) fn into_share(mut self) -> Result<(Share, Vec<u64>), String> {
+        self.flush();
+        self.words.finish()?;
+        let (mut words, mut spans) = (self.words, self.spans);
+        let n = spans.len();
+        let mut counts = Vec::with_capacity(n);
+        words.ends.reserve_exact(n);
+        words.ids.reserve_exact(n * 3);
+        for p in 0..PARTS {
+            spans.count_part(p, |k, c| {
+                ids_of(k, &mut words.ids);
+                words.ends.push(words.ids.len() as i64);
+                counts.push(c);
+            });
+        }
+        Ok((words, counts))
+    }
+}
+
+/// [`SpanWords`] fed one text's spans.
+pub(super) struct Sink<'a> {
+    to: &'a mut SpanWords,
+    text: &'a [u8],
+}
+
+impl SpanSink for Sink<'_> {
+    #[inline(always)]
+    fn word(&mut self, s: usize, e: usize) {
+        self.to.words.add(self.text, s, e, 1);
+    }
+
+    #[inline(always)]
+    fn close(&mut self) {
+        let w = &mut self.to.words;
+        w.ends.push(w.ids.len() as i64);
+        if w.ends.len() == BATCH {
+            self.to.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::count::{Counter, Split};
+    use crate::pretok::Pattern;
+
+    /// Each span as its words' bytes, with its count summed over the entries holding it.
+    fn spans(s: &Split, counts: &[u64]) -> std::collections::BTreeMap<Vec<u8>, u64> {
+        let mut out = std::collections::BTreeMap::new();
+        for (i, &c) in counts.iter().enumerate() {
+            let ids = &s.span_words[s.span_ends[i] as usize..s.span_ends[i + 1] as usize];
+            let b: Vec<u8> = ids.iter().flat_map(|&w| s.words.as_ref().word(w as usize).to_vec()).collect();
+            *out.entry(b).or_insert(0) += c;
+        }
+        out
+    }
+
+    #[test]
+    fn spans_counted_as_words_split_as_spans_counted_as_bytes() {
+        // Spans of 1 to 4 words, short and long, shared by the documents (so by the threads) and
+        // of one document only, past the count that makes a thread count its waiting spans
+        // (COUNT_AT); on 1, 2 and 3 threads; a special token ends a span.
+        let docs: Vec<String> = (0..24u32)
+            .map(|d| (0..1_500u32).map(|i| format!(" w{} {} {}<|x|>{}. z{}\n  q", i % 300, "x".repeat(1 + (i % 30) as usize), "y".repeat(1 + ((i * 24 + d) % 700) as usize), i % 11, i % 7)).collect())
+            .collect();
+        let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
+        let word = Pattern::from_spec("gpt2").unwrap();
+        for max in [1, 4, 5] {
+            let spans_of = crate::pretok::spans::span_pattern("gpt2", max).unwrap();
+            for threads in [1, 2, 3] {
+                let counter = |split_only: bool| {
+                    let mut c = Counter::new(Pattern::from_spec(&spans_of).unwrap(), vec!["<|x|>".into()], threads).unwrap();
+                    if split_only {
+                        c.split_only().unwrap();
+                    }
+                    c.add_texts(&refs).unwrap();
+                    c
+                };
+                let (mut bytes, mut words) = (counter(false), counter(true));
+                assert_eq!(words.words, max <= MAX_SPAN_WORDS);
+                let (want, want_counts) = bytes.take_split(&word).unwrap();
+                let (got, got_counts) = words.take_split(&word).unwrap();
+                assert_eq!(words.len(), 0);
+                assert!(got.words == want.words, "{max} words, {threads} threads");
+                let (g, w) = (spans(&got, &got_counts), spans(&want, &want_counts));
+                assert!(w.len() > 1_000, "{} spans", w.len());
+                let first = g.iter().zip(&w).find(|(a, b)| a != b).map(|(a, b)| (String::from_utf8_lossy(a.0).into_owned(), *a.1, String::from_utf8_lossy(b.0).into_owned(), *b.1));
+                assert!(g == w, "{max} words, {threads} threads: {} spans against {}, first difference {first:?}", g.len(), w.len());
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_fresh_counter_of_spans_is_split_only() {
+        assert!(Counter::new(Pattern::from_spec("gpt2").unwrap(), vec![], 1).unwrap().split_only().is_err());
+        let spans = crate::pretok::spans::span_pattern("gpt2", 4).unwrap();
+        let mut c = Counter::new(Pattern::from_spec(&spans).unwrap(), vec![], 1).unwrap();
+        c.add_texts(&["a b"]).unwrap();
+        assert!(c.split_only().unwrap_err().contains("counted text already"));
+    }
+
+    #[test]
+    fn a_key_holds_one_to_four_ids_and_its_high_half_is_never_zero() {
+        assert_eq!(K1.wrapping_mul(K1_INV), 1);
+        let cases: [&[u32]; 6] = [&[0], &[u32::MAX - 1], &[0, 0], &[7, 0, 3], &[3, 0, 7], &[u32::MAX - 1, 1, 2, u32::MAX - 1]];
+        let keys: Vec<u128> = cases.iter().map(|c| key(c)).collect();
+        for (c, &k) in cases.iter().zip(&keys) {
+            assert_ne!(k >> 64, 0);
+            let mut back = Vec::new();
+            ids_of(k, &mut back);
+            assert_eq!(&back, c);
+        }
+        let distinct: std::collections::HashSet<u128> = keys.iter().copied().collect();
+        assert_eq!(distinct.len(), keys.len());
+    }
+
+    #[test]
+    fn spans_of_small_ids_hash_apart() {
+        // Every span of 2 to 4 words over 24 ids: the table's hashes of their keys all differ.
+        let mut hashes = std::collections::HashSet::new();
+        let mut n = 0;
+        for len in 2..=4u32 {
+            for t in 0..24u32.pow(len) {
+                let ids: Vec<u32> = (0..len).map(|i| t / 24u32.pow(i) % 24).collect();
+                hashes.insert(crate::keys::mix128(key(&ids)));
+                n += 1;
+            }
+        }
+        assert_eq!(hashes.len(), n);
+    }
+}
