@@ -9,7 +9,7 @@ vocabulary holds ``transition`` tokens, then merges across word boundaries, insi
   towards ``vocab_size``). The result's pattern is the span pattern, so a saved
   ``tokenizer.json`` encodes in stock ``tokenizers`` as it was trained.
 * **Counted once, as data.** Spans are counted like words (one pass over the corpus, memory
-  = the distinct spans; files are cut at lines, which no span crosses); stage 1's word counts
+  = the distinct spans, bounded; files are cut at lines, which no span crosses); stage 1's word counts
   are the spans split by the word pattern (``_core.split_spans``), exact because every span
   boundary is a word boundary; the same split gives each span's words, so stage 2 cuts a span
   into stage 1's tokens from its words' (``_core.segment_spans``). Training from text counts

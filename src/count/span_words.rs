@@ -1,19 +1,22 @@
 //! Superword spans counted as their words' ids, for training from text (a counter that only
-//! `Counter::take_split` reads, `Counter::split_only`): each thread looks every word up once where the scanner finds it (its
-//! local id, its count) and counts each span under the ids of its words, four `u32`s packed in a
-//! `u128` ([`key`]), so nothing is split again afterwards: the spans' words and counts come
-//! straight out of the tables ([`SpanWords::into_share`], joined by `split::join`).
+//! `Counter::take_split` reads, `Counter::split_only`): each thread looks every word up once
+//! where the scanner cuts it (its local id, its count) and keys each span by its words' ids,
+//! four `u32`s packed in a `u128` ([`key`]), so nothing is split again: the spans' words and
+//! counts come straight out ([`SpanWords::into_share`], the threads joined by `split::join`).
 //!
 //! * **Exact.** A span's words are the word pattern's pieces where the scanner found them, the
 //!   pieces the split would cut the span into again (every span boundary is a word boundary),
 //!   and stage 1's word counts are the pieces of the text.
+//! * **Counted in parts** ([`Spans`]): most spans are seen once, so a table of them is a cache
+//!   miss per span; keys are appended to one of [`PARTS`] parts and each part counted in a
+//!   table that stays in the cache, when the waiting keys reach [`COUNT_AT`] (bounded memory)
+//!   and at the end.
 //! * **Not merged across threads.** A span two threads both met is two entries with the same
-//!   words; training sums pair counts over spans, so the merges are the same (~3% more spans
+//!   words; training sums pair counts over spans, so the merges are the same (~6% more spans
 //!   on 185 MB of books).
 //! * **Up to [`MAX_SPAN_WORDS`] words**, the default; longer spans are counted as bytes.
 //!
-//! Why: the split of the counted spans was the largest stage of a superword run
-//! ([log](../../docs/performance.md#superword-training)).
+//! Why and the figures: [log](../../docs/performance.md#superword-training).
 
 use super::split::Share;
 use crate::keys::mix128;
