@@ -136,11 +136,11 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
 def extend_segmented(base: BPE, counts: np.ndarray, segmented: tuple[np.ndarray, np.ndarray], vocab_size: int,
                      tie_break: str, min_frequency: int, max_token_length: int | None, progress: bool,
                      extra_added: Sequence[formats.AddedToken] = (), label: str = "merging",
-                     merge_filter: Any = None) -> tuple[BPE, list[tuple[bytes, bytes]]]:
+                     merge_filter: Any = None, pattern: str | None = None) -> tuple[BPE, list[tuple[bytes, bytes]]]:
     """The merge loop of :func:`extend_from_counts` on words already cut into ``base``'s ids
     (``segmented``: ``(ids, offsets)``, ``_core.segment_words``' form) with their ``counts``
     (the caller has checked that they were counted with ``base``'s pattern and added tokens):
-    the extended vocabulary and its new merges."""
+    the extended vocabulary and its new merges; ``pattern``: the result's, if not ``base``'s."""
     import numpy as np
 
     first = max([base.vocab_size] + [t.id + 1 for t in extra_added])
@@ -170,7 +170,7 @@ def extend_segmented(base: BPE, counts: np.ndarray, segmented: tuple[np.ndarray,
             mergeable[a + b], vocab[next_id] = next_id, a + b
             next_id += 1
     specials = dict(base.special_tokens) | {t.content: t.id for t in extra_added if t.special}
-    out = BPE(vocab, base.merges + new, specials, base.pattern, cache_bytes=base.cache_bytes,
+    out = BPE(vocab, base.merges + new, specials, pattern or base.pattern, cache_bytes=base.cache_bytes,
               added_tokens=list(base.added_tokens) + list(extra_added), pipeline=base.pipeline)
     return out, new
 

@@ -131,18 +131,19 @@ def _stages(split: list, span_bytes: tuple[np.ndarray, np.ndarray] | None, patte
     stage1 = finish(words, transition, specials, word_pattern, tie_break, min_frequency, max_token_length, progress,
                     merge_filter)
     del words
-    base = BPE(stage1.vocab, stage1.merges, stage1.special_tokens, pattern)
-    if vocab_size <= base.vocab_size:
-        return base
+    if vocab_size <= stage1.vocab_size:
+        return BPE(stage1.vocab, stage1.merges, stage1.special_tokens, pattern)
     # Each span cut into stage 1's tokens, from its words' where no merge can cross between them
     # (``_core.segment_spans``), as the span pattern's encoder would.
     b, o = span_bytes if span_bytes is not None else (None, None)
     segmented = _core.segment_spans(stage1._encoder(), b, o, arrays[0], arrays[1], span_words, span_ends,
                                     checked=True)
     del arrays, span_words, span_ends, span_bytes, b, o
-    out, _ = extend_segmented(base, span_counts, segmented, vocab_size, tie_break, min_frequency, max_token_length,
-                              progress, label="superwords", merge_filter=merge_filter)
+    # (Stage 1's tokenizer stands for the base: only its tables are read, and the result takes
+    # the span pattern.)
+    out, _ = extend_segmented(stage1, span_counts, segmented, vocab_size, tie_break, min_frequency, max_token_length,
+                              progress, label="superwords", merge_filter=merge_filter, pattern=pattern)
     if progress:
-        print(f"superwords: {out.vocab_size - base.vocab_size} tokens after the first {base.vocab_size} "
-              f"(ids {base.vocab_size}..{out.vocab_size - 1})", file=sys.stderr)
+        print(f"superwords: {out.vocab_size - stage1.vocab_size} tokens after the first {stage1.vocab_size} "
+              f"(ids {stage1.vocab_size}..{out.vocab_size - 1})", file=sys.stderr)
     return out

@@ -19,6 +19,8 @@
 //!   pattern: plus the text up to the next special token). The tables hold a distinct word in
 //!   32-40 bytes (short) or ~27 plus its bytes (long), and gathering them into the flat form
 //!   frees them as it goes ([`Counter::take_flat`]).
+//! * **Spans for the split alone** ([`Counter::split_only`]): superword spans of up to 4 words
+//!   counted as their words' ids ([`span_words`]), which [`Counter::take_split`] reads out.
 
 mod gather;
 mod span_words;

@@ -258,9 +258,9 @@ impl Counter {
     /// The counted spans split by `pattern` (see [`Split`]), with each span's count, straight
     /// from the tables (freed as they are read; the counter is then empty): the spans' order is
     /// the tables' (training does not depend on it), and their bytes are never gathered. A
-    /// span that is not UTF-8 is an error naming it.
-    /// A counter of short spans as words ([`Counter::split_only`]) has their words already:
-    /// `pattern` must be the word pattern (gpt2).
+    /// span that is not UTF-8 is an error naming it. A counter of short spans as words
+    /// ([`Counter::split_only`]) has their words already: `pattern` must be their word pattern,
+    /// gpt2.
     pub fn take_split(&mut self, pattern: &Pattern) -> Result<(Split, Vec<u64>), String> {
         let _mapped = crate::memory::MapBigAllocations::new();
         if self.words {
