@@ -284,18 +284,24 @@ def test_a_counter_splits_its_spans_in_place_as_their_arrays_split(held_out, thr
                             sw, se)
 
 
+@pytest.fixture(scope="module")
+def two_units() -> list[str]:
+    """Text of several work units (each about half a MiB), so that two threads both count."""
+    return sample_docs(1_600_000)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("max_words", [3, 6])
-def test_a_split_only_counter_gives_the_same_words_and_spans(held_out, threads, max_words):
+def test_a_split_only_counter_gives_the_same_words_and_spans(two_units, threads, max_words):
     """A counter made for ``split_spans`` alone (superword training counts so: spans of up to 4
-    words by their words' ids, a span two threads met listed once by each) splits into the same
-    word counts and, summed, the same span counts; its counts cannot be read any other way."""
+    words by their words' ids, a span several threads met listed once by each) splits into the
+    same word counts and, summed, the same span counts; its counts cannot be read any other way."""
     from collections import Counter
 
     pattern = span_pattern("gpt2", max_words)
     split = []
     for split_only in (False, True):
-        counter = hf_bpe.training.counting.count_words(held_out, pattern=pattern, num_threads=threads,
+        counter = hf_bpe.training.counting.count_words(two_units, pattern=pattern, num_threads=threads,
                                                        split_only=split_only)
         (b, o, c), sw, se, counts = counter.split_spans("gpt2")
         word = [b[o[i]:o[i + 1]].tobytes() for i in range(len(o) - 1)]
@@ -305,10 +311,13 @@ def test_a_split_only_counter_gives_the_same_words_and_spans(held_out, threads, 
         split.append((b.tobytes(), o.tolist(), c.tolist(), spans))
     assert split[0] == split[1] and len(split[0][3]) > 1000
     counter = _core.WordCounter(pattern, [], threads, True)
-    counter.add_texts(held_out[:20])
+    counter.add_texts(two_units[:20])
     for read in (counter.words, counter.arrays, lambda: _core.train_merges(counter, 10)):
         with pytest.raises(ValueError, match="split_only=True: read it with split_spans"):
             read()
+    if max_words <= 4:
+        with pytest.raises(ValueError, match="split by their word pattern, gpt2"):
+            counter.split_spans("cl100k")
     with pytest.raises(ValueError, match="only a counter of superword spans"):
         _core.WordCounter("gpt2", [], 1, True)
 

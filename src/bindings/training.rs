@@ -30,8 +30,8 @@ impl WordCounter {
 #[pymethods]
 impl WordCounter {
     #[new]
-    /// `split_only=True` (a span pattern): only `split_spans` reads the counts, so short spans
-    /// are counted as their words' ids (superword training from text).
+    /// `split_only=True` (a span pattern): only `split_spans` reads the counts, so the spans of a
+    /// pattern of up to 4 words are counted as their words' ids (superword training from text).
     #[pyo3(signature = (pattern="gpt2", special_tokens=Vec::new(), num_threads=None, split_only=false))]
     fn new(pattern: &str, special_tokens: Vec<String>, num_threads: Option<isize>, split_only: bool) -> PyResult<Self> {
         let p = Pattern::from_spec(pattern).map_err(value_error)?;
@@ -104,8 +104,8 @@ impl WordCounter {
     /// The counted spans (counted with a span pattern) split by the word `pattern`, as
     /// [`split_spans`] splits their arrays, straight from the tables (freed as they are read:
     /// the counter is then empty): `(word counts, span_words, span_ends, span_counts)`, the spans
-    /// in no order and never gathered into bytes of their own. ValueError naming a span that is
-    /// not UTF-8.
+    /// in no order and never gathered into bytes of their own (a `split_only` counter's: a span
+    /// several threads met once per thread). ValueError naming a span that is not UTF-8.
     #[allow(clippy::type_complexity)]
     fn split_spans<'py>(&mut self, py: Python<'py>, pattern: &str) -> PyResult<(Arrays<'py>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>)> {
         let p = Pattern::from_spec(pattern).map_err(value_error)?;

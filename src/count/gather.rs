@@ -33,6 +33,7 @@ const LEN_MAX: u64 = (1 << (MARK_SHIFT - OFFSET_BITS)) - 1;
 impl Counter {
     /// The flat form, sorted by bytes.
     pub(super) fn flat_here(&self, free_tables: bool) -> Flat {
+        debug_assert!(!self.split_only, "a split_only counter is read by take_split alone");
         let par = crate::pool::in_pool();
         let mut shards: Vec<_> = self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner())).collect();
         let mut short = short_words(&mut shards, free_tables, par);

@@ -185,9 +185,10 @@ impl Counter {
     }
 
     /// Declares that only [`take_split`](Self::take_split) will read this counter of spans (a
-    /// span pattern), before it counts: spans of at most [`MAX_SPAN_WORDS`] words are then
-    /// counted as their words' ids (`span_words`), longer ones as bytes. An error for another
-    /// pattern or a counter that has counted already.
+    /// span pattern), before it counts: with a span pattern of at most [`MAX_SPAN_WORDS`] words
+    /// its spans are then counted as their words' ids (`span_words`; a span several threads met
+    /// comes out once per thread), with more as bytes. An error for another pattern or a counter
+    /// that has counted already.
     pub fn split_only(&mut self) -> Result<(), String> {
         let Pattern::Spans { max, .. } = self.pattern else {
             return Err("split_only: only a counter of superword spans (a span pattern) is read by split_spans".into());
@@ -325,7 +326,8 @@ impl Counter {
         crate::corpus::cuts::shard_cuts(path, targets, jsonl, rule, &self.specials)
     }
 
-    /// Number of distinct pre-tokens so far.
+    /// Number of distinct pre-tokens so far (a [`split_only`](Self::split_only) counter of spans
+    /// as words: an upper bound on its spans).
     pub fn len(&self) -> usize {
         // Shards may share keys, so this is an upper bound until `words` merges them.
         self.shards

@@ -11,10 +11,11 @@
 //!   miss per span; keys are appended to one of [`PARTS`] parts and each part counted in a
 //!   table that stays in the cache, when the waiting keys reach [`COUNT_AT`] (bounded memory)
 //!   and at the end.
-//! * **Not merged across threads.** A span two threads both met is two entries with the same
-//!   words; training sums pair counts over spans, so the merges are the same (~6% more spans
-//!   on 185 MB of books).
-//! * **Up to [`MAX_SPAN_WORDS`] words**, the default; longer spans are counted as bytes.
+//! * **Not merged across threads.** A span T threads met is T entries with the same words;
+//!   training sums pair counts over spans, so the merges are the same (~6% more spans on 185 MB
+//!   of books, 2 threads; merging them cost more than it saved, see the log).
+//! * **Span patterns of up to [`MAX_SPAN_WORDS`] words**, the default; a counter of longer
+//!   spans counts them all as bytes.
 //!
 //! Why and the figures: [log](../../docs/performance.md#superword-training).
 
@@ -76,7 +77,8 @@ const K1_INV: u64 = {
 const PART_BITS: u32 = 10;
 const PARTS: usize = 1 << PART_BITS;
 /// A thread's spans wait as keys until this many, and at least as many as it has counted,
-/// then are counted (bounded memory: 16 bytes a waiting span, 24 a counted one).
+/// then are counted (bounded memory: 16 bytes a waiting span, 32 a counted one; a part's table
+/// fits the L2 cache up to ~2^23 spans a thread, L3 beyond).
 const COUNT_AT: usize = if cfg!(test) { 1 << 12 } else { 1 << 24 };
 
 /// One thread's spans, by part: keys met since the last count, and counted `(key, count)`.
@@ -195,10 +197,10 @@ impl SpanWords {
         self.flush();
         self.words.finish()?;
         let (mut words, mut spans) = (self.words, self.spans);
-        let n = spans.len();
+        // (`len` counts the waiting keys, not the distinct spans: no more reserved than that.)
+        let n = spans.counted_len;
         let mut counts = Vec::with_capacity(n);
         words.ends.reserve_exact(n);
-        words.ids.reserve_exact(n * 3);
         for p in 0..PARTS {
             spans.count_part(p, |k, c| {
                 ids_of(k, &mut words.ids);
