@@ -13,8 +13,9 @@ vocabulary holds ``transition`` tokens, then merges across word boundaries, insi
   are the spans split by the word pattern (``_core.split_spans``), exact because every span
   boundary is a word boundary; the same split gives each span's words, so stage 2 cuts a span
   into stage 1's tokens from its words' (``_core.segment_spans``). Training from text counts
-  for the split alone (``WordCounter(split_only=True)``): a span of up to 4 words is counted by
-  its words' ids, found where the scanner cuts them, and nothing is split again.
+  for the split alone (``WordCounter(split_only=True)``): with spans of up to 4 words (the
+  default), each span is counted by its words' ids, found where the scanner cuts them, and
+  nothing is split again.
 
 Where SuperBPE's own trainer lifts pre-tokenization altogether (whole documents in memory), a
 span here is (our choices, named so they can be argued with):

@@ -27,14 +27,14 @@ use crate::pretok::spans::SpanSink;
 pub const MAX_SPAN_WORDS: usize = 4;
 
 /// Spans wait in batches of this many: their words' ids are known once the share's lookups are
-/// drained, then their slots are asked for together and counted.
+/// drained, then the spans' keys go to their parts.
 const BATCH: usize = 64;
 
 /// The key of a span of 1..=4 words: `id + 1` of each (at most `u32::MAX`), the first word in
 /// the top bits and 0 past the last, so the key's high half is never 0 (an empty slot); the low
-/// half is then scrambled with the high one, a bijection ([`ids_of`] undoes it): the table's
-/// hash folds the halves together with a shift, under which keys of small ids in neighbouring
-/// places collide outright (a third of the counting's time went to probing past them).
+/// half is then scrambled with the high one, a bijection ([`ids_of`] undoes it): the hash of
+/// the parts and tables ([`mix128`]) folds the halves together with a shift, under which keys
+/// of small ids in neighbouring places collide outright.
 #[inline(always)]
 fn key(ids: &[u32]) -> u128 {
     debug_assert!((1..=MAX_SPAN_WORDS).contains(&ids.len()));
@@ -197,7 +197,7 @@ impl SpanWords {
         self.flush();
         self.words.finish()?;
         let (mut words, mut spans) = (self.words, self.spans);
-        // (`len` counts the waiting keys, not the distinct spans: no more reserved than that.)
+        // (`len` counts the waiting keys, not the distinct spans: only the counted ones reserved.)
         let n = spans.counted_len;
         let mut counts = Vec::with_capacity(n);
         words.ends.reserve_exact(n);
