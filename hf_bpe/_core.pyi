@@ -50,9 +50,8 @@ class WordCounter:
     def __init__(self, pattern: str = "gpt2", special_tokens: Sequence[str] = (), num_threads: int | None = None,
                  split_only: bool = False) -> None:
         """``split_only=True`` (a span pattern): only :meth:`split_spans` reads the counts (the
-        spans of a pattern of up to 4 words are counted as their words' ids, and a span several
-        threads met comes out once per thread); :meth:`words`, :meth:`arrays` and training on the
-        counter are then errors."""
+        spans of a pattern of up to 4 words are counted as their words' ids); :meth:`words`,
+        :meth:`arrays` and training on the counter are then errors."""
     def add_texts(self, texts: Sequence[str]) -> None:
         """Counts documents: each is split on the special tokens, then pre-tokenized."""
     def add_file(self, path: _Path, errors: Literal["strict", "replace", "ignore"] = "strict", text_field: str = "text",

@@ -294,8 +294,8 @@ def two_units() -> list[str]:
 @pytest.mark.parametrize("max_words", [3, 6])
 def test_a_split_only_counter_gives_the_same_words_and_spans(two_units, threads, max_words):
     """A counter made for ``split_spans`` alone (superword training counts so: spans of up to 4
-    words by their words' ids, a span several threads met listed once by each) splits into the
-    same word counts and, summed, the same span counts; its counts cannot be read any other way."""
+    words by their words' ids) splits into the same word counts and the same spans, each once
+    (two threads meet the same spans here); its counts cannot be read any other way."""
     from collections import Counter
 
     pattern = span_pattern("gpt2", max_words)
@@ -308,6 +308,7 @@ def test_a_split_only_counter_gives_the_same_words_and_spans(two_units, threads,
         spans = Counter()
         for i in range(len(counts)):
             spans[b"".join(word[w] for w in sw[se[i]:se[i + 1]])] += int(counts[i])
+        assert len(spans) == len(counts)
         split.append((b.tobytes(), o.tolist(), c.tolist(), spans))
     assert split[0] == split[1] and len(split[0][3]) > 1000
     counter = _core.WordCounter(pattern, [], threads, True)

@@ -97,8 +97,7 @@ def train_counted(counter: _core.WordCounter, pattern: str, specials: list[str],
     """:func:`train_spans` on a counter of spans (counted with ``pattern``, a span pattern), split
     in place (``WordCounter.split_spans``: the counter is then empty, and the spans are never
     gathered into bytes of their own; their order, which training does not depend on, is the
-    counter's, and a ``split_only`` counter gives a span several threads met once per thread,
-    which training sums alike)."""
+    counter's)."""
     word_pattern = _word_pattern(pattern)
     check_superword(transition, vocab_size, specials)
     documents, text_bytes = counter.documents, counter.bytes

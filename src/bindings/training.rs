@@ -104,8 +104,8 @@ impl WordCounter {
     /// The counted spans (counted with a span pattern) split by the word `pattern`, as
     /// [`split_spans`] splits their arrays, straight from the tables (freed as they are read:
     /// the counter is then empty): `(word counts, span_words, span_ends, span_counts)`, the spans
-    /// in no order and never gathered into bytes of their own (a `split_only` counter's: a span
-    /// several threads met once per thread). ValueError naming a span that is not UTF-8.
+    /// in no order and never gathered into bytes of their own. ValueError naming a span that is
+    /// not UTF-8.
     #[allow(clippy::type_complexity)]
     fn split_spans<'py>(&mut self, py: Python<'py>, pattern: &str) -> PyResult<(Arrays<'py>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>)> {
         let p = Pattern::from_spec(pattern).map_err(value_error)?;

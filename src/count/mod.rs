@@ -186,8 +186,7 @@ impl Counter {
 
     /// Declares that only [`take_split`](Self::take_split) will read this counter of spans (a
     /// span pattern), before it counts: with a span pattern of at most [`MAX_SPAN_WORDS`] words
-    /// its spans are then counted as their words' ids (`span_words`; a span several threads met
-    /// comes out once per thread), with more as bytes. An error for another pattern or a counter
+    /// its spans are then counted as their words' ids (`span_words`), with more as bytes. An error for another pattern or a counter
     /// that has counted already.
     pub fn split_only(&mut self) -> Result<(), String> {
         let Pattern::Spans { max, .. } = self.pattern else {

@@ -2,7 +2,8 @@
 //! `Counter::take_split` reads, `Counter::split_only`): each thread looks every word up once
 //! where the scanner cuts it (its local id, its count) and keys each span by its words' ids,
 //! four `u32`s packed in a `u128` ([`key`]), so nothing is split again: the spans' words and
-//! counts come straight out ([`SpanWords::into_share`], the threads joined by `split::join`).
+//! counts come straight out ([`gather`], after the threads' words are joined by
+//! `split::join_words`).
 //!
 //! * **Exact.** A span's words are the word pattern's pieces where the scanner found them, the
 //!   pieces the split would cut the span into again (every span boundary is a word boundary),
@@ -10,14 +11,16 @@
 //! * **Counted in parts** ([`Spans`]): most spans are seen once, so a table of them is a cache
 //!   miss per span; keys are appended to one of [`PARTS`] parts and each part counted in a
 //!   table that stays in the cache, when the waiting keys reach [`COUNT_AT`] (bounded memory)
-//!   and at the end.
-//! * **Not merged across threads.** A span T threads met is T entries with the same words;
-//!   training sums pair counts over spans, so the merges are the same (~6% more spans on 185 MB
-//!   of books, 2 threads; merging them cost more than it saved, see the log).
+//!   and at the end ([`SpanWords::into_parts`]).
+//! * **Each span once.** A span's part is a hash of its words' bytes, the same in every thread,
+//!   so at the end each part of all threads is counted together under the words' sorted ids:
+//!   memory and the training after it stay with the distinct spans, whatever the threads.
 //! * **Span patterns of up to [`MAX_SPAN_WORDS`] words**, the default; a counter of longer
 //!   spans counts them all as bytes.
 //!
 //! Why and the figures: [log](../../docs/performance.md#superword-training).
+
+use rayon::prelude::*;
 
 use super::split::Share;
 use crate::keys::mix128;
@@ -81,15 +84,41 @@ const PARTS: usize = 1 << PART_BITS;
 /// fits the L2 cache up to ~2^23 spans a thread, L3 beyond).
 const COUNT_AT: usize = if cfg!(test) { 1 << 12 } else { 1 << 24 };
 
-/// One thread's spans, by part: keys met since the last count, and counted `(key, count)`.
-/// Most spans are seen once, so a table of them would take a cache miss per span; appended
-/// to their part, they are counted part by part in a table that stays in the cache.
-struct Spans {
+/// Counts `keys` (`n` of them at most; a key with its count) in `table` (reused), then hands
+/// each distinct key with its summed count to `f`.
+fn count_keys(table: &mut Vec<(u128, u64)>, n: usize, keys: impl Iterator<Item = (u128, u64)>, mut f: impl FnMut(u128, u64)) {
+    let cap = (2 * n).next_power_of_two().max(16);
+    let (shift, mask) = (64 - cap.trailing_zeros(), cap - 1);
+    table.clear();
+    table.resize(cap, (0, 0));
+    for (k, c) in keys {
+        let mut i = (mix128(k) >> shift) as usize;
+        loop {
+            let s = &mut table[i];
+            if s.0 == k {
+                s.1 = s.1.saturating_add(c);
+                break;
+            }
+            if s.0 == 0 {
+                *s = (k, c);
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+    table.iter().filter(|s| s.0 != 0).for_each(|&(k, c)| f(k, c));
+}
+
+/// One thread's spans, by part (the top bits of a hash of their words' bytes, so a span is in
+/// the same part in every thread): keys met since the last count, and counted `(key, count)`.
+/// Most spans are seen once, so a table of them would take a cache miss per span; appended to
+/// their part, they are counted part by part in a table that stays in the cache.
+pub(super) struct Spans {
     waiting: Vec<Vec<u128>>,
     counted: Vec<Vec<(u128, u64)>>,
     waiting_len: usize,
     counted_len: usize,
-    /// The counting table (reused): `(key, count)`, key 0 empty.
+    /// The counting table (reused).
     table: Vec<(u128, u64)>,
 }
 
@@ -101,55 +130,86 @@ impl Default for Spans {
 
 impl Spans {
     #[inline(always)]
-    fn add(&mut self, key: u128) {
-        let p = (mix128(key) >> (64 - PART_BITS)) as usize;
-        self.waiting[p].push(key);
+    fn add(&mut self, key: u128, part: usize) {
+        self.waiting[part].push(key);
         self.waiting_len += 1;
         if self.waiting_len >= COUNT_AT.max(self.counted_len) {
-            for p in 0..PARTS {
-                let mut kept = Vec::new();
-                self.count_part(p, |k, n| kept.push((k, n)));
-                self.counted[p] = kept;
-            }
-            self.waiting_len = 0;
-            self.counted_len = self.counted.iter().map(|c| c.len()).sum();
+            self.count_waiting();
         }
+    }
+
+    /// Counts the waiting keys into the counted ones, part by part.
+    fn count_waiting(&mut self) {
+        for p in 0..PARTS {
+            let (waiting, counted) = (std::mem::take(&mut self.waiting[p]), std::mem::take(&mut self.counted[p]));
+            let mut kept = Vec::new();
+            let keys = counted.iter().copied().chain(waiting.iter().map(|&k| (k, 1)));
+            count_keys(&mut self.table, waiting.len() + counted.len(), keys, |k, n| kept.push((k, n)));
+            self.counted[p] = kept;
+        }
+        self.waiting_len = 0;
+        self.counted_len = self.counted.iter().map(|c| c.len()).sum();
+        self.table = Vec::new();
     }
 
     fn len(&self) -> usize {
         self.waiting_len + self.counted_len
     }
+}
 
-    /// Counts part `p`'s spans (waiting and counted), emptied, into `f(key, count)`.
-    fn count_part(&mut self, p: usize, mut f: impl FnMut(u128, u64)) {
-        let waiting = std::mem::take(&mut self.waiting[p]);
-        let counted = std::mem::take(&mut self.counted[p]);
-        let n = waiting.len() + counted.len();
-        let cap = (2 * n).next_power_of_two().max(16);
-        let shift = 64 - PART_BITS - cap.trailing_zeros();
-        self.table.clear();
-        self.table.resize(cap, (0, 0));
-        let t = &mut self.table;
-        let mut add = |k: u128, c: u64| {
-            let mut i = (mix128(k) >> shift) as usize & (cap - 1);
-            loop {
-                let s = &mut t[i];
-                if s.0 == k {
-                    s.1 = s.1.saturating_add(c);
-                    return;
-                }
-                if s.0 == 0 {
-                    *s = (k, c);
-                    return;
-                }
-                i = (i + 1) & (cap - 1);
-            }
-        };
-        counted.iter().for_each(|&(k, c)| add(k, c));
-        waiting.iter().for_each(|&k| add(k, 1));
-        drop((waiting, counted));
-        self.table.iter().filter(|s| s.0 != 0).for_each(|&(k, c)| f(k, c));
+/// One part's spans out of all threads, with the words' sorted ids: the ids, where each span
+/// ends among them, the counts.
+type Out = (Vec<u32>, Vec<u32>, Vec<u64>);
+
+/// The spans of all threads, each counted by [`SpanWords::into_parts`] (`maps[t]`: thread `t`'s
+/// local word ids to the sorted ones), each span once: `(span_words, span_ends, counts)`, part
+/// by part (on the pool's threads when `par`), each part's keys freed as it is counted.
+pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> (Vec<u32>, Vec<i64>, Vec<u64>) {
+    let mut parts: Vec<Vec<(usize, Vec<(u128, u64)>)>> = (0..PARTS).map(|_| Vec::new()).collect();
+    for (t, s) in spans.into_iter().enumerate() {
+        debug_assert_eq!(s.waiting_len, 0, "counted by into_parts");
+        for (p, c) in s.counted.into_iter().enumerate() {
+            parts[p].push((t, c));
+        }
     }
+    let one = |table: &mut Vec<(u128, u64)>, part: Vec<(usize, Vec<(u128, u64)>)>| -> Out {
+        let n = part.iter().map(|(_, c)| c.len()).sum();
+        let mut local = Vec::with_capacity(MAX_SPAN_WORDS);
+        let mut sorted = [0u32; MAX_SPAN_WORDS];
+        let mut rekey = |t: usize, k: u128| {
+            local.clear();
+            ids_of(k, &mut local);
+            local.iter().zip(sorted.iter_mut()).for_each(|(&l, g)| *g = maps[t][l as usize]);
+            key(&sorted[..local.len()])
+        };
+        let keys: Vec<(u128, u64)> = part.iter().flat_map(|(t, c)| c.iter().map(move |&(k, n)| (*t, k, n))).map(|(t, k, n)| (rekey(t, k), n)).collect();
+        drop(part);
+        let mut out: Out = (Vec::with_capacity(n * 3), Vec::with_capacity(n), Vec::with_capacity(n));
+        count_keys(table, n, keys.into_iter(), |k, c| {
+            ids_of(k, &mut out.0);
+            out.1.push(out.0.len() as u32);
+            out.2.push(c);
+        });
+        out
+    };
+    let outs: Vec<Out> = if par {
+        parts.into_par_iter().map_init(Vec::new, one).collect()
+    } else {
+        let mut t = Vec::new();
+        parts.into_iter().map(|p| one(&mut t, p)).collect()
+    };
+    let total = |f: fn(&Out) -> usize| outs.iter().map(f).sum::<usize>();
+    let mut span_words = Vec::with_capacity(total(|o| o.0.len()));
+    let mut span_ends = Vec::with_capacity(total(|o| o.1.len()) + 1);
+    let mut counts = Vec::with_capacity(total(|o| o.2.len()));
+    span_ends.push(0i64);
+    for (ids, ends, c) in outs {
+        let base = span_words.len() as i64;
+        span_ends.extend(ends.iter().map(|&e| base + e as i64));
+        span_words.extend_from_slice(&ids);
+        counts.extend_from_slice(&c);
+    }
+    (span_words, span_ends, counts)
 }
 
 /// One thread's words (local ids, counts) and spans (keyed by their words' ids, counted).
@@ -173,42 +233,32 @@ impl SpanWords {
         Sink { to: self, text }
     }
 
-    /// Counts the waiting spans.
+    /// Counts the waiting spans, each in the part of its words' hashes.
     pub(super) fn flush(&mut self) {
         let w = &mut self.words;
         w.drain();
         let mut from = 0;
         for &end in &w.ends {
-            self.spans.add(key(&w.ids[from..end as usize]));
+            let ids = &w.ids[from..end as usize];
+            let h = ids.iter().fold(0u64, |h, &id| (h.rotate_left(29) ^ w.hashes.get(id as usize).copied().unwrap_or(0)).wrapping_mul(K1));
+            self.spans.add(key(ids), (h >> (64 - PART_BITS)) as usize);
             from = end as usize;
         }
         w.ids.clear();
         w.ends.clear();
     }
 
-    /// Number of spans counted (by this thread).
+    /// Number of spans counted (by this thread; an upper bound).
     pub(super) fn len(&self) -> usize {
         self.spans.len()
     }
 
-    /// The words with local ids, every span's words (`ids`, `ends`) and the spans' counts, the
-    /// table freed as it is read.
-    pub(super) fn into_share(mut self) -> Result<(Share, Vec<u64>), String> {
+    /// The words with local ids and the spans, all counted.
+    pub(super) fn into_parts(mut self) -> Result<(Share, Spans), String> {
         self.flush();
         self.words.finish()?;
-        let (mut words, mut spans) = (self.words, self.spans);
-        // (`len` counts the waiting keys, not the distinct spans: only the counted ones reserved.)
-        let n = spans.counted_len;
-        let mut counts = Vec::with_capacity(n);
-        words.ends.reserve_exact(n);
-        for p in 0..PARTS {
-            spans.count_part(p, |k, c| {
-                ids_of(k, &mut words.ids);
-                words.ends.push(words.ids.len() as i64);
-                counts.push(c);
-            });
-        }
-        Ok((words, counts))
+        self.spans.count_waiting();
+        Ok((self.words, self.spans))
     }
 }
 
@@ -280,6 +330,7 @@ mod tests {
                 assert!(got.words == want.words, "{max} words, {threads} threads");
                 let (g, w) = (spans(&got, &got_counts), spans(&want, &want_counts));
                 assert!(w.len() > 1_000, "{} spans", w.len());
+                assert_eq!(got_counts.len(), g.len(), "each span once");
                 let first = g.iter().zip(&w).find(|(a, b)| a != b).map(|(a, b)| (String::from_utf8_lossy(a.0).into_owned(), *a.1, String::from_utf8_lossy(b.0).into_owned(), *b.1));
                 assert!(g == w, "{max} words, {threads} threads: {} spans against {}, first difference {first:?}", g.len(), w.len());
             }

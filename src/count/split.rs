@@ -57,6 +57,8 @@ pub(super) struct Share {
     bytes: Vec<u8>,
     /// Where each local id's bytes end in `bytes`.
     word_ends: Vec<usize>,
+    /// Each local id's hash of its bytes (`tables::hash_bytes`: the same in every share).
+    pub(super) hashes: Vec<u64>,
     pub(super) ids: Vec<u32>,
     pub(super) ends: Vec<i64>,
     /// (key, index in `ids`, count) of the queued pieces.
@@ -79,6 +81,7 @@ impl Share {
             long: FxHashMap::default(),
             bytes: Vec::new(),
             word_ends: Vec::new(),
+            hashes: Vec::new(),
             ids: Vec::with_capacity(bytes / 5),
             ends: Vec::with_capacity(spans),
             queue: Vec::with_capacity(QUEUE),
@@ -117,6 +120,7 @@ impl Share {
         if self.word_ends.len() <= MAX_WORDS {
             self.bytes.extend_from_slice(w);
             self.word_ends.push(self.bytes.len());
+            self.hashes.push(super::tables::hash_bytes(w));
         }
         id
     }
@@ -276,14 +280,17 @@ impl Counter {
         out
     }
 
-    /// [`take_split`](Self::take_split) of spans counted as words: each shard's table read on
-    /// a thread of its own, the shares joined.
+    /// [`take_split`](Self::take_split) of spans counted as words: the threads' words joined,
+    /// then their spans, each once, with the words' sorted ids.
     fn words_here(&self) -> Result<(Split, Vec<u64>), String> {
         let par = crate::pool::in_pool();
         let taken: Vec<_> = self.shards.iter().filter_map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).words.take()).collect();
-        let shares: Result<Vec<_>, String> = if par { taken.into_par_iter().map(|w| w.into_share()).collect() } else { taken.into_iter().map(|w| w.into_share()).collect() };
-        let (shares, counts): (Vec<Share>, Vec<Vec<u64>>) = shares?.into_iter().unzip();
-        Ok((join(shares, par)?, counts.concat()))
+        let done: Result<Vec<_>, String> = if par { taken.into_par_iter().map(|w| w.into_parts()).collect() } else { taken.into_iter().map(|w| w.into_parts()).collect() };
+        let (shares, spans): (Vec<Share>, Vec<_>) = done?.into_iter().unzip();
+        let (words, maps) = join_words(&shares, par)?;
+        drop(shares);
+        let (span_words, span_ends, counts) = super::span_words::gather(spans, &maps, par);
+        Ok((Split { words, span_words, span_ends }, counts))
     }
 
     fn split_here(&self, pattern: &Pattern) -> Result<(Split, Vec<u64>), String> {
@@ -337,12 +344,42 @@ impl Counter {
 
 /// The shares joined: each distinct word once, sorted by bytes, and the shares' spans one after
 /// the other with their ids rewritten (on the current pool's threads when `par`).
-pub(super) fn join(shares: Vec<Share>, par: bool) -> Result<Split, String> {
+fn join(shares: Vec<Share>, par: bool) -> Result<Split, String> {
+    let (words, local) = join_words(&shares, par)?;
+    // Each share's ids rewritten in place, then joined onto the first share's array (grown in
+    // place where the allocator can: the ids are the biggest output, ~4 bytes per byte of spans).
+    let mut shares = shares;
+    let rewrite = |(sh, map): (&mut Share, &Vec<u32>)| sh.ids.iter_mut().for_each(|l| *l = map[*l as usize]);
+    if par {
+        shares.par_iter_mut().zip(&local).for_each(rewrite);
+    } else {
+        shares.iter_mut().zip(&local).for_each(rewrite);
+    }
+    let total: usize = shares.iter().map(|sh| sh.ids.len()).sum();
+    let mut span_ends = Vec::with_capacity(shares.iter().map(|sh| sh.ends.len()).sum::<usize>() + 1);
+    span_ends.push(0i64);
+    let mut span_words = Vec::new();
+    for mut sh in shares {
+        let base = span_words.len() as i64;
+        span_ends.extend(sh.ends.iter().map(|e| base + e));
+        if span_words.is_empty() {
+            span_words = std::mem::take(&mut sh.ids);
+            span_words.reserve_exact(total - span_words.len());
+        } else {
+            span_words.extend_from_slice(&sh.ids);
+        }
+    }
+    Ok(Split { words, span_words, span_ends })
+}
+
+/// The shares' words joined: each distinct word once, sorted by bytes, with its counts summed,
+/// and for each share the sorted id of each of its local ids.
+pub(super) fn join_words(shares: &[Share], par: bool) -> Result<(Flat, Vec<Vec<u32>>), String> {
     let mut first: FxHashMap<&[u8], u32> = FxHashMap::default();
     let mut words_g: Vec<&[u8]> = Vec::new();
     let mut counts: Vec<u64> = Vec::new();
     let mut local: Vec<Vec<u32>> = Vec::with_capacity(shares.len());
-    for sh in &shares {
+    for sh in shares {
         let mut map = Vec::with_capacity(sh.word_ends.len());
         for (i, c) in sh.counts().into_iter().enumerate() {
             let w = sh.word(i);
@@ -379,30 +416,7 @@ pub(super) fn join(shares: Vec<Share>, par: bool) -> Result<Split, String> {
     for map in &mut local {
         map.iter_mut().for_each(|g| *g = rank[*g as usize]);
     }
-    // Each share's ids rewritten in place, then joined onto the first share's array (grown in
-    // place where the allocator can: the ids are the biggest output, ~4 bytes per byte of spans).
-    let mut shares = shares;
-    let rewrite = |(sh, map): (&mut Share, &Vec<u32>)| sh.ids.iter_mut().for_each(|l| *l = map[*l as usize]);
-    if par {
-        shares.par_iter_mut().zip(&local).for_each(rewrite);
-    } else {
-        shares.iter_mut().zip(&local).for_each(rewrite);
-    }
-    let total: usize = shares.iter().map(|sh| sh.ids.len()).sum();
-    let mut span_ends = Vec::with_capacity(shares.iter().map(|sh| sh.ends.len()).sum::<usize>() + 1);
-    span_ends.push(0i64);
-    let mut span_words = Vec::new();
-    for mut sh in shares {
-        let base = span_words.len() as i64;
-        span_ends.extend(sh.ends.iter().map(|e| base + e));
-        if span_words.is_empty() {
-            span_words = std::mem::take(&mut sh.ids);
-            span_words.reserve_exact(total - span_words.len());
-        } else {
-            span_words.extend_from_slice(&sh.ids);
-        }
-    }
-    Ok(Split { words, span_words, span_ends })
+    Ok((words, local))
 }
 
 #[cfg(test)]
