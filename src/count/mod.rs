@@ -151,8 +151,6 @@ pub struct Counter {
     shards: Vec<Mutex<Shard>>,
     /// Read only by [`Counter::take_split`] ([`Counter::split_only`]).
     split_only: bool,
-    /// Spans counted as their words' ids (`span_words`).
-    words: bool,
     /// Bytes of text counted so far (after decoding).
     pub bytes: u64,
     /// Documents counted so far (files count their lines for JSON lines, else one each).
@@ -173,7 +171,6 @@ impl Counter {
             pool,
             shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
             split_only: false,
-            words: false,
             bytes: 0,
             documents: 0,
             last_read: Default::default(),
@@ -189,15 +186,23 @@ impl Counter {
     /// its spans are then counted as their words' ids (`span_words`), with more as bytes. An error for another pattern or a counter
     /// that has counted already.
     pub fn split_only(&mut self) -> Result<(), String> {
-        let Pattern::Spans { max, .. } = self.pattern else {
+        let Pattern::Spans { .. } = self.pattern else {
             return Err("split_only: only a counter of superword spans (a span pattern) is read by split_spans".into());
         };
         if self.bytes != 0 || self.documents != 0 {
             return Err("split_only: the counter has counted text already".into());
         }
         self.split_only = true;
-        self.words = max <= MAX_SPAN_WORDS;
         Ok(())
+    }
+
+    /// The span pattern's most words, where its spans are counted as their words' ids
+    /// (`span_words`: a split-only counter of spans of at most [`MAX_SPAN_WORDS`] words).
+    fn words_of_spans(&self) -> Option<usize> {
+        match self.pattern {
+            Pattern::Spans { max, .. } if self.split_only && max <= MAX_SPAN_WORDS => Some(max),
+            _ => None,
+        }
     }
 
     /// Whether only [`take_split`](Self::take_split) may read this counter ([`split_only`](Self::split_only)).
@@ -212,11 +217,11 @@ impl Counter {
 
     /// Counts one piece of a document: special tokens split it, the pattern cuts the rest.
     fn count_text(&self, shard: &mut Shard, text: &str) -> Result<(), String> {
-        if let (true, Pattern::Spans { max, .. }) = (self.words, &self.pattern) {
+        if let Some(max) = self.words_of_spans() {
             let words = shard.words.get_or_insert_with(Default::default);
             return self.specials.for_each_text(text, |t| {
                 words.start_text();
-                crate::pretok::spans::scan_words(t, *max, &mut words.sink(t.as_bytes()));
+                crate::pretok::spans::scan_words(t, max, &mut words.sink(t.as_bytes()));
                 Ok(())
             });
         }

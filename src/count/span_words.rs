@@ -323,7 +323,7 @@ mod tests {
                     c
                 };
                 let (mut bytes, mut words) = (counter(false), counter(true));
-                assert_eq!(words.words, max <= MAX_SPAN_WORDS);
+                assert_eq!(words.words_of_spans().is_some(), max <= MAX_SPAN_WORDS);
                 let (want, want_counts) = bytes.take_split(&word).unwrap();
                 let (got, got_counts) = words.take_split(&word).unwrap();
                 assert_eq!(words.len(), 0);

@@ -267,7 +267,7 @@ impl Counter {
     /// gpt2.
     pub fn take_split(&mut self, pattern: &Pattern) -> Result<(Split, Vec<u64>), String> {
         let _mapped = crate::memory::MapBigAllocations::new();
-        if self.words {
+        if self.words_of_spans().is_some() {
             if pattern.name() != Some("gpt2") {
                 return Err("split_spans: spans counted as words are split by their word pattern, gpt2".into());
             }
