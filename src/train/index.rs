@@ -1,6 +1,6 @@
-//! The pair index of the merge loop: each adjacent pair that occurs maps to either its dense id
-//! (a *full* pair: count, word lists and heap entries in `Pairs`' tables) or, for a *quiet*
-//! pair, just its count.
+//! A pair index of the merge loop: each pair maps to a `u32`, the dense id of a *full* pair
+//! (count, word lists and heap entries in `Pairs`' tables) or the count of a *quiet* one (one
+//! index each), and counts can be changed in bulk ([`Index::add_all`]).
 //!
 //! On a big corpus most pairs are quiet: a long-tail word, seen a few times, forms pairs no
 //! other word has, which never come near the top of the heap. Storing them as 12 bytes here
@@ -13,7 +13,7 @@
 
 use rayon::prelude::*;
 
-/// A slot's value: a full pair's id, or [`QUIET`] | a quiet pair's count.
+/// Full pairs' ids and quiet pairs' counts stay below this.
 pub const QUIET: u32 = 1 << 31;
 const EMPTY: u32 = u32::MAX;
 const PART_BITS: u32 = 6;
@@ -70,6 +70,59 @@ impl Part {
         if self.len * 4 > self.slots.len() * 3 {
             self.grow();
         }
+    }
+
+    /// Adds `d` to the count of `(a, b)` (`h` its hash): see [`Index::add_all`].
+    fn add(&mut self, h: u64, a: u32, b: u32, d: i64) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(h);
+        loop {
+            let s = &mut self.slots[i];
+            if s.left == a && s.right == b {
+                let c = s.val as i64 + d;
+                if c <= 0 {
+                    self.remove_slot(i);
+                } else {
+                    debug_assert!(c < QUIET as i64, "a quiet count stays below the threshold");
+                    s.val = c as u32;
+                }
+                return;
+            }
+            if s.left == EMPTY {
+                if d > 0 {
+                    *s = Slot { left: a, right: b, val: d as u32 };
+                    self.len += 1;
+                    if self.len * 4 > self.slots.len() * 3 {
+                        self.grow();
+                    }
+                }
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Empties slot `hole`; the entries after it in its run move back to keep every entry
+    /// reachable from its home slot.
+    fn remove_slot(&mut self, mut hole: usize) {
+        let mask = self.slots.len() - 1;
+        let mut j = hole;
+        loop {
+            j = (j + 1) & mask;
+            let s = self.slots[j];
+            if s.left == EMPTY {
+                break;
+            }
+            let home = self.home(hash(s.left, s.right));
+            // `s` may fill the hole unless its home lies cyclically in (hole, j].
+            let stays = if hole <= j { hole < home && home <= j } else { hole < home || home <= j };
+            if !stays {
+                self.slots[hole] = s;
+                hole = j;
+            }
+        }
+        self.slots[hole] = FREE;
+        self.len -= 1;
     }
 
     /// Doubles the slots, every pair moved to its new home.
@@ -219,30 +272,72 @@ impl Index {
         }
     }
 
-    /// Removes the pair at `at`; the entries after it in its run move back to keep every entry
-    /// reachable from its home slot.
+    /// Removes the pair at `at`.
     pub fn remove(&mut self, at: At) {
-        let part = &mut self.parts[at.part as usize];
-        let mask = part.slots.len() - 1;
-        let mut hole = at.slot as usize;
-        let mut j = hole;
-        loop {
-            j = (j + 1) & mask;
-            let s = part.slots[j];
-            if s.left == EMPTY {
-                break;
-            }
-            let home = part.home(hash(s.left, s.right));
-            // `s` may fill the hole unless its home lies cyclically in (hole, j].
-            let stays = if hole <= j { hole < home && home <= j } else { hole < home || home <= j };
-            if !stays {
-                part.slots[hole] = s;
-                hole = j;
-            }
-        }
-        part.slots[hole] = FREE;
-        part.len -= 1;
+        self.parts[at.part as usize].remove_slot(at.slot as usize);
         self.len -= 1;
+    }
+
+    /// Adds `d` to the count of `(a, b)`, as one op of [`add_all`](Self::add_all).
+    pub fn add_one(&mut self, a: u32, b: u32, d: i64) {
+        let h = hash(a, b);
+        let part = &mut self.parts[(h >> (64 - PART_BITS)) as usize];
+        let before = part.len;
+        part.add(h, a, b, d);
+        self.len = self.len + part.len - before;
+    }
+
+    /// Removes `(a, b)`, returning its value, if it is here.
+    pub fn take(&mut self, a: u32, b: u32) -> Option<u32> {
+        let at = self.find(a, b).ok()?;
+        let v = self.get(at);
+        self.remove(at);
+        Some(v)
+    }
+
+    /// Whether no pair is here.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds each `(a, b, d)` of `ops` in turn to the value of `(a, b)`, a count: a pair that
+    /// is not here comes in if `d > 0` (else nothing happens), one whose count falls to 0 or
+    /// below leaves. The ops are sorted by part first (a part is a 64th of the index, near
+    /// the cache where a random op is a miss), each part's in their order, on `pool`'s
+    /// threads. `ops` is emptied; `sorted` is scratch, kept for the next call.
+    pub fn add_all(&mut self, ops: &mut Vec<(u32, u32, i64)>, sorted: &mut Vec<(u32, u32, i64)>, pool: Option<&rayon::ThreadPool>) {
+        const AHEAD: usize = 8;
+        let part_of = |&(a, b, _): &(u32, u32, i64)| (hash(a, b) >> (64 - PART_BITS)) as usize;
+        let mut ends = [0usize; 1 << PART_BITS];
+        ops.iter().for_each(|o| ends[part_of(o)] += 1);
+        let mut at = 0;
+        for e in ends.iter_mut() {
+            at += *e;
+            *e = at;
+        }
+        sorted.clear();
+        sorted.resize(ops.len(), (0, 0, 0));
+        let mut fill = ends;
+        for o in ops.iter().rev() {
+            let p = part_of(o);
+            fill[p] -= 1;
+            sorted[fill[p]] = *o;
+        }
+        ops.clear();
+        let add = |(k, part): (usize, &mut Part)| {
+            let mine = &sorted[if k == 0 { 0 } else { ends[k - 1] }..ends[k]];
+            for (i, &(a, b, d)) in mine.iter().enumerate() {
+                if let Some(&(x, y, _)) = mine.get(i + AHEAD) {
+                    crate::memory::prefetch(part.slots.as_ptr().wrapping_add(part.home(hash(x, y))));
+                }
+                part.add(hash(a, b), a, b, d);
+            }
+        };
+        match pool {
+            Some(pool) if sorted.len() >= 1 << 16 => pool.install(|| self.parts.par_iter_mut().enumerate().for_each(add)),
+            _ => self.parts.iter_mut().enumerate().for_each(add),
+        }
+        self.len = self.parts.iter().map(|p| p.len).sum();
     }
 
     /// Calls `f(left, right, &mut value)` for every pair.

@@ -167,25 +167,34 @@ struct Scratch {
     merge_no: u32,
 }
 
-/// Merges `a b` into `c` in every listed word, applying each word's pair deltas.
+/// Merges `a b` into `c` in every listed word, applying each word's pair deltas: on two
+/// threads for a merge of at least [`TWO_THREADS_FROM`] words when `pool` has two or more
+/// ([`merge_on_two_threads`]), else on this one. Either way the deltas are applied in the
+/// same order, so the result does not depend on it.
 ///
 /// The walk is bound by cache misses: the word record, then its symbols (a dependent load), so
 /// records 16 words ahead and symbols 8 ahead are prefetched; then each delta's slot in the pair
 /// index, so the words are merged in batches of [`BATCH`] and the batch's deltas applied after
 /// their slots were asked for. (The words are disjoint and the deltas applied in the same order.)
-fn merge_in_words<S: Sym>(words: &mut Words<S>, pairs: &mut Pairs, toks: &Tokens, rules: &Rules, (a, b, c): (u32, u32, u32), s: &mut Scratch) {
-    const BATCH: usize = 32;
+fn merge_in_words<S: Sym>(
+    words: &mut Words<S>,
+    pairs: &mut Pairs,
+    toks: &Tokens,
+    rules: &Rules,
+    abc: (u32, u32, u32),
+    s: &mut Scratch,
+    pool: Option<&rayon::ThreadPool>,
+) {
+    if let Some(pool) = pool.filter(|p| s.words.len() >= TWO_THREADS_FROM && p.current_num_threads() >= 2) {
+        return merge_on_two_threads(words, pairs, toks, rules, abc, s, pool);
+    }
+    let (a, b, c) = abc;
     for start in (0..s.words.len()).step_by(BATCH) {
         s.deltas.clear();
         s.ends.clear();
         for k in start..(start + BATCH).min(s.words.len()) {
             let w = s.words[k];
-            if let Some(&w16) = s.words.get(k + 16) {
-                words.prefetch(w16, true);
-            }
-            if let Some(&w8) = s.words.get(k + 8) {
-                words.prefetch(w8, false);
-            }
+            prefetch_ahead(words, &s.words, k);
             let from = s.deltas.len();
             if words.merge(w as usize, a, b, c, &mut s.deltas) == 0 {
                 continue;
@@ -202,6 +211,102 @@ fn merge_in_words<S: Sym>(words: &mut Words<S>, pairs: &mut Pairs, toks: &Tokens
                 }
             }
             from = end;
+        }
+    }
+}
+
+/// Words merged before their deltas are applied, on one thread.
+const BATCH: usize = 32;
+/// Merges of at least this many listed words run on two threads (the tests': a few).
+#[cfg(not(test))]
+const TWO_THREADS_FROM: usize = 4096;
+#[cfg(test)]
+const TWO_THREADS_FROM: usize = 40;
+/// Words per chunk handed from the merging thread to the applying one.
+#[cfg(not(test))]
+const CHUNK: usize = 1024;
+#[cfg(test)]
+const CHUNK: usize = 16;
+
+/// Asks for the record of the word 16 places after `k` in `list` and the symbols of the one 8
+/// after.
+#[inline(always)]
+fn prefetch_ahead<S: Sym>(words: &Words<S>, list: &[u32], k: usize) {
+    if let Some(&w16) = list.get(k + 16) {
+        words.prefetch(w16, true);
+    }
+    if let Some(&w8) = list.get(k + 8) {
+        words.prefetch(w8, false);
+    }
+}
+
+/// A run of merged words handed from the merging thread to the applying one: each word with
+/// its count and the end of its deltas.
+#[derive(Default)]
+struct Chunk {
+    deltas: Vec<Delta>,
+    ends: Vec<(u32, i64, usize)>,
+}
+
+/// [`merge_in_words`] as a pipeline of two threads: a pool thread merges the words (it alone
+/// touches them) and hands their deltas over in chunks of [`CHUNK`] words; this thread applies
+/// them, in order, to the pairs (it alone touches those). The two halves of a merge cost about
+/// the same, so a big merge takes about half the time.
+fn merge_on_two_threads<S: Sym>(
+    words: &mut Words<S>,
+    pairs: &mut Pairs,
+    toks: &Tokens,
+    rules: &Rules,
+    (a, b, c): (u32, u32, u32),
+    s: &mut Scratch,
+    pool: &rayon::ThreadPool,
+) {
+    let Scratch { words: list, touched, merge_no, .. } = s;
+    let merge_no = *merge_no;
+    let (full, merged) = std::sync::mpsc::sync_channel::<Chunk>(4);
+    let (empty, spare) = std::sync::mpsc::channel::<Chunk>();
+    let list: &[u32] = list;
+    pool.in_place_scope(|scope| {
+        scope.spawn(move |_| {
+            for start in (0..list.len()).step_by(CHUNK) {
+                let mut ch = spare.try_recv().unwrap_or_default();
+                ch.deltas.clear();
+                ch.ends.clear();
+                for k in start..(start + CHUNK).min(list.len()) {
+                    let w = list[k];
+                    prefetch_ahead(words, list, k);
+                    if words.merge(w as usize, a, b, c, &mut ch.deltas) > 0 {
+                        ch.ends.push((w, words.count(w as usize), ch.deltas.len()));
+                    }
+                }
+                if full.send(ch).is_err() {
+                    return; // (the applying side is gone: it panicked)
+                }
+            }
+        });
+        // Ends when the merging side is done (or gone) and every chunk is applied.
+        for ch in merged.iter() {
+            apply_chunk(pairs, toks, rules, &ch, merge_no, touched);
+            let _ = empty.send(ch);
+        }
+    });
+}
+
+/// Applies a chunk's deltas in order, each pair's index slot asked for 16 deltas ahead.
+fn apply_chunk(pairs: &mut Pairs, toks: &Tokens, rules: &Rules, ch: &Chunk, merge_no: u32, touched: &mut Vec<u32>) {
+    const AHEAD: usize = 16;
+    let d = &ch.deltas;
+    d.iter().take(AHEAD).for_each(|x| pairs.prefetch(x.left, x.right));
+    let mut i = 0;
+    for &(w, wc, end) in &ch.ends {
+        while i < end {
+            if let Some(x) = d.get(i + AHEAD) {
+                pairs.prefetch(x.left, x.right);
+            }
+            if rules.counts(toks, &d[i]) {
+                pairs.apply(d[i].left, d[i].right, d[i].sign * wc, w, merge_no, touched);
+            }
+            i += 1;
         }
     }
 }
@@ -286,7 +391,7 @@ fn train_words<S: Sym>(
         return Vec::new(); // (more distinct words than ids cannot happen with real data)
     }
     let pairs = Pairs::build(&words, pool, rules.quiet_below);
-    merge_loop(words, pairs, Tokens::new(), &rules, cfg, None, progress)
+    merge_loop(words, pairs, Tokens::new(), &rules, cfg, None, pool, progress)
 }
 
 impl Rules {
@@ -361,7 +466,7 @@ fn extending_loop<S: Sym>(
     if timing {
         eprintln!("train: extending: pairs built in {:?}", t0.elapsed());
     }
-    merge_loop(words, pairs, toks, rules, cfg, Some(known), progress)
+    merge_loop(words, pairs, toks, rules, cfg, Some(known), pool.as_deref(), progress)
 }
 
 /// The merge loop proper, from the words, their pairs and the tokens so far.
@@ -372,6 +477,7 @@ fn merge_loop<S: Sym>(
     rules: &Rules,
     cfg: &TrainConfig,
     mut known: Option<rustc_hash::FxHashSet<(u32, u32)>>,
+    pool: Option<&rayon::ThreadPool>,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
     // `known`: merges not to emit again (extending: the base's, then each new one).
@@ -393,7 +499,7 @@ fn merge_loop<S: Sym>(
         // Every quiet pair is below the threshold: the heap's best is the best of all unless it
         // is below too (and the threshold could still matter for `min_count`).
         let below = best.as_ref().is_none_or(|e| e.count < pairs.quiet_below);
-        if below && pairs.any_quiet() && pairs.quiet_below > rules.min_count {
+        if below && pairs.quiet_below > rules.min_count && pairs.any_quiet(pool) {
             let order = |x: &Entry, y: &Entry| better(x, y, &toks, &pairs, ties);
             if let Some(e) = best {
                 heap.push(e, &order);
@@ -402,7 +508,7 @@ fn merge_loop<S: Sym>(
                 Some(e) => (pairs.quiet_below / 8).min(e.count),
                 None => pairs.quiet_below / 8,
             };
-            for id in pairs.lower_threshold(to) {
+            for id in pairs.lower_threshold(to, pool) {
                 let e = Entry { count: pairs.count[id as usize], pair: id };
                 heap.push(e, &|x, y| better(x, y, &toks, &pairs, ties));
             }
@@ -428,17 +534,18 @@ fn merge_loop<S: Sym>(
             pairs.complete(&words);
         }
         let (c, is_new) = toks.merge(a, b);
+        pairs.begin_merge(!is_new, pool);
         if known.as_mut().is_none_or(|k| k.insert((a, b))) {
             merges.push((toks.get(a).to_vec(), toks.get(b).to_vec()));
         }
         pairs.take_words(p, &mut s.words);
-        merge_in_words(&mut words, &mut pairs, &toks, rules, (a, b, c), &mut s);
+        merge_in_words(&mut words, &mut pairs, &toks, rules, (a, b, c), &mut s, pool);
         // The merged pair is gone from every word. HF's trainer never decrements it (only its
         // neighbours), which only matters if the pair re-forms through a reused token.
         if !hf {
             pairs.count[p] = 0;
         }
-        pairs.settle();
+        pairs.settle(pool);
         if words.worth_compacting() {
             words.compact();
         }

@@ -1,15 +1,21 @@
 //! Adjacent pairs of a training run: their counts and, for each pair, the words that hold it.
 //!
-//! * **Full and quiet pairs.** The [`Index`] maps a pair to its dense `u32` id, for a *full*
-//!   pair (counts, list heads and "touched in this merge" stamps are plain vectors indexed by
-//!   it), or holds only the count of a *quiet* one. A pair formed in a merge is full while the
+//! * **Full and quiet pairs.** One [`Index`] maps a *full* pair to its dense `u32` id (counts,
+//!   list heads and "touched in this merge" stamps are plain vectors indexed by it), another
+//!   holds only the count of each *quiet* one. A pair formed in a merge is full while the
 //!   merge runs; if it ends below [`Pairs::quiet_below`] it turns quiet (its id and list are
 //!   freed, it has no heap entry). Every pair at or above the threshold is full, so while the
 //!   heap's best is at or above it, it is the best of all. When the best falls below it, the
 //!   threshold is lowered and the quiet pairs above the new one become full with their lists
 //!   rebuilt by one walk over the words ([`Pairs::complete`]); the same walk completes a pair
-//!   that turned full by rising (a reused token) when it is picked. The index lookup is the
+//!   that turned full by rising (a reused token) when it is picked. The index lookups are the
 //!   only hashing of the merge loop.
+//! * **Quiet changes logged.** A merge whose token is new forms only new pairs, so a quiet
+//!   count can only fall; its changes (and the pairs turning quiet) go to a log, applied in
+//!   bulk by parts of the quiet index, so the merge's lookups stay in the small index of full
+//!   pairs (a few MiB where the quiet one is ~100 MiB for superword spans). A merge whose
+//!   token existed before (a reused string) applies the log first and changes quiet counts in
+//!   place ([`Pairs::begin_merge`]).
 //! * **Lazy lists.** A word stays listed after it lost the pair; the merge checks it (about half
 //!   the visits on English find an occurrence). A pair whose count falls to 0 drops its lists.
 //! * **Lists as varint gaps.** The lists are most of the merge loop's memory, so word ids are
@@ -29,10 +35,25 @@ mod build;
 
 /// The quiet threshold a run starts with (see the module doc).
 pub const QUIET_BELOW: i64 = 64;
+/// Logged changes of quiet counts applied together ([`Pairs::settle`]; the tests': a few).
+#[cfg(not(test))]
+const LOG_OPS: usize = 1 << 21;
+#[cfg(test)]
+const LOG_OPS: usize = 50;
 
 /// All mutable pair state.
 pub struct Pairs {
+    /// The full pairs (and this merge's new ones): their ids.
     index: Index,
+    /// The quiet pairs: their counts, up to the changes in `log`.
+    quiet: Index,
+    /// Changes to quiet counts not yet in `quiet` (`(left, right, delta)`, in order; a new quiet
+    /// pair is its count added), applied in bulk ([`Index::add_all`]).
+    log: Vec<(u32, u32, i64)>,
+    log_sorted: Vec<(u32, u32, i64)>,
+    /// Whether this merge's token existed before it (a reused string): a pair it forms may
+    /// then be quiet already ([`Pairs::begin_merge`]).
+    reusing: bool,
     pub left: Vec<u32>,
     pub right: Vec<u32>,
     pub count: Vec<i64>,
@@ -55,13 +76,16 @@ pub struct Pairs {
     free_ids: Vec<u32>,
     /// Pairs below this count are quiet after a merge; lowered when the heap falls below it.
     pub quiet_below: i64,
-    quiet: usize,
 }
 
 impl Pairs {
     fn empty(quiet_below: i64) -> Pairs {
         Pairs {
             index: Index::new(),
+            quiet: Index::new(),
+            log: Vec::new(),
+            log_sorted: Vec::new(),
+            reusing: false,
             left: Vec::new(),
             right: Vec::new(),
             count: Vec::new(),
@@ -76,7 +100,6 @@ impl Pairs {
             fresh: Vec::new(),
             free_ids: Vec::new(),
             quiet_below: quiet_below.max(1),
-            quiet: 0,
         }
     }
 
@@ -171,48 +194,40 @@ impl Pairs {
     /// Changes the count of `(x, y)` by `delta` (a word's count, signed) for word `w`; a pair
     /// whose count rises lists `w` and is stamped once per merge into `touched`. A full pair
     /// whose count falls to 0 is in no word any more: its lists are freed (a word that forms it
-    /// again is listed again then). A quiet pair that rises turns full, its list partial.
+    /// again is listed again then). A quiet pair's change is logged; one that rises (only
+    /// through a reused token) turns full, its list partial.
     #[inline]
     pub fn apply(&mut self, x: u32, y: u32, delta: i64, w: u32, merge_no: u32, touched: &mut Vec<u32>) {
         let id = match self.index.find(x, y) {
             Ok(at) => {
-                let v = self.index.get(at);
-                if v & QUIET != 0 {
-                    let c = (v & !QUIET) as i64 + delta;
-                    if delta <= 0 {
-                        if c <= 0 {
-                            self.index.remove(at);
-                            self.quiet -= 1;
-                        } else {
-                            self.index.set(at, QUIET | c as u32);
-                        }
-                        return;
+                let id = self.index.get(at) as usize;
+                self.count[id] = self.count[id].saturating_add(delta);
+                if delta <= 0 {
+                    if delta < 0 && self.count[id] <= 0 {
+                        self.forget(id);
                     }
-                    let id = self.new_id(x, y, c);
-                    self.index.set(at, id as u32);
-                    self.quiet -= 1;
-                    self.partial[id] = true;
-                    self.partials += 1;
-                    self.fresh.push(id as u32);
-                    id
-                } else {
-                    let id = v as usize;
-                    self.count[id] = self.count[id].saturating_add(delta);
-                    if delta <= 0 {
-                        if delta < 0 && self.count[id] <= 0 {
-                            self.forget(id);
-                        }
-                        return;
-                    }
-                    id
+                    return;
                 }
+                id
             }
             Err(at) => {
+                // A quiet pair, or one that never counted (by `max_token_length`), or a new one.
                 if delta <= 0 {
-                    return; // (a pair that never counted, by `max_token_length`)
+                    if delta < 0 && self.reusing {
+                        self.quiet.add_one(x, y, delta);
+                    } else if delta < 0 && !(self.quiet.is_empty() && self.log.is_empty()) {
+                        self.log.push((x, y, delta));
+                    }
+                    return;
                 }
-                let id = self.new_id(x, y, delta);
+                // Only a reused token can form a pair that was there before (see `begin_merge`).
+                let before = if self.reusing { self.quiet.take(x, y).map_or(0, |c| c as i64) } else { 0 };
+                let id = self.new_id(x, y, before + delta);
                 self.index.insert(at, x, y, id as u32);
+                if before > 0 {
+                    self.partial[id] = true;
+                    self.partials += 1;
+                }
                 self.fresh.push(id as u32);
                 id
             }
@@ -224,26 +239,40 @@ impl Pairs {
         }
     }
 
+    /// Before a merge: whether its token existed before (a reused string). Then a pair it
+    /// forms may be quiet already (and lose occurrences in the same merge), so the log is
+    /// applied first and quiet counts change in place during the merge; otherwise every pair
+    /// a merge forms is new, and quiet counts only ever fall, which is what lets their changes
+    /// wait in the log.
+    pub fn begin_merge(&mut self, reused: bool, pool: Option<&rayon::ThreadPool>) {
+        self.reusing = reused;
+        if reused {
+            self.flush(pool);
+        }
+    }
+
+    /// Applies the logged changes to the quiet counts.
+    fn flush(&mut self, pool: Option<&rayon::ThreadPool>) {
+        if !self.log.is_empty() {
+            self.quiet.add_all(&mut self.log, &mut self.log_sorted, pool);
+        }
+    }
+
     /// At the end of a merge: the pairs it gave an id that stayed below the threshold turn
-    /// quiet (or leave the index, at 0); their ids are freed. They were never in the heap.
-    pub fn settle(&mut self) {
-        // (Each pair's index slot asked for a few pairs ahead: a bulk of them, a cache miss each.)
-        const AHEAD: usize = 8;
+    /// quiet (logged), or leave, at 0; their ids are freed. They were never in the heap. The
+    /// log is applied once it holds [`LOG_OPS`] changes.
+    pub fn settle(&mut self, pool: Option<&rayon::ThreadPool>) {
         for k in 0..self.fresh.len() {
-            if let Some(&next) = self.fresh.get(k + AHEAD) {
-                self.index.prefetch(self.left[next as usize], self.right[next as usize]);
-            }
             let id = self.fresh[k] as usize;
             let c = self.count[id];
             if c >= self.quiet_below {
                 continue;
             }
-            let at = self.index.find(self.left[id], self.right[id]).unwrap_or_else(|_| unreachable!("a full pair is in the index"));
+            let (a, b) = (self.left[id], self.right[id]);
+            let at = self.index.find(a, b).unwrap_or_else(|_| unreachable!("a full pair is in the index"));
+            self.index.remove(at);
             if c > 0 {
-                self.index.set(at, QUIET | c as u32);
-                self.quiet += 1;
-            } else {
-                self.index.remove(at);
+                self.log.push((a, b, c));
             }
             self.later.clear(&mut self.head[id]);
             if self.partial[id] {
@@ -254,31 +283,38 @@ impl Pairs {
             self.free_ids.push(id as u32);
         }
         self.fresh.clear();
+        self.reusing = false;
+        if self.log.len() >= LOG_OPS {
+            self.flush(pool);
+        }
     }
 
-    /// Whether quiet pairs remain.
-    pub fn any_quiet(&self) -> bool {
-        self.quiet > 0
+    /// Whether quiet pairs remain (the log applied first).
+    pub fn any_quiet(&mut self, pool: Option<&rayon::ThreadPool>) -> bool {
+        self.flush(pool);
+        !self.quiet.is_empty()
     }
 
     /// Lowers the threshold to `to` (at least 1): the quiet pairs at or above it turn full,
     /// with partial lists, and their ids are returned (for the heap). [`complete`](Self::complete)
     /// must run before any of them is merged.
-    pub fn lower_threshold(&mut self, to: i64) -> Vec<u32> {
+    pub fn lower_threshold(&mut self, to: i64, pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
+        self.flush(pool);
         self.quiet_below = to.max(1);
         let mut rising = Vec::new();
         let below = self.quiet_below;
-        self.index.for_each(|a, b, v| {
-            if *v & QUIET != 0 && (*v & !QUIET) as i64 >= below {
-                rising.push((a, b, (*v & !QUIET) as i64));
+        self.quiet.for_each(|a, b, v| {
+            if *v as i64 >= below {
+                rising.push((a, b, *v as i64));
             }
         });
         rising
             .into_iter()
             .map(|(a, b, c)| {
+                let q = self.quiet.find(a, b).unwrap_or_else(|_| unreachable!("a quiet pair is in its index"));
+                self.quiet.remove(q);
                 let id = self.new_id(a, b, c);
                 self.index.put(a, b, id as u32);
-                self.quiet -= 1;
                 self.partial[id] = true;
                 self.partials += 1;
                 id as u32
@@ -288,7 +324,7 @@ impl Pairs {
 
     /// The id of `(a, b)` if it is a full pair.
     pub fn id_of(&self, a: u32, b: u32) -> Option<usize> {
-        self.index.value(a, b).filter(|v| v & QUIET == 0).map(|v| v as usize)
+        self.index.value(a, b).map(|v| v as usize)
     }
 
     /// Whether pair `p`'s lists may miss words.
@@ -309,7 +345,7 @@ impl Pairs {
         for w in 0..words.len() {
             for p in words.syms_of(w).windows(2) {
                 if let Some(v) = self.index.value(p[0].id(), p[1].id()) {
-                    if v & QUIET == 0 && self.partial[v as usize] {
+                    if self.partial[v as usize] {
                         self.later.add(&mut self.head[v as usize], w as u32);
                     }
                 }
@@ -328,11 +364,13 @@ impl Pairs {
     pub fn sizes(&self) -> String {
         let mb = |b: usize| b as f64 / (1 << 20) as f64;
         format!(
-            "{} pairs, {} quiet below {} (index {:.1} MiB, tables {:.1} MiB), later lists {:.1} MiB ({:.1} MiB free), initial lists {:.1} MiB",
-            self.index.len(),
-            self.quiet,
+            "{} pairs, {} quiet below {} (index {:.1} MiB, quiet {:.1} MiB, log {:.1} MiB, tables {:.1} MiB), later lists {:.1} MiB ({:.1} MiB free), initial lists {:.1} MiB",
+            self.index.len() + self.quiet.len(),
+            self.quiet.len(),
             self.quiet_below,
             mb(self.index.bytes()),
+            mb(self.quiet.bytes()),
+            mb(self.log.capacity() * 16),
             mb(self.left.len() * 25),
             mb(self.later.bytes()),
             mb(self.later.free_bytes()),

@@ -128,9 +128,10 @@ impl<S: Sym> Table<S> {
             rules,
             abc,
             &mut self.s,
+            None,
         );
         self.pairs.count[p] = 0;
-        self.pairs.settle();
+        self.pairs.settle(None);
         if self.words.worth_compacting() {
             self.words.compact();
         }
@@ -191,7 +192,7 @@ impl<S: Sym> Counted<S> {
             self.s.touched.clear();
         }
         self.pairs.count[p] = 0;
-        self.pairs.settle();
+        self.pairs.settle(None);
         if self.words.worth_compacting() {
             self.words.compact();
         }

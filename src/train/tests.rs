@@ -178,6 +178,70 @@ fn quiet_pairs_change_no_merge() {
 }
 
 #[test]
+fn a_reused_token_keeps_the_quiet_counts_of_its_pairs() {
+    // The base holds "abc"; the words hold it either as that token or as a, b, c. Merging
+    // a+b, then ab+c, forms "abc" again (a reused token), so the pairs it forms, (x, abc) and
+    // (abc, y), were there before and mostly quiet: their counts must carry over, and a pair
+    // that loses occurrences in the same merge must lose them too. Every threshold must learn
+    // what "never quiet" (1) learns.
+    let mut x = 7u64;
+    let mut rnd = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let base: Vec<Box<[u8]>> = vec![Box::from(&b"abc"[..])];
+    let (mut syms, mut offs, mut counts) = (Vec::new(), vec![0i64], Vec::new());
+    for _ in 0..3000 {
+        for _ in 0..2 + rnd(6) {
+            match rnd(4) {
+                0 => syms.push(256),
+                1 => syms.extend([b'a' as u32, b'b' as u32, b'c' as u32]),
+                2 => syms.extend([b'a' as u32, b'b' as u32]),
+                // (Many other symbols: the pairs next to "abc" are rare, and quiet.)
+                _ => syms.push(100 + rnd(150) as u32),
+            }
+        }
+        offs.push(syms.len() as i64);
+        counts.push(1 + rnd(3) * rnd(3));
+    }
+    for tb in [TieBreak::Lexicographic, TieBreak::Hf] {
+        let cfg = TrainConfig { max_new_tokens: 150, tie_break: tb, min_frequency: 0, max_token_length: None, filter: None };
+        let learn = |q: i64| {
+            QUIET_START.with(|c| c.set(q));
+            train_extending(&base, &[], syms.clone(), &offs, &counts, &cfg, &mut |_| true).unwrap()
+        };
+        let want = learn(1);
+        // (A merge that forms "abc" again makes no new token: one merge more than new tokens.)
+        assert!(want.len() > 150 && want.iter().any(|(l, r)| [&l[..], &r[..]].concat() == b"abc"), "{want:?}");
+        for q in [2, 3, 5, 8, 20, 60] {
+            assert_eq!(learn(q), want, "threshold {q}, {tb:?}");
+        }
+        QUIET_START.with(|c| c.set(pairs::QUIET_BELOW));
+    }
+    // The same merge takes occurrences of a quiet pair away and forms new ones: "abc ab c"
+    // (x10) loses (abc, ab), "ab c ab d" (x10) forms it, "abc ab d" (x5) holds it. Its count
+    // is 15 then, below (e, f)'s 17: counting the loss out would put it first.
+    let (a, b, c, d, e, f) = (97u32, 98, 99, 100, 101, 102);
+    let words: [(&[u32], u64); 6] =
+        [(&[a, b], 1000), (&[a, b, c], 500), (&[256, a, b, c], 10), (&[a, b, c, a, b, d], 10), (&[256, a, b, d], 5), (&[e, f], 17)];
+    let syms: Vec<u32> = words.iter().flat_map(|w| w.0.iter().copied()).collect();
+    let mut offs = vec![0i64];
+    words.iter().for_each(|w| offs.push(offs[offs.len() - 1] + w.0.len() as i64));
+    let counts: Vec<u64> = words.iter().map(|w| w.1).collect();
+    let cfg = TrainConfig { max_new_tokens: 6, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None, filter: None };
+    let learn = |q: i64| {
+        QUIET_START.with(|c| c.set(q));
+        train_extending(&base, &[], syms.clone(), &offs, &counts, &cfg, &mut |_| true).unwrap()
+    };
+    let want = learn(1);
+    assert_eq!(want[..4], m(&[("a", "b"), ("ab", "c"), ("e", "f"), ("abc", "ab")]));
+    assert_eq!(learn(60), want);
+    QUIET_START.with(|c| c.set(pairs::QUIET_BELOW));
+}
+
+#[test]
 fn owned_counts_given_back_while_copied_train_the_same() {
     // Over 3 x 65,536 words with bytes of every length, so that pages of all three arrays are
     // given back between the chunks (a page given back too early would read as zeros).

@@ -16,12 +16,13 @@ struct Tally {
     occ: u64,
 }
 
-/// A stretch of sorted occurrences, walked ([`walk`]): each pair for the index
-/// (a full pair's value is its place in `full`), the full pairs' counts and their initial
-/// lists, one after another in `bytes`.
+/// A stretch of sorted occurrences, walked ([`walk`]): each full pair for the index (its
+/// value its place in `full`), each quiet one with its count, the full pairs' counts and
+/// their initial lists, one after another in `bytes`.
 #[derive(Default)]
 struct Walked {
     groups: Vec<(u32, u32, u32)>,
+    quiet: Vec<(u32, u32, u32)>,
     full: Vec<(u32, u32, i64)>,
     bytes: Vec<u8>,
     lens: Vec<u32>,
@@ -58,7 +59,7 @@ fn walk<O: Copy>(occ: &[O], key: impl Fn(O) -> u64, pair: impl Fn(O) -> (u32, u3
             }
             out.lens.push(u32::try_from(out.bytes.len() - start).unwrap_or(u32::MAX));
         } else if count > 0 {
-            out.groups.push((a, b, QUIET | count as u32));
+            out.quiet.push((a, b, count as u32));
         }
     }
     out
@@ -283,7 +284,7 @@ impl Pairs {
     /// The pairs of walked stretches of occurrences, in order (ids in key order).
     fn join(quiet_below: i64, walked: Vec<Walked>, pool: Option<&rayon::ThreadPool>) -> Pairs {
         let mut pairs = Pairs::empty(quiet_below);
-        let mut groups = Vec::with_capacity(walked.len());
+        let (mut groups, mut quiet) = (Vec::with_capacity(walked.len()), Vec::with_capacity(walked.len()));
         pairs.init_bytes.reserve_exact(walked.iter().map(|w| w.bytes.len()).sum());
         for mut w in walked {
             let first = pairs.init_len.len() as u32;
@@ -296,12 +297,14 @@ impl Pairs {
                 start += len as u64;
             }
             pairs.init_bytes.extend_from_slice(&w.bytes);
-            pairs.quiet += w.groups.len() - w.full.len();
             drop(w.bytes);
-            w.groups.iter_mut().filter(|g| g.2 & QUIET == 0).for_each(|g| g.2 += first);
+            w.groups.iter_mut().for_each(|g| g.2 += first);
             groups.push(w.groups);
+            quiet.push(w.quiet);
         }
         pairs.index = Index::of_new(&groups, pool);
+        drop(groups);
+        pairs.quiet = Index::of_new(&quiet, pool);
         pairs
     }
 }
@@ -342,17 +345,18 @@ mod tests {
                     })
                     .collect();
                 full.sort();
-                let mut quiet = Vec::new();
-                let mut ix = Index::new();
-                std::mem::swap(&mut ix, &mut p.index.clone_for_test());
-                ix.for_each(|a, b, v| quiet.push((a, b, *v)));
-                quiet.sort();
-                (full, quiet, p.quiet)
+                let entries = |ix: &Index| {
+                    let mut out = Vec::new();
+                    ix.clone_for_test().for_each(|a, b, v| out.push((a, b, *v)));
+                    out.sort();
+                    out
+                };
+                (full, entries(&p.index), entries(&p.quiet), p.quiet.len())
             };
             let want = dump(&Pairs::build_general_wide(&words, counted, 20, None));
             match none {
-                false => assert!(want.0.len() > 10 && (kinds < 100 || want.2 > 10), "full pairs (and quiet ones of many tokens)"),
-                true => assert!(want.0.is_empty() && want.1.is_empty(), "no pairs"),
+                false => assert!(want.0.len() > 10 && (kinds < 100 || want.3 > 10), "full pairs (and quiet ones of many tokens)"),
+                true => assert!(want.0.is_empty() && want.1.is_empty() && want.2.is_empty(), "no pairs"),
             }
             for pool in [None, Some(&pools[0]), Some(&pools[1])] {
                 // (2^24 tokens: one bit left for counts, all looked up; 2^25: too wide to pack.)
