@@ -250,8 +250,8 @@ struct Chunk {
 
 /// [`merge_in_words`] as a pipeline of two threads: a pool thread merges the words (it alone
 /// touches them) and hands their deltas over in chunks of [`CHUNK`] words; this thread applies
-/// them, in order, to the pairs (it alone touches those). The two halves of a merge cost about
-/// the same, so a big merge takes about half the time.
+/// them, in order, to the pairs (it alone touches those). The merging hides behind the
+/// applying, the longer half ([log](../../docs/performance.md#superword-training)).
 fn merge_on_two_threads<S: Sym>(
     words: &mut Words<S>,
     pairs: &mut Pairs,
@@ -325,8 +325,8 @@ fn push_touched(heap: &mut Heap, pairs: &Pairs, toks: &Tokens, ties: Ties, touch
 /// Learns merges from distinct words with their counts (the flat form, sorted or not).
 /// Returns the merges in training order, each as (left bytes, right bytes). `progress(done)` is
 /// called about every 1% with the number of new tokens made so far; when it returns `false`,
-/// training stops with the merges so far. The initial pair count runs on `pool` (on the
-/// calling thread without one).
+/// training stops with the merges so far. The initial pair count, big merges and the quiet
+/// pairs' logged changes run on `pool` (on the calling thread without one).
 pub fn train(
     words: FlatRef<'_>,
     cfg: &TrainConfig,

@@ -17,6 +17,17 @@ fn flat(words: &[(&[u8], u64)]) -> Flat {
     f
 }
 
+/// Draws below `n`, from a xorshift generator seeded with `seed` (the tests' random data).
+pub(super) fn draws(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut x = seed;
+    move |n| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    }
+}
+
 fn m(list: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
     list.iter().map(|(a, b)| (a.as_bytes().to_vec(), b.as_bytes().to_vec())).collect()
 }
@@ -136,13 +147,7 @@ fn quiet_pairs_change_no_merge() {
     // Words over a small alphabet (reused strings, repeats) with counts from 1 to a few
     // hundred: every threshold, from "never quiet" (1) to "all quiet at first", and every
     // option must learn the same merges.
-    let mut x = 99u64;
-    let mut rnd = |n: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    };
+    let mut rnd = draws(99);
     let mut counts = std::collections::BTreeMap::<Vec<u8>, u64>::new();
     for _ in 0..3000 {
         let len = 2 + rnd(9) as usize;
@@ -184,13 +189,7 @@ fn a_reused_token_keeps_the_quiet_counts_of_its_pairs() {
     // (abc, y), were there before and mostly quiet: their counts must carry over, and a pair
     // that loses occurrences in the same merge must lose them too. Every threshold must learn
     // what "never quiet" (1) learns.
-    let mut x = 7u64;
-    let mut rnd = |n: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    };
+    let mut rnd = draws(7);
     let base: Vec<Box<[u8]>> = vec![Box::from(&b"abc"[..])];
     let (mut syms, mut offs, mut counts) = (Vec::new(), vec![0i64], Vec::new());
     for _ in 0..3000 {

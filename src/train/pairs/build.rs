@@ -321,13 +321,7 @@ mod tests {
         // the packed count capped at 32 bits); a third counts no pair at all.
         let pools: Vec<_> = [2, 3].iter().map(|&n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap()).collect();
         for (kinds, n_tokens, none) in [(3000, 3000, false), (16, 16, false), (3000, 3000, true)] {
-            let mut x = 0x2545_F491_4F6C_DD1Du64;
-            let mut next = |m: u64| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x % m
-            };
+            let mut next = crate::train::tests::draws(0x2545_F491_4F6C_DD1D);
             let (mut syms, mut offsets, mut counts) = (Vec::new(), vec![0i64], Vec::new());
             for w in 0..30_000 {
                 let len = 1 + next(7) as usize;
