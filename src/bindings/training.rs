@@ -260,20 +260,13 @@ pub fn train_merges_extending<'py>(
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
     let (filter, failed) = merge_filter_of(merge_filter)?;
     let cfg = TrainConfig { max_new_tokens, tie_break: tie_break_of(tie_break)?, min_frequency, max_token_length, filter };
-    let s = match &internal {
-        None => syms.as_slice()?.to_vec(),
-        Some(t) => {
-            let (ids, t) = (syms.as_slice()?, t.as_slice()?);
-            py.allow_threads(|| ids.iter().map(|&i| t.get(i as usize).copied().ok_or(i)).collect::<Result<Vec<u32>, u32>>())
-                .map_err(|i| value_error(format!("train_merges_extending: token id {i} is not below len(internal) = {}", t.len())))?
-        }
-    };
-    let (o, c) = (offsets.as_slice()?, counts.as_slice()?);
-    if o.len() != c.len() + 1 || !rising(o, s.len()) {
+    let (ids, o, c) = (syms.as_slice()?, offsets.as_slice()?, counts.as_slice()?);
+    if o.len() != c.len() + 1 || !rising(o, ids.len()) {
         return Err(value_error("train_merges_extending: offsets must rise from 0 to len(syms), one more than counts".into()));
     }
+    let words = train::Segmented { ids, internal: internal.as_ref().map(|t| t.as_slice()).transpose()?, offsets: o, counts: c };
     let base: Vec<Box<[u8]>> = base.into_iter().map(Vec::into_boxed_slice).collect();
-    let merges = with_progress(py, progress, |cb| train::train_extending(&base, &base_merges, s, o, c, &cfg, &mut |n| cb(n as u64)))?;
+    let merges = with_progress(py, progress, |cb| train::train_extending(&base, &base_merges, words, &cfg, &mut |n| cb(n as u64)))?;
     raise_filter_error(&failed)?;
     Ok(merges.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect())
 }

@@ -3,9 +3,9 @@
 //! Each step picks the most frequent adjacent pair (ties by [`TieBreak`]), records it, and
 //! replaces its occurrences (left to right, non-overlapping) by the merged token. The stages,
 //! one module each: [`words`] (the words, flat), [`pairs`] (pair counts and the pair -> words
-//! index), [`heap`] (the lazy max-heap), [`tokens`] (token strings).
-//! A merge touches only the words listed for its pair, and in them only the pairs next to each
-//! occurrence ([`words::Words::merge`] returns those deltas).
+//! index), [`heap`] (the lazy max-heap), [`tokens`] (token strings), [`merge`] (one merge
+//! applied). A merge touches only the words listed for its pair, and in them only the pairs
+//! next to each occurrence ([`words::Words::merge`] returns those deltas).
 //!
 //! HF parity (`TieBreak::Hf`): the tie rule is the smallest (rank(left), rank(right)) with the
 //! ByteLevel alphabet's order for single bytes and creation order after; merged strings are
@@ -21,6 +21,7 @@ mod filter;
 mod heap;
 mod index;
 mod lists;
+mod merge;
 mod pairs;
 mod parity;
 mod tokens;
@@ -31,6 +32,7 @@ pub use parity::{train_parity, DevText, ParityConfig, Variant};
 pub use filter::{regex_filter, MergeFilter};
 use filter::Vetoes;
 use heap::{Entry, Heap};
+use merge::{merge_in_words, Scratch};
 use pairs::Pairs;
 use tokens::Tokens;
 use words::{Delta, Sym, Words};
@@ -156,161 +158,6 @@ fn pop_best(heap: &mut Heap, pairs: &Pairs, toks: &Tokens, ties: Ties) -> Option
     None
 }
 
-/// Scratch of the merge loop, reused across merges.
-#[derive(Default)]
-struct Scratch {
-    words: Vec<u32>,
-    deltas: Vec<Delta>,
-    /// A batch's merged words, each with the end of its deltas.
-    ends: Vec<(u32, usize)>,
-    touched: Vec<u32>,
-    merge_no: u32,
-}
-
-/// Merges `a b` into `c` in every listed word, applying each word's pair deltas: on two
-/// threads for a merge of at least [`TWO_THREADS_FROM`] words when `pool` has two or more
-/// ([`merge_on_two_threads`]), else on this one. Either way the deltas are applied in the
-/// same order, so the result does not depend on it.
-///
-/// The walk is bound by cache misses: the word record, then its symbols (a dependent load), so
-/// records 16 words ahead and symbols 8 ahead are prefetched; then each delta's slot in the pair
-/// index, so the words are merged in batches of [`BATCH`] and the batch's deltas applied after
-/// their slots were asked for. (The words are disjoint and the deltas applied in the same order.)
-fn merge_in_words<S: Sym>(
-    words: &mut Words<S>,
-    pairs: &mut Pairs,
-    toks: &Tokens,
-    rules: &Rules,
-    abc: (u32, u32, u32),
-    s: &mut Scratch,
-    pool: Option<&rayon::ThreadPool>,
-) {
-    if let Some(pool) = pool.filter(|p| s.words.len() >= TWO_THREADS_FROM && p.current_num_threads() >= 2) {
-        return merge_on_two_threads(words, pairs, toks, rules, abc, s, pool);
-    }
-    let (a, b, c) = abc;
-    for start in (0..s.words.len()).step_by(BATCH) {
-        s.deltas.clear();
-        s.ends.clear();
-        for k in start..(start + BATCH).min(s.words.len()) {
-            let w = s.words[k];
-            prefetch_ahead(words, &s.words, k);
-            let from = s.deltas.len();
-            if words.merge(w as usize, a, b, c, &mut s.deltas) == 0 {
-                continue;
-            }
-            s.deltas[from..].iter().for_each(|d| pairs.prefetch(d.left, d.right));
-            s.ends.push((w, s.deltas.len()));
-        }
-        let mut from = 0;
-        for &(w, end) in s.ends.iter() {
-            let wc = words.count(w as usize);
-            for d in &s.deltas[from..end] {
-                if rules.counts(toks, d) {
-                    pairs.apply(d.left, d.right, d.sign * wc, w, s.merge_no, &mut s.touched);
-                }
-            }
-            from = end;
-        }
-    }
-}
-
-/// Words merged before their deltas are applied, on one thread.
-const BATCH: usize = 32;
-/// Merges of at least this many listed words run on two threads (the tests': a few).
-#[cfg(not(test))]
-const TWO_THREADS_FROM: usize = 4096;
-#[cfg(test)]
-const TWO_THREADS_FROM: usize = 40;
-/// Words per chunk handed from the merging thread to the applying one.
-#[cfg(not(test))]
-const CHUNK: usize = 1024;
-#[cfg(test)]
-const CHUNK: usize = 16;
-
-/// Asks for the record of the word 16 places after `k` in `list` and the symbols of the one 8
-/// after.
-#[inline(always)]
-fn prefetch_ahead<S: Sym>(words: &Words<S>, list: &[u32], k: usize) {
-    if let Some(&w16) = list.get(k + 16) {
-        words.prefetch(w16, true);
-    }
-    if let Some(&w8) = list.get(k + 8) {
-        words.prefetch(w8, false);
-    }
-}
-
-/// A run of merged words handed from the merging thread to the applying one: each word with
-/// its count and the end of its deltas.
-#[derive(Default)]
-struct Chunk {
-    deltas: Vec<Delta>,
-    ends: Vec<(u32, i64, usize)>,
-}
-
-/// [`merge_in_words`] as a pipeline of two threads: a pool thread merges the words (it alone
-/// touches them) and hands their deltas over in chunks of [`CHUNK`] words; this thread applies
-/// them, in order, to the pairs (it alone touches those). The merging hides behind the
-/// applying, the longer half ([log](../../docs/performance.md#superword-training)).
-fn merge_on_two_threads<S: Sym>(
-    words: &mut Words<S>,
-    pairs: &mut Pairs,
-    toks: &Tokens,
-    rules: &Rules,
-    (a, b, c): (u32, u32, u32),
-    s: &mut Scratch,
-    pool: &rayon::ThreadPool,
-) {
-    let Scratch { words: list, touched, merge_no, .. } = s;
-    let merge_no = *merge_no;
-    let (full, merged) = std::sync::mpsc::sync_channel::<Chunk>(4);
-    let (empty, spare) = std::sync::mpsc::channel::<Chunk>();
-    let list: &[u32] = list;
-    pool.in_place_scope(|scope| {
-        scope.spawn(move |_| {
-            for start in (0..list.len()).step_by(CHUNK) {
-                let mut ch = spare.try_recv().unwrap_or_default();
-                ch.deltas.clear();
-                ch.ends.clear();
-                for k in start..(start + CHUNK).min(list.len()) {
-                    let w = list[k];
-                    prefetch_ahead(words, list, k);
-                    if words.merge(w as usize, a, b, c, &mut ch.deltas) > 0 {
-                        ch.ends.push((w, words.count(w as usize), ch.deltas.len()));
-                    }
-                }
-                if full.send(ch).is_err() {
-                    return; // (the applying side is gone: it panicked)
-                }
-            }
-        });
-        // Ends when the merging side is done (or gone) and every chunk is applied.
-        for ch in merged.iter() {
-            apply_chunk(pairs, toks, rules, &ch, merge_no, touched);
-            let _ = empty.send(ch);
-        }
-    });
-}
-
-/// Applies a chunk's deltas in order, each pair's index slot asked for 16 deltas ahead.
-fn apply_chunk(pairs: &mut Pairs, toks: &Tokens, rules: &Rules, ch: &Chunk, merge_no: u32, touched: &mut Vec<u32>) {
-    const AHEAD: usize = 16;
-    let d = &ch.deltas;
-    d.iter().take(AHEAD).for_each(|x| pairs.prefetch(x.left, x.right));
-    let mut i = 0;
-    for &(w, wc, end) in &ch.ends {
-        while i < end {
-            if let Some(x) = d.get(i + AHEAD) {
-                pairs.prefetch(x.left, x.right);
-            }
-            if rules.counts(toks, &d[i]) {
-                pairs.apply(d[i].left, d[i].right, d[i].sign * wc, w, merge_no, touched);
-            }
-            i += 1;
-        }
-    }
-}
-
 /// Pushes the pairs whose count rose in this merge (once each).
 fn push_touched(heap: &mut Heap, pairs: &Pairs, toks: &Tokens, ties: Ties, touched: &mut Vec<u32>) {
     for &id in touched.iter() {
@@ -407,31 +254,62 @@ impl Rules {
     }
 }
 
+/// Words cut into a base vocabulary's tokens: word `i` is `ids[offsets[i]..offsets[i + 1]]`
+/// (offsets checked by the caller), each id an internal one or, with `internal`, mapped by it;
+/// its count `counts[i]`.
+#[derive(Clone, Copy)]
+pub struct Segmented<'a> {
+    pub ids: &'a [u32],
+    pub internal: Option<&'a [u32]>,
+    pub offsets: &'a [i64],
+    pub counts: &'a [u64],
+}
+
+impl<'a> Segmented<'a> {
+    /// Words of internal ids.
+    #[cfg(test)]
+    pub fn of(ids: &'a [u32], offsets: &'a [i64], counts: &'a [u64]) -> Self {
+        Segmented { ids, internal: None, offsets, counts }
+    }
+
+    /// The internal id of `id`, if `internal` maps it.
+    #[inline(always)]
+    fn id(&self, id: u32) -> Option<u32> {
+        match self.internal {
+            None => Some(id),
+            Some(t) => t.get(id as usize).copied(),
+        }
+    }
+}
+
 /// Learns merges that extend a vocabulary: `base` are its tokens of two bytes or more (in its
-/// id order, internal ids 256..), the words are already cut into tokens by its merges (word
-/// `i` is `syms[offsets[i]..offsets[i + 1]]`, internal ids), and only new token strings count
-/// towards `max_new_tokens`. `base_merges` are the base's merges: when one re-forms (a new
-/// token rebuilt a string it joins), it is applied in the words, as the encoder applies it at
-/// its own rank, but not emitted again. The rules are those of [`train`].
+/// id order, internal ids 256..), the words are already cut into tokens by its merges, and
+/// only new token strings count towards `max_new_tokens`. `base_merges` are the base's merges:
+/// when one re-forms (a new token rebuilt a string it joins), it is applied in the words, as
+/// the encoder applies it at its own rank, but not emitted again. The rules are those of
+/// [`train`]. An id that `internal` does not map, or not of the base, is an error.
 pub fn train_extending(
     base: &[Box<[u8]>],
     base_merges: &[(Vec<u8>, Vec<u8>)],
-    syms: Vec<u32>,
-    offsets: &[i64],
-    counts: &[u64],
+    words: Segmented<'_>,
     cfg: &TrainConfig,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
     let _mapped = crate::memory::MapBigAllocations::new();
-    if std::env::var_os("HF_BPE_TRAIN_TIMING").is_some() {
-        eprintln!("train: extending: {} words, {} symbols, RSS {}", counts.len(), syms.len(), crate::memory::rss_mib());
+    let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
+    let t0 = std::time::Instant::now();
+    if timing {
+        eprintln!("train: extending: {} words, {} symbols, RSS {}", words.counts.len(), words.ids.len(), crate::memory::rss_mib());
     }
     let toks = Tokens::with_base(base)?;
-    if let Some(&bad) = syms.iter().find(|&&t| t as usize >= toks.count()) {
-        return Err(format!("token id {bad} of a word is not in the base vocabulary ({} tokens)", toks.count()));
+    if let Some(&bad) = words.ids.iter().find(|&&t| words.id(t).is_none_or(|i| i as usize >= toks.count())) {
+        return Err(match words.internal {
+            Some(t) if bad as usize >= t.len() => format!("token id {bad} is not below len(internal) = {}", t.len()),
+            _ => format!("token id {bad} of a word is not in the base vocabulary ({} tokens)", toks.count()),
+        });
     }
     let rules = Rules::of(cfg);
-    if cfg.max_new_tokens == 0 || counts.len() > u32::MAX as usize - 1 {
+    if cfg.max_new_tokens == 0 || words.counts.len() > u32::MAX as usize - 1 {
         return Ok(Vec::new());
     }
     let mut known = rustc_hash::FxHashSet::default();
@@ -440,33 +318,37 @@ pub fn train_extending(
             known.insert((x, y));
         }
     }
+    let pool = crate::pool::get(crate::pool::default_threads());
+    let pool = pool.as_deref();
     Ok(if small_ids(toks.count(), cfg) {
-        extending_loop(Words::<u16>::from_segmented(&syms, offsets, counts), syms, toks, &rules, cfg, known, progress)
+        extending_loop(Words::<u16>::from_segmented(words, pool), toks, &rules, cfg, known, pool, progress, t0)
     } else {
-        extending_loop(Words::<u32>::from_segmented(&syms, offsets, counts), syms, toks, &rules, cfg, known, progress)
+        extending_loop(Words::<u32>::from_segmented(words, pool), toks, &rules, cfg, known, pool, progress, t0)
     })
 }
 
-/// The pairs of the base's segmentation (`syms`, freed first), then the merge loop.
+/// The pairs of the base's segmentation, then the merge loop.
+#[allow(clippy::too_many_arguments)]
 fn extending_loop<S: Sym>(
     words: Words<S>,
-    syms: Vec<u32>,
     toks: Tokens,
     rules: &Rules,
     cfg: &TrainConfig,
     known: rustc_hash::FxHashSet<(u32, u32)>,
+    pool: Option<&rayon::ThreadPool>,
     progress: &mut dyn FnMut(usize) -> bool,
+    t0: std::time::Instant,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
-    drop(syms);
     let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
-    let t0 = std::time::Instant::now();
+    if timing {
+        eprintln!("train: extending: words built in {:?}", t0.elapsed());
+    }
     let len = |t: u32| toks.len[t as usize] as u64;
-    let pool = crate::pool::get(crate::pool::default_threads());
-    let pairs = Pairs::build_general(&words, toks.count(), |a, b| rules.hf || len(a) + len(b) <= rules.max_len, rules.quiet_below, pool.as_deref());
+    let pairs = Pairs::build_general(&words, toks.count(), |a, b| rules.hf || len(a) + len(b) <= rules.max_len, rules.quiet_below, pool);
     if timing {
         eprintln!("train: extending: pairs built in {:?}", t0.elapsed());
     }
-    merge_loop(words, pairs, toks, rules, cfg, Some(known), pool.as_deref(), progress)
+    merge_loop(words, pairs, toks, rules, cfg, Some(known), pool, progress)
 }
 
 /// The merge loop proper, from the words, their pairs and the tokens so far.

@@ -8,9 +8,12 @@
 //! more live in a side table.
 //! Bytes per word: [log](../../docs/performance.md#memory-of-the-merge-loop).
 
+use std::mem::MaybeUninit;
+
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::Input;
+use super::{Input, Segmented};
 use crate::counts::FlatRef;
 
 /// A token id as the words store it.
@@ -55,6 +58,16 @@ pub struct Word {
 
 const BIG: u32 = u32::MAX;
 
+/// A count as a word record holds it, and the count itself when the record holds [`BIG`]
+/// instead (saturated: counts near `u64::MAX` would overflow the `i64` deltas).
+fn record_count(count: u64) -> (u32, Option<i64>) {
+    let count = count.min(i64::MAX as u64 / 4);
+    match count < BIG as u64 {
+        true => (count as u32, None),
+        false => (BIG, Some(count as i64)),
+    }
+}
+
 /// A change of one pair's count in one word, by one occurrence: `sign` is +1 or -1.
 #[derive(Clone, Copy)]
 pub struct Delta {
@@ -85,15 +98,11 @@ impl<S: Sym> Words<S> {
 
     /// Adds a word whose symbols `self.syms` already ends with.
     fn push(&mut self, count: u64) {
-        // Saturate: counts near u64::MAX would overflow the i64 deltas.
-        let count = count.min(i64::MAX as u64 / 4);
         let w = self.list.len() - 1;
-        let small = if count < BIG as u64 {
-            count as u32
-        } else {
-            self.big.insert(w as u32, count as i64);
-            BIG
-        };
+        let (small, large) = record_count(count);
+        if let Some(c) = large {
+            self.big.insert(w as u32, c);
+        }
         self.list[w].count = small;
         let (prev, end) = (self.start(w), self.syms.len());
         for _ in 0..(end >> 32) - (prev >> 32) {
@@ -131,18 +140,69 @@ impl<S: Sym> Words<S> {
         out
     }
 
-    /// Words already cut into tokens (a base vocabulary's segmentation): word `i` is
-    /// `syms[offsets[i]..offsets[i + 1]]`; words of one token or with count 0 are dropped.
-    pub fn from_segmented(syms: &[u32], offsets: &[i64], counts: &[u64]) -> Words<S> {
+    /// Words already cut into a base vocabulary's tokens, their ids mapped to internal ones
+    /// (every id maps: checked by the caller); words of one token or with count 0 are dropped.
+    /// Copied on `pool`'s threads, each stretch of words into its own place.
+    pub fn from_segmented(seg: Segmented<'_>, pool: Option<&rayon::ThreadPool>) -> Words<S> {
+        let Segmented { ids, offsets, counts, internal } = seg;
+        let n = counts.len();
         let keep = |i: usize| offsets[i + 1] - offsets[i] >= 2 && counts[i] != 0;
-        let (n_keep, n_syms) = (0..counts.len())
-            .filter(|&i| keep(i))
-            .fold((0usize, 0usize), |(n, s), i| (n + 1, s + (offsets[i + 1] - offsets[i]) as usize));
+        let step = n.div_ceil(pool.map_or(1, |p| p.current_num_threads() * 4)).max(1 << 14);
+        let stretches: Vec<_> = (0..n).step_by(step).map(|a| a..(a + step).min(n)).collect();
+        let sizes = crate::pool::map(pool, &stretches, |r| {
+            r.clone().filter(|&i| keep(i)).fold((0usize, 0usize), |(n, s), i| (n + 1, s + (offsets[i + 1] - offsets[i]) as usize))
+        });
+        let (n_keep, n_syms) = sizes.iter().fold((0, 0), |(n, s), &(a, b)| (n + a, s + b));
         let mut out = Words::with_capacity(n_keep, n_syms);
-        for i in (0..counts.len()).filter(|&i| keep(i)) {
-            let (a, b) = (offsets[i] as usize, offsets[i + 1] as usize);
-            out.syms.extend(syms[a..b].iter().map(|&t| S::of(t)));
-            out.push(counts[i]);
+        out.list.clear();
+        let (mut sym_rest, mut rec_rest) = (&mut out.syms.spare_capacity_mut()[..n_syms], &mut out.list.spare_capacity_mut()[..n_keep]);
+        let (mut jobs, mut at, mut first) = (Vec::with_capacity(stretches.len()), 0usize, 0usize);
+        for (r, &(nw, ns)) in stretches.iter().zip(&sizes) {
+            let (sy, more) = std::mem::take(&mut sym_rest).split_at_mut(ns);
+            let (re, rest) = std::mem::take(&mut rec_rest).split_at_mut(nw);
+            (sym_rest, rec_rest) = (more, rest);
+            jobs.push((r.clone(), sy, re, at, first));
+            (at, first) = (at + ns, first + nw);
+        }
+        type Job<'a, S> = (std::ops::Range<usize>, &'a mut [MaybeUninit<S>], &'a mut [MaybeUninit<Word>], usize, usize);
+        // Each stretch's words: their symbols, their records, and the counts too big for them.
+        let copy = |(r, sy, re, at, first): Job<'_, S>| {
+            let (mut s, mut big) = (0usize, Vec::new());
+            for (k, i) in r.filter(|&i| keep(i)).enumerate() {
+                let word = &ids[offsets[i] as usize..offsets[i + 1] as usize];
+                let to = &mut sy[s..s + word.len()];
+                match internal {
+                    None => to.iter_mut().zip(word).for_each(|(x, &t)| _ = x.write(S::of(t))),
+                    Some(m) => to.iter_mut().zip(word).for_each(|(x, &t)| _ = x.write(S::of(m[t as usize]))),
+                }
+                let (count, large) = record_count(counts[i]);
+                re[k].write(Word { start: (at + s) as u32, count });
+                if let Some(c) = large {
+                    big.push(((first + k) as u32, c));
+                }
+                s += word.len();
+            }
+            big
+        };
+        let big: Vec<Vec<(u32, i64)>> = match pool {
+            Some(p) => p.install(|| jobs.into_par_iter().map(copy).collect()),
+            None => jobs.into_iter().map(copy).collect(),
+        };
+        // SAFETY: each stretch wrote every one of its symbols and records (`sizes` counted
+        // them with the same `keep`), and the stretches tile the capacity reserved.
+        unsafe {
+            out.syms.set_len(n_syms);
+            out.list.set_len(n_keep);
+        }
+        out.list.push(Word { start: n_syms as u32, count: 0 });
+        out.big.extend(big.into_iter().flatten());
+        if n_syms >> 32 != 0 {
+            let mut start = 0usize;
+            for (w, i) in (0..n).filter(|&i| keep(i)).enumerate() {
+                let end = start + (offsets[i + 1] - offsets[i]) as usize;
+                out.wraps.extend(std::iter::repeat_n(w as u32 + 1, (end >> 32) - (start >> 32)));
+                start = end;
+            }
         }
         out
     }
@@ -298,7 +358,7 @@ mod tests {
 
     #[test]
     fn merges_shorten_words_behind_an_end_mark() {
-        let mut words = Words::<u16>::from_segmented(&[1, 2, 1, 2, 3, 1, 2], &[0, 5, 7], &[4, 1 << 40]);
+        let mut words = Words::<u16>::from_segmented(Segmented::of(&[1, 2, 1, 2, 3, 1, 2], &[0, 5, 7], &[4, 1 << 40]), None);
         let mut deltas = Vec::new();
         let pairs = |d: &mut Vec<Delta>| d.drain(..).map(|d| (d.left, d.right, d.sign)).collect::<Vec<_>>();
         assert!(words.merge(0, 1, 2, 9, &mut deltas) > 0);
@@ -323,12 +383,44 @@ mod tests {
 
     #[test]
     fn compacting_keeps_every_word() {
-        let mut words = Words::<u16>::from_segmented(&[1, 2, 3, 1, 2, 1, 2, 3], &[0, 3, 5, 8], &[1, 1, 1]);
+        let mut words = Words::<u16>::from_segmented(Segmented::of(&[1, 2, 3, 1, 2, 1, 2, 3], &[0, 3, 5, 8], &[1, 1, 1]), None);
         let mut deltas = Vec::new();
         assert!(words.merge(0, 2, 3, 9, &mut deltas) > 0 && words.merge(2, 1, 2, 9, &mut deltas) > 0);
         words.compact();
         assert_eq!(words.wraps, Vec::<u32>::new());
         assert_eq!((words.syms_of(0), words.syms_of(1), words.syms_of(2)), (&[1u16, 9][..], &[1u16, 2][..], &[9u16, 3][..]));
         assert_eq!((0..4).map(|w| words.start(w)).collect::<Vec<_>>(), [0, 2, 4, 6]);
+    }
+
+    #[test]
+    fn segmented_words_are_copied_alike_on_any_threads() {
+        // 100,000 words of 0 to 5 ids through a map (a few of count 0 or too big for a
+        // record): every word of two ids or more with a count is kept, in order, mapped.
+        let mut next = crate::train::tests::draws(0x9E37_79B9_7F4A_7C15);
+        let (mut ids, mut offsets, mut counts) = (Vec::new(), vec![0i64], Vec::new());
+        for w in 0..100_000u64 {
+            ids.extend((0..next(6)).map(|_| next(300) as u32));
+            offsets.push(ids.len() as i64);
+            counts.push(match w % 101 {
+                0 => 0,
+                1 => 1 << 33,
+                2 => u64::MAX,
+                _ => 1 + next(9),
+            });
+        }
+        let map: Vec<u32> = (0..300).map(|i| 299 - i).collect();
+        let seg = Segmented { ids: &ids, internal: Some(&map), offsets: &offsets, counts: &counts };
+        let want: Vec<(Vec<u16>, i64)> = (0..counts.len())
+            .filter(|&i| offsets[i + 1] - offsets[i] >= 2 && counts[i] != 0)
+            .map(|i| (ids[offsets[i] as usize..offsets[i + 1] as usize].iter().map(|&t| 299 - t as u16).collect(), counts[i].min(i64::MAX as u64 / 4) as i64))
+            .collect();
+        assert!(want.iter().any(|w| w.1 == 1 << 33) && want.len() > 50_000);
+        let pools: Vec<_> = [2, 3].iter().map(|&n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap()).collect();
+        for pool in [None, Some(&pools[0]), Some(&pools[1])] {
+            let words = Words::<u16>::from_segmented(seg, pool);
+            let got: Vec<(Vec<u16>, i64)> = (0..words.len()).map(|w| (words.syms_of(w).to_vec(), words.count(w))).collect();
+            assert!(got == want, "words differ on {:?} threads", pool.map(|p| p.current_num_threads()));
+            assert_eq!((words.syms.len(), words.start(words.len())), (want.iter().map(|w| w.0.len()).sum(), words.syms.len()));
+        }
     }
 }

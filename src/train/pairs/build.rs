@@ -329,7 +329,7 @@ mod tests {
                 offsets.push(syms.len() as i64);
                 counts.push(if w % 97 == 0 { 1 << 40 } else { 1 + next(5) });
             }
-            let words = Words::<u32>::from_segmented(&syms, &offsets, &counts);
+            let words = Words::<u32>::from_segmented(crate::train::Segmented::of(&syms, &offsets, &counts), None);
             let counted = |a: u32, b: u32| !none && a + b != 11;
             let dump = |p: &Pairs| {
                 let mut full: Vec<(u32, u32, i64, Vec<u8>)> = (0..p.init_len.len())
