@@ -57,13 +57,12 @@ pub fn spans(enc: &Encoder, spans: Option<(&[u8], &[i64])>, words: (&[u8], &[i64
         return Err(format!("segment_spans: word id {bad} is not below the {n} words given"));
     }
     let (tok, ends) = self::words(enc, wb, wo, None);
-    // Per word, in one record: its bytes packed when it has fewer than 16 (zero for a longer
-    // one), where its tokens start and how many (0: too many to say here, see `ends`), its first
-    // and last byte (every word has some).
+    // Per word, in 8 bytes: its one token, or where its tokens start (`n` of them; 0: too many
+    // to say here, see `ends`), its first and last byte (every word has some). With the spans'
+    // bytes, also its bytes packed when it has fewer than 16 (zero for a longer one).
     #[derive(Clone, Copy)]
     struct W {
-        key: [u64; 2],
-        at: u32,
+        tok: u32,
         n: u16,
         first: u8,
         last: u8,
@@ -75,11 +74,17 @@ pub fn spans(enc: &Encoder, spans: Option<(&[u8], &[i64])>, words: (&[u8], &[i64
             let (s, e) = (ends[w] as usize, ends[w + 1] as usize);
             let n = if far || e - s > u16::MAX as usize { 0 } else { (e - s) as u16 };
             let x = word(w);
-            let key = if x.len() < 16 { pack(x) } else { 0 };
-            W { key: [key as u64, (key >> 64) as u64], at: s as u32, n, first: x[0], last: x[x.len() - 1] }
+            W { tok: if n == 1 { tok[s] } else { s as u32 }, n, first: x[0], last: x[x.len() - 1] }
         })
         .collect();
-    let len = |r: &W, w: u32| if r.key[1] != 0 { (r.key[1] >> 56) as usize } else { word(w as usize).len() };
+    let keys: Vec<u128> = match spans {
+        Some(_) => (0..n).map(|w| if word(w).len() < 16 { pack(word(w)) } else { 0 }).collect(),
+        None => Vec::new(),
+    };
+    let len = |w: usize| match keys[w] {
+        0 => word(w).len(),
+        k => (k >> 120) as usize,
+    };
     let span_of = |i: usize| spans.map(|(b, o)| &b[o[i] as usize..o[i + 1] as usize]);
     let hint = |a: usize, z: usize| match spans {
         Some((_, o)) => (o[z] - o[a]) as usize / 4,
@@ -99,14 +104,14 @@ pub fn spans(enc: &Encoder, spans: Option<(&[u8], &[i64])>, words: (&[u8], &[i64
         }
         // One walk over the words: each checked against the span as it comes, and cut into runs
         // joined where a merge may cross, each a word's tokens or merged whole.
-        let (mut k, mut from, mut at) = (0, 0, 0);
+        let (mut k, mut from, mut at, mut last) = (0, 0, 0, 0u8);
         let mut flush = |k: usize, j: usize, from: usize, at: usize, ids: &mut Vec<u32>| {
             if j == k + 1 {
-                let (w, r) = (ws[k] as usize, &rec[ws[k] as usize]);
-                if r.n == 0 {
-                    ids.extend_from_slice(&tok[ends[w] as usize..ends[w + 1] as usize]);
-                } else {
-                    ids.extend((0..r.n as usize).map(|t| tok[r.at as usize + t]));
+                let (w, r) = (ws[k] as usize, rec[ws[k] as usize]);
+                match r.n {
+                    1 => ids.push(r.tok),
+                    0 => ids.extend_from_slice(&tok[ends[w] as usize..ends[w + 1] as usize]),
+                    n => ids.extend_from_slice(&tok[r.tok as usize..r.tok as usize + n as usize]),
                 }
             } else if let Some(span) = span {
                 enc.bpe_piece(&span[from..at], ids);
@@ -117,21 +122,22 @@ pub fn spans(enc: &Encoder, spans: Option<(&[u8], &[i64])>, words: (&[u8], &[i64
             }
         };
         for (j, &w) in ws.iter().enumerate() {
-            let r = &rec[w as usize];
-            let e = at + len(r, w);
-            let spelled = span.is_none_or(|span| {
-                e <= span.len()
-                    && (!check || if r.key[1] != 0 { pack_in(span, at, e) == (r.key[0] as u128 | (r.key[1] as u128) << 64) } else { span[at..e] == *word(w as usize) })
-            });
-            if !spelled {
-                bad.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
-                return;
+            let r = rec[w as usize];
+            let mut e = at;
+            if let Some(span) = span {
+                let w = w as usize;
+                e = at + len(w);
+                let spelled = e <= span.len() && (!check || if keys[w] != 0 { pack_in(span, at, e) == keys[w] } else { span[at..e] == *word(w) });
+                if !spelled {
+                    bad.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
+                    return;
+                }
             }
-            if j > 0 && !may_join(rec[ws[j - 1] as usize].last, r.first) {
+            if j > 0 && !may_join(last, r.first) {
                 flush(k, j, from, at, ids);
                 (k, from) = (j, at);
             }
-            at = e;
+            (at, last) = (e, r.last);
         }
         if span.is_some_and(|span| at != span.len()) {
             bad.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
