@@ -29,6 +29,7 @@ impl MapBigAllocations {
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
         set_mmap_threshold(1 << 20);
+        trim();
         MapBigAllocations
     }
 }
@@ -36,6 +37,16 @@ impl MapBigAllocations {
 impl Drop for MapBigAllocations {
     fn drop(&mut self) {
         set_mmap_threshold(32 << 20);
+    }
+}
+
+/// Gives the free memory of every heap back to the system (glibc keeps what a pool thread's
+/// heap freed, and the arrays of the phase before are freed by then).
+fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory of the allocator's heaps to the system.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

@@ -97,6 +97,34 @@ pub fn map<T: Sync, U: Send>(pool: Option<&rayon::ThreadPool>, items: &[T], f: i
     }
 }
 
+/// The parts one after another in one vector, each item through `f(part, item)`: each part
+/// copied into its own stretch and freed, on the current pool's threads when `par` (call it
+/// inside [`install`]), so the new pages are faulted in on all of them while the parts'
+/// pages go back.
+pub fn concat<T: Send, U: Send>(par: bool, parts: Vec<Vec<T>>, f: impl Fn(usize, T) -> U + Sync) -> Vec<U> {
+    use rayon::prelude::*;
+    let total = parts.iter().map(|p| p.len()).sum();
+    let mut out = Vec::with_capacity(total);
+    let mut rest = &mut out.spare_capacity_mut()[..total];
+    let mut jobs = Vec::with_capacity(parts.len());
+    for (k, part) in parts.into_iter().enumerate() {
+        let (to, more) = std::mem::take(&mut rest).split_at_mut(part.len());
+        rest = more;
+        jobs.push((k, to, part));
+    }
+    let copy = |(k, to, part): (usize, &mut [std::mem::MaybeUninit<U>], Vec<T>)| {
+        to.iter_mut().zip(part).for_each(|(x, v)| _ = x.write(f(k, v)));
+    };
+    match par {
+        true => jobs.into_par_iter().for_each(copy),
+        false => jobs.into_iter().for_each(copy),
+    }
+    // SAFETY: the stretches tile the first `total` slots and each was written in full (a
+    // stretch is as long as its part).
+    unsafe { out.set_len(total) };
+    out
+}
+
 /// Whether the calling thread is a worker of one of our pools (parallel iterators are safe).
 pub fn in_pool() -> bool {
     rayon::current_thread_index().is_some()
@@ -118,5 +146,18 @@ mod tests {
         assert!(kept <= KEPT);
         assert!(check_threads(MAX_THREADS + 1).is_err());
         assert_eq!(check_threads(4), Ok(4));
+    }
+
+    #[test]
+    fn parts_are_joined_in_order_on_any_threads() {
+        // Parts of every length (empty ones too), each item tagged with its part's index.
+        let parts: Vec<Vec<u32>> = (0..200u32).map(|k| (0..(k * 7) % 23).map(|i| k * 100 + i).collect()).collect();
+        let want: Vec<(usize, u32)> = parts.iter().enumerate().flat_map(|(k, p)| p.iter().map(move |&v| (k, v))).collect();
+        assert!(want.len() > 1000);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap(); // (not `get`: its test counts)
+        for par in [false, true] {
+            assert_eq!(install(Some(&pool), || concat(par, parts.clone(), |k, v| (k, v))), want);
+        }
+        assert_eq!(concat(false, Vec::<Vec<u8>>::new(), |_, v| v), Vec::<u8>::new());
     }
 }

@@ -84,13 +84,15 @@ const PARTS: usize = 1 << PART_BITS;
 /// fits the L2 cache up to ~2^23 spans a thread, L3 beyond).
 const COUNT_AT: usize = if cfg!(test) { 1 << 12 } else { 1 << 24 };
 
-/// Counts `keys` (`n` of them at most; a key with its count) in `table` (reused), then hands
-/// each distinct key with its summed count to `f`.
-fn count_keys(table: &mut Vec<(u128, u64)>, n: usize, keys: impl Iterator<Item = (u128, u64)>, mut f: impl FnMut(u128, u64)) {
+/// Counts `keys` (`n` of them at most; a key with its count) in `table` (reused): each
+/// distinct key with its summed count in a slot of its own, the others zero. Returns how
+/// many distinct keys there are.
+fn count_keys(table: &mut Vec<(u128, u64)>, n: usize, keys: impl Iterator<Item = (u128, u64)>) -> usize {
     let cap = (2 * n).next_power_of_two().max(16);
     let (shift, mask) = (64 - cap.trailing_zeros(), cap - 1);
     table.clear();
     table.resize(cap, (0, 0));
+    let mut distinct = 0;
     for (k, c) in keys {
         let mut i = (mix128(k) >> shift) as usize;
         loop {
@@ -101,12 +103,18 @@ fn count_keys(table: &mut Vec<(u128, u64)>, n: usize, keys: impl Iterator<Item =
             }
             if s.0 == 0 {
                 *s = (k, c);
+                distinct += 1;
                 break;
             }
             i = (i + 1) & mask;
         }
     }
-    table.iter().filter(|s| s.0 != 0).for_each(|&(k, c)| f(k, c));
+    distinct
+}
+
+/// The slots of a counting table that hold a key ([`count_keys`]).
+fn counted(table: &[(u128, u64)]) -> impl Iterator<Item = &(u128, u64)> {
+    table.iter().filter(|s| s.0 != 0)
 }
 
 /// One thread's spans, by part (the top bits of a hash of their words' bytes, so a span is in
@@ -142,9 +150,11 @@ impl Spans {
     fn count_waiting(&mut self) {
         for p in 0..PARTS {
             let (waiting, counted) = (std::mem::take(&mut self.waiting[p]), std::mem::take(&mut self.counted[p]));
-            let mut kept = Vec::new();
             let keys = counted.iter().copied().chain(waiting.iter().map(|&k| (k, 1)));
-            count_keys(&mut self.table, waiting.len() + counted.len(), keys, |k, n| kept.push((k, n)));
+            let n = count_keys(&mut self.table, waiting.len() + counted.len(), keys);
+            drop((waiting, counted));
+            let mut kept = Vec::with_capacity(n);
+            kept.extend(self::counted(&self.table));
             self.counted[p] = kept;
         }
         self.waiting_len = 0;
@@ -184,12 +194,13 @@ pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> (Vec<u3
         };
         let keys: Vec<(u128, u64)> = part.iter().flat_map(|(t, c)| c.iter().map(move |&(k, n)| (*t, k, n))).map(|(t, k, n)| (rekey(t, k), n)).collect();
         drop(part);
-        let mut out: Out = (Vec::with_capacity(n * 3), Vec::with_capacity(n), Vec::with_capacity(n));
-        count_keys(table, n, keys.into_iter(), |k, c| {
+        let distinct = count_keys(table, n, keys.into_iter());
+        let mut out: Out = (Vec::with_capacity(distinct * 3), Vec::with_capacity(distinct), Vec::with_capacity(distinct));
+        for &(k, c) in counted(table) {
             ids_of(k, &mut out.0);
             out.1.push(out.0.len() as u32);
             out.2.push(c);
-        });
+        }
         out
     };
     let outs: Vec<Out> = if par {
@@ -198,18 +209,16 @@ pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> (Vec<u3
         let mut t = Vec::new();
         parts.into_iter().map(|p| one(&mut t, p)).collect()
     };
-    let total = |f: fn(&Out) -> usize| outs.iter().map(f).sum::<usize>();
-    let mut span_words = Vec::with_capacity(total(|o| o.0.len()));
-    let mut span_ends = Vec::with_capacity(total(|o| o.1.len()) + 1);
-    let mut counts = Vec::with_capacity(total(|o| o.2.len()));
-    span_ends.push(0i64);
-    for (ids, ends, c) in outs {
-        let base = span_words.len() as i64;
-        span_ends.extend(ends.iter().map(|&e| base + e as i64));
-        span_words.extend_from_slice(&ids);
-        counts.extend_from_slice(&c);
+    // Joined on the pool's threads (each part into its stretch, then freed): a span's end among
+    // all words is its part's first word plus its end there.
+    let mut bases = vec![0i64];
+    outs.iter().for_each(|o| bases.push(bases[bases.len() - 1] + o.0.len() as i64));
+    let (mut ids, mut ends, mut counts) = (Vec::with_capacity(outs.len()), vec![vec![0u32]], Vec::with_capacity(outs.len()));
+    for (i, e, c) in outs {
+        (ids.push(i), ends.push(e), counts.push(c));
     }
-    (span_words, span_ends, counts)
+    let span_ends = crate::pool::concat(par, ends, |k, e| if k == 0 { 0 } else { bases[k - 1] + e as i64 });
+    (crate::pool::concat(par, ids, |_, v| v), span_ends, crate::pool::concat(par, counts, |_, c| c))
 }
 
 /// One thread's words (local ids, counts) and spans (keyed by their words' ids, counted).
