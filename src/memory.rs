@@ -22,7 +22,8 @@ pub fn prefetch<T>(p: *const T) {
 /// heaps, where freed blocks stay resident (a pool thread's heap is never trimmed) and every
 /// doubling leaves its old copy behind as a hole. On drop the threshold is set to 32 MiB,
 /// where glibc's own adjustment would have taken it (so the process's other large
-/// allocations, e.g. Python's or the file reader's blocks, stay cheap).
+/// allocations, e.g. Python's or the file reader's blocks, stay cheap). On creation, the free
+/// memory of every heap is given back first ([`trim`]): what the phase before freed there.
 pub struct MapBigAllocations;
 
 impl MapBigAllocations {

@@ -215,7 +215,9 @@ pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> (Vec<u3
     outs.iter().for_each(|o| bases.push(bases[bases.len() - 1] + o.0.len() as i64));
     let (mut ids, mut ends, mut counts) = (Vec::with_capacity(outs.len()), vec![vec![0u32]], Vec::with_capacity(outs.len()));
     for (i, e, c) in outs {
-        (ids.push(i), ends.push(e), counts.push(c));
+        ids.push(i);
+        ends.push(e);
+        counts.push(c);
     }
     let span_ends = crate::pool::concat(par, ends, |k, e| if k == 0 { 0 } else { bases[k - 1] + e as i64 });
     (crate::pool::concat(par, ids, |_, v| v), span_ends, crate::pool::concat(par, counts, |_, c| c))
