@@ -252,3 +252,18 @@ def test_bad_tiktoken_file(tmp_path):
     p.write_text(good + "!!notbase64 256\n")
     with pytest.raises(FormatError, match=r"x\.tiktoken: line 257"):
         BPE.from_tiktoken(p, pattern="gpt2")
+
+
+def test_extending_words_of_ids_outside_the_base_or_the_map():
+    import numpy as np
+
+    ids, offsets, counts = np.array([1, 2, 300], np.uint32), np.array([0, 3], np.int64), np.array([5], np.uint64)
+    with pytest.raises(ValueError, match=r"token id 300 is not below len\(internal\) = 10"):
+        _core.train_merges_extending([], [], ids, offsets, counts, 3, internal=np.arange(10, dtype=np.uint32))
+    with pytest.raises(ValueError, match="token id 300 of a word is not in the base vocabulary"):
+        _core.train_merges_extending([], [], ids, offsets, counts, 3, internal=np.arange(400, dtype=np.uint32))
+    with pytest.raises(ValueError, match="offsets must rise"):
+        _core.train_merges_extending([], [], ids, np.array([0, 4], np.int64), counts, 3)
+    mapped = _core.train_merges_extending([], [], np.array([3, 4, 3, 4], np.uint32), np.array([0, 4], np.int64), counts,
+                                          2, internal=np.array([0, 0, 0, 1, 2], dtype=np.uint32))
+    assert mapped == [(b"\x01", b"\x02"), (b"\x01\x02", b"\x01\x02")]
