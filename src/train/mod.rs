@@ -421,6 +421,7 @@ fn merge_loop<S: Sym>(
             merges.push((toks.get(a).to_vec(), toks.get(b).to_vec()));
         }
         pairs.take_words(p, &mut s.words);
+        s.new_token = is_new;
         merge_in_words(&mut words, &mut pairs, &toks, rules, (a, b, c), &mut s, pool);
         // The merged pair is gone from every word. HF's trainer never decrements it (only its
         // neighbours), which only matters if the pair re-forms through a reused token.

@@ -28,6 +28,7 @@
 
 use super::index::{Index, QUIET};
 use super::lists::{Lists, NIL};
+use super::merge::Formed;
 use crate::varint::get;
 use super::words::{Sym, Words};
 
@@ -236,6 +237,35 @@ impl Pairs {
         if self.touched[id] != merge_no {
             self.touched[id] = merge_no;
             touched.push(id as u32);
+        }
+    }
+
+    /// At the end of a merge that formed a new token: its pairs summed in `f` at or above the
+    /// threshold become full pairs listed for the words that formed them (stamped into
+    /// `touched`), those below are logged quiet, those at 0 or below were never there.
+    pub fn add_formed(&mut self, f: &mut Formed, merge_no: u32, touched: &mut Vec<u32>) {
+        for k in 0..f.keys.len() {
+            let key = f.keys[k];
+            let c = f.take(key);
+            let (a, b) = f.pair(key);
+            if c >= self.quiet_below {
+                let id = self.new_id(a, b, c);
+                self.index.put(a, b, id as u32);
+                self.touched[id] = merge_no;
+                touched.push(id as u32);
+                f.ids[key as usize] = id as u32;
+            } else if c > 0 {
+                self.log.push((a, b, c));
+            }
+        }
+        for &(key, w) in &f.words {
+            let id = f.ids[key as usize];
+            if id != u32::MAX {
+                self.later.add(&mut self.head[id as usize], w);
+            }
+        }
+        for &key in &f.keys {
+            f.ids[key as usize] = u32::MAX;
         }
     }
 
