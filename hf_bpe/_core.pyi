@@ -44,6 +44,13 @@ def pattern_from_splits(regexes: list[str]) -> str | None:
 def byte_alphabet() -> list[str]:
     """GPT-2's byte-level alphabet: ``[b]`` is the printable character that stands for byte ``b``."""
 
+class SpanGather:
+    """The spans of :meth:`WordCounter.split_words`, being gathered."""
+
+    def take(self) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
+        """``(span_words, span_ends, span_counts)`` as :meth:`WordCounter.split_spans` gives them
+        (waits until they are gathered); once, then ValueError."""
+
 class WordCounter:
     """Counts distinct pre-tokens of a corpus on all cores."""
 
@@ -73,6 +80,10 @@ class WordCounter:
         arrays, straight from the tables (freed: the counter is then empty): ``(word counts,
         span_words, span_ends, span_counts)``, the spans in no order and never gathered into
         bytes of their own. ValueError naming a span that is not UTF-8."""
+    def split_words(self, pattern: str) -> tuple[CountArrays, SpanGather]:
+        """:meth:`split_spans`, the word counts first: the spans come from :meth:`SpanGather.take`,
+        gathered meanwhile on threads of their own (``split_only=True``; any other counter has
+        them ready)."""
     def __len__(self) -> int: ...
     @property
     def bytes(self) -> int: ...

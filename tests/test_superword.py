@@ -295,22 +295,29 @@ def two_units() -> list[str]:
 def test_a_split_only_counter_gives_the_same_words_and_spans(two_units, threads, max_words):
     """A counter made for ``split_spans`` alone (superword training counts so: spans of up to 4
     words by their words' ids) splits into the same word counts and the same spans, each once
-    (two threads meet the same spans here); its counts cannot be read any other way."""
+    (two threads meet the same spans here), also with the words first and the spans gathered
+    meanwhile (``split_words``); its counts cannot be read any other way."""
     from collections import Counter
 
     pattern = span_pattern("gpt2", max_words)
     split = []
-    for split_only in (False, True):
+    for split_only, words_first in ((False, False), (True, False), (True, True)):
         counter = hf_bpe.training.counting.count_words(two_units, pattern=pattern, num_threads=threads,
                                                        split_only=split_only)
-        (b, o, c), sw, se, counts = counter.split_spans("gpt2")
+        if words_first:
+            (b, o, c), gathering = counter.split_words("gpt2")
+            sw, se, counts = gathering.take()
+            with pytest.raises(ValueError, match="taken already"):
+                gathering.take()
+        else:
+            (b, o, c), sw, se, counts = counter.split_spans("gpt2")
         word = [b[o[i]:o[i + 1]].tobytes() for i in range(len(o) - 1)]
         spans = Counter()
         for i in range(len(counts)):
             spans[b"".join(word[w] for w in sw[se[i]:se[i + 1]])] += int(counts[i])
         assert len(spans) == len(counts)
         split.append((b.tobytes(), o.tolist(), c.tolist(), spans))
-    assert split[0] == split[1] and len(split[0][3]) > 1000
+    assert split[0] == split[1] == split[2] and len(split[0][3]) > 1000
     counter = _core.WordCounter(pattern, [], threads, True)
     counter.add_texts(two_units[:20])
     for read in (counter.words, counter.arrays, lambda: _core.train_merges(counter, 10)):

@@ -85,7 +85,9 @@ def train_spans(spans: WordCounts, vocab_size: int, transition: int, tie_break: 
     word_pattern = _word_pattern(spans.pattern)
     specials = list(spans.special_tokens)
     check_superword(transition, vocab_size, specials)
-    split = [*_core.split_spans((spans.bytes, spans.offsets, spans.counts), word_pattern), spans.counts]
+    arrays, span_words, span_ends = _core.split_spans((spans.bytes, spans.offsets, spans.counts), word_pattern)
+    split = [arrays, (span_words, span_ends, spans.counts)]
+    del arrays, span_words, span_ends
     return _stages(split, (spans.bytes, spans.offsets), spans.pattern, word_pattern, specials, spans.documents,
                    spans.text_bytes, vocab_size, transition, tie_break, min_frequency, max_token_length, progress,
                    merge_filter)
@@ -95,13 +97,13 @@ def train_counted(counter: _core.WordCounter, pattern: str, specials: list[str],
                   tie_break: str, min_frequency: int, max_token_length: int | None, progress: bool,
                   merge_filter: MergeFilter | None = None) -> BPE:
     """:func:`train_spans` on a counter of spans (counted with ``pattern``, a span pattern), split
-    in place (``WordCounter.split_spans``: the counter is then empty, and the spans are never
+    in place (``WordCounter.split_words``: the counter is then empty, and the spans are never
     gathered into bytes of their own; their order, which training does not depend on, is the
-    counter's)."""
+    counter's; they are gathered on threads of their own while stage 1 trains)."""
     word_pattern = _word_pattern(pattern)
     check_superword(transition, vocab_size, specials)
     documents, text_bytes = counter.documents, counter.bytes
-    split = list(counter.split_spans(word_pattern))
+    split = list(counter.split_words(word_pattern))
     return _stages(split, None, pattern, word_pattern, specials, documents, text_bytes, vocab_size, transition,
                    tie_break, min_frequency, max_token_length, progress, merge_filter)
 
@@ -119,14 +121,15 @@ def _stages(split: list, span_bytes: tuple[np.ndarray, np.ndarray] | None, patte
             specials: list[str], documents: int, text_bytes: int, vocab_size: int, transition: int, tie_break: str,
             min_frequency: int, max_token_length: int | None, progress: bool,
             merge_filter: MergeFilter | None) -> BPE:
-    """Both stages from the spans split into words: ``split`` is ``[arrays, span_words, span_ends,
-    span_counts]`` (``arrays``: the word counts; span ``i``'s words
-    ``span_words[span_ends[i]:span_ends[i + 1]]``, its count ``span_counts[i]``), emptied here so
-    that the arrays are freed once stage 2 has its own copy; ``span_bytes``: the spans' own bytes
-    and offsets, or None where a span is its words."""
+    """Both stages from the spans split into words: ``split`` is ``[arrays, spans]`` (``arrays``:
+    the word counts; ``spans``: ``(span_words, span_ends, span_counts)``, span ``i``'s words
+    ``span_words[span_ends[i]:span_ends[i + 1]]``, its count ``span_counts[i]``, or a
+    ``_core.SpanGather`` giving them once stage 1 is trained), emptied here so that the arrays
+    are freed once stage 2 has its own copy; ``span_bytes``: the spans' own bytes and offsets,
+    or None where a span is its words."""
     from hf_bpe.training.counts import WordCounts
 
-    arrays, span_words, span_ends, span_counts = split
+    arrays, spans = split
     split.clear()
     words = WordCounts(arrays, word_pattern, specials, documents, text_bytes, checked=True)
     stage1 = finish(words, transition, specials, word_pattern, tie_break, min_frequency, max_token_length, progress,
@@ -134,6 +137,8 @@ def _stages(split: list, span_bytes: tuple[np.ndarray, np.ndarray] | None, patte
     del words
     if vocab_size <= stage1.vocab_size:
         return BPE(stage1.vocab, stage1.merges, stage1.special_tokens, pattern)
+    span_words, span_ends, span_counts = spans.take() if isinstance(spans, _core.SpanGather) else spans
+    del spans
     # Each span cut into stage 1's tokens, from its words' where no merge can cross between them
     # (``_core.segment_spans``), as the span pattern's encoder would.
     b, o = span_bytes if span_bytes is not None else (None, None)

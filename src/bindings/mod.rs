@@ -213,6 +213,7 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(training::train_merges_extending, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_parity_merges, m)?)?;
     m.add_class::<training::WordCounter>()?;
+    m.add_class::<training::SpanGather>()?;
     m.add_class::<encoder::Encoder>()?;
     m.add_function(wrap_pyfunction!(columns::encode_utf8_column, m)?)?;
     m.add_function(wrap_pyfunction!(columns::pad_rows, m)?)?;

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use super::{no_panic, threads, value_error, with_progress};
-use crate::count::{Counter, Utf8Errors};
+use crate::count::{Counter, Gathering, Utf8Errors};
 use crate::counts::{self, rising, Flat, FlatRef};
 use crate::pretok::Pattern;
 use crate::train::{self, TieBreak, TrainConfig};
@@ -114,6 +114,16 @@ impl WordCounter {
         Ok((to_arrays(py, s.words), PyArray1::from_vec(py, s.span_words), PyArray1::from_vec(py, s.span_ends), PyArray1::from_vec(py, counts)))
     }
 
+    /// [`split_spans`](Self::split_spans), the word counts first: the spans come from
+    /// `SpanGather.take()`, gathered meanwhile on threads of their own (a counter made with
+    /// `split_only=True`; any other has them ready).
+    fn split_words<'py>(&mut self, py: Python<'py>, pattern: &str) -> PyResult<(Arrays<'py>, SpanGather)> {
+        let p = Pattern::from_spec(pattern).map_err(value_error)?;
+        let inner = &mut self.inner;
+        let (words, spans) = py.allow_threads(|| no_panic(|| inner.take_split_words(&p, true))).map_err(value_error)?;
+        Ok((to_arrays(py, words), SpanGather { inner: Some(spans) }))
+    }
+
     /// Number of distinct pre-tokens (an upper bound while counts sit in per-thread shards).
     fn __len__(&self) -> usize {
         self.inner.len()
@@ -136,6 +146,24 @@ impl WordCounter {
     #[getter]
     fn read_stats(&self) -> (usize, u64) {
         (self.inner.last_read.max_carry, self.inner.last_read.rescanned)
+    }
+}
+
+/// The spans of `WordCounter.split_words`, being gathered.
+#[pyclass(module = "hf_bpe._core")]
+pub struct SpanGather {
+    inner: Option<Gathering>,
+}
+
+#[pymethods]
+impl SpanGather {
+    /// `(span_words, span_ends, span_counts)`, as `WordCounter.split_spans` gives them (waits
+    /// until they are gathered); once.
+    #[allow(clippy::type_complexity)]
+    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>)> {
+        let spans = self.inner.take().ok_or_else(|| value_error("SpanGather.take: the spans were taken already".to_string()))?;
+        let (w, e, c) = py.allow_threads(|| no_panic(|| spans.wait())).map_err(value_error)?;
+        Ok((PyArray1::from_vec(py, w), PyArray1::from_vec(py, e), PyArray1::from_vec(py, c)))
     }
 }
 

@@ -258,6 +258,53 @@ fn utf8_span(w: &[u8], i: Option<usize>) -> Result<&str, String> {
     })
 }
 
+/// A span's words and each span's end among them, and the spans' counts (the rest of a
+/// [`Split`], apart from its words).
+pub type Spans = (Vec<u32>, Vec<i64>, Vec<u64>);
+
+/// The spans of [`Counter::take_split_words`]: ready, or being gathered on threads of their own
+/// while the caller trains stage 1 on the words.
+pub enum Gathering {
+    Done(Spans),
+    Running { handle: std::thread::JoinHandle<Spans>, pid: u32 },
+}
+
+impl Gathering {
+    /// Gathers `spans` (counted by thread, `maps[t]` thread `t`'s local word ids to the sorted
+    /// ones) on a pool of `threads` threads of its own, apart from the pools the training
+    /// after it runs on (on one thread, if the system refuses more).
+    fn start(spans: Vec<super::span_words::Spans>, maps: Vec<Vec<u32>>, threads: usize) -> Result<Gathering, String> {
+        let run = move || {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("hf_bpe-spans-{i}")).build().ok();
+            let par = threads > 1 && pool.is_some();
+            crate::pool::install(pool.as_ref(), || super::span_words::gather(spans, &maps, par))
+        };
+        let handle = std::thread::Builder::new()
+            .name("hf_bpe-spans".into())
+            .spawn(run)
+            .map_err(|e| format!("split_spans: no thread to gather the spans on ({e})"))?;
+        Ok(Gathering::Running { handle, pid: std::process::id() })
+    }
+
+    /// The spans, once gathered. In a process forked while they were gathered, an error (the
+    /// thread gathering them is the parent's).
+    pub fn wait(self) -> Result<Spans, String> {
+        match self {
+            Gathering::Done(s) => Ok(s),
+            Gathering::Running { handle, pid } if pid == std::process::id() => {
+                handle.join().map_err(|p| {
+                    let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+                    format!("internal error in hf_bpe (please report): gathering the spans: {}", msg.unwrap_or_default())
+                })
+            }
+            Gathering::Running { handle, .. } => {
+                std::mem::forget(handle); // (its thread is the parent's)
+                Err("split_spans: the spans were being gathered when this process was forked; gather them in the parent".into())
+            }
+        }
+    }
+}
+
 impl Counter {
     /// The counted spans split by `pattern` (see [`Split`]), with each span's count, straight
     /// from the tables (freed as they are read; the counter is then empty): the spans' order is
@@ -266,31 +313,46 @@ impl Counter {
     /// ([`Counter::split_only`]) has their words already: `pattern` must be their word pattern,
     /// gpt2.
     pub fn take_split(&mut self, pattern: &Pattern) -> Result<(Split, Vec<u64>), String> {
+        let (words, spans) = self.take_split_words(pattern, false)?;
+        let (span_words, span_ends, counts) = spans.wait()?;
+        Ok((Split { words, span_words, span_ends }, counts))
+    }
+
+    /// [`take_split`](Self::take_split), the words first: with `background`, a counter of
+    /// spans as words ([`Counter::split_only`]) gathers its spans on threads of their own
+    /// while the caller goes on (superword training runs stage 1 on the words meanwhile).
+    pub fn take_split_words(&mut self, pattern: &Pattern, background: bool) -> Result<(Flat, Gathering), String> {
         let _mapped = crate::memory::MapBigAllocations::new();
         if self.words_of_spans().is_some() {
             if pattern.name() != Some("gpt2") {
                 return Err("split_spans: spans counted as words are split by their word pattern, gpt2".into());
             }
-            let out = crate::pool::install(self.pool(), || self.words_here());
+            let out = crate::pool::install(self.pool(), || self.words_here(background));
             self.release();
-            return out;
+            let (words, spans) = out?;
+            return Ok((words, spans));
         }
         let out = crate::pool::install(self.pool(), || self.split_here(pattern));
         self.release();
-        out
+        let (s, counts) = out?;
+        Ok((s.words, Gathering::Done((s.span_words, s.span_ends, counts))))
     }
 
-    /// [`take_split`](Self::take_split) of spans counted as words: the threads' words joined,
-    /// then their spans, each once, with the words' sorted ids.
-    fn words_here(&self) -> Result<(Split, Vec<u64>), String> {
+    /// [`take_split_words`](Self::take_split_words) of spans counted as words: the threads'
+    /// words joined, then their spans, each once, with the words' sorted ids (here, or on
+    /// threads of their own with `background`).
+    fn words_here(&self, background: bool) -> Result<(Flat, Gathering), String> {
         let par = crate::pool::in_pool();
         let taken: Vec<_> = self.shards.iter().filter_map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).words.take()).collect();
         let done: Result<Vec<_>, String> = if par { taken.into_par_iter().map(|w| w.into_parts()).collect() } else { taken.into_iter().map(|w| w.into_parts()).collect() };
         let (shares, spans): (Vec<Share>, Vec<_>) = done?.into_iter().unzip();
         let (words, maps) = join_words(&shares, par)?;
         drop(shares);
-        let (span_words, span_ends, counts) = super::span_words::gather(spans, &maps, par);
-        Ok((Split { words, span_words, span_ends }, counts))
+        if background {
+            let threads = if par { rayon::current_num_threads().max(1) } else { 1 };
+            return Ok((words, Gathering::start(spans, maps, threads)?));
+        }
+        Ok((words, Gathering::Done(super::span_words::gather(spans, &maps, par))))
     }
 
     fn split_here(&self, pattern: &Pattern) -> Result<(Split, Vec<u64>), String> {
