@@ -302,7 +302,11 @@ pub fn train_extending(
         eprintln!("train: extending: {} words, {} symbols, RSS {}", words.counts.len(), words.ids.len(), crate::memory::rss_mib());
     }
     let toks = Tokens::with_base(base)?;
-    if let Some(&bad) = words.ids.iter().find(|&&t| words.id(t).is_none_or(|i| i as usize >= toks.count())) {
+    let pool = crate::pool::get(crate::pool::default_threads());
+    let pool = pool.as_deref();
+    let stretches: Vec<&[u32]> = words.ids.chunks(1 << 20).collect();
+    let outside = |t: &&u32| words.id(**t).is_none_or(|i| i as usize >= toks.count());
+    if let Some(bad) = crate::pool::map(pool, &stretches, |s| s.iter().find(outside).copied()).into_iter().flatten().next() {
         return Err(match words.internal {
             Some(t) if bad as usize >= t.len() => format!("token id {bad} is not below len(internal) = {}", t.len()),
             _ => format!("token id {bad} of a word is not in the base vocabulary ({} tokens)", toks.count()),
@@ -318,8 +322,6 @@ pub fn train_extending(
             known.insert((x, y));
         }
     }
-    let pool = crate::pool::get(crate::pool::default_threads());
-    let pool = pool.as_deref();
     Ok(if small_ids(toks.count(), cfg) {
         extending_loop(Words::<u16>::from_segmented(words, pool), toks, &rules, cfg, known, pool, progress, t0)
     } else {
