@@ -1,23 +1,29 @@
 //! One merge applied: `a b` becomes `c` in every word listed for the pair, and the pair counts
-//! change by the deltas each word's merge returns ([`Words::merge`]), applied in the order of
-//! the list however the work is split, so the result never depends on the threads.
+//! change by the deltas each word's merge returns ([`merge_slots`]); the result never depends
+//! on the threads.
 //!
-//! The walk is bound by cache misses: a word's record, then its symbols (a dependent load),
-//! then each delta's slot in the pair index. So the words are merged a run at a time
-//! ([`Chunk`]), records and symbols asked for ahead, and then the run's deltas are applied,
-//! each slot asked for ahead. A merge of many words runs on two threads: one merges the runs,
-//! the other applies them ([`merge_on_two_threads`]).
+//! * **Runs.** The walk is bound by cache misses: a word's record, then its symbols (a
+//!   dependent load), then each delta's slot in the pair index. So the words are merged a run
+//!   at a time ([`Chunk`]), records and symbols asked for ahead, and then the run's deltas are
+//!   applied, each slot asked for ahead. Each run has its words' slots as a slice of its own
+//!   ([`Words::runs_mut`]), so runs can be merged on any thread.
+//! * **Formed pairs summed apart.** The pairs a merge forms with a new token `c` (`x c`,
+//!   `c y`) exist nowhere else yet, so their deltas are summed where the words are merged, in
+//!   two dense arrays by `x` and `y` ([`Formed`]); only those that end at or above the quiet
+//!   threshold become pairs of the index, listed for the words that formed them
+//!   ([`Pairs::add_formed`]), the rest are logged quiet. What is left to apply only lowers the
+//!   counts of pairs that existed, to the same result in any order: so a big merge's runs go
+//!   to whichever of two threads is free, this one applying both threads' runs between its
+//!   own ([`merge_shared`]).
+//! * **Reused tokens.** A merge whose token existed before may raise a pair and lower it in
+//!   the same merge; its deltas are applied in the order of the list, on two threads as a
+//!   pipeline (one merges the runs, the other applies them: [`merge_in_order`]).
 //!
-//! The pairs a merge forms with a new token `c` (`x c` and `c y`) exist nowhere else yet, so
-//! their deltas are summed where the words are merged, in two dense arrays by `x` and `y`
-//! ([`Formed`]), and only those that end at or above the quiet threshold become pairs of the
-//! index, listed for the words that formed them ([`Pairs::add_formed`]); the rest are logged
-//! quiet. The applying half is left with the falling counts of pairs that existed before.
 //! Measurements: [log](../../docs/performance.md#superword-training).
 
 use super::pairs::Pairs;
 use super::tokens::Tokens;
-use super::words::{Delta, Sym, Words};
+use super::words::{merge_slots, Delta, Shape, Sym, Words};
 use super::Rules;
 
 /// Scratch of the merge loop, reused across merges.
@@ -32,9 +38,11 @@ pub(super) struct Scratch {
     pub touched: Vec<u32>,
     pub merge_no: u32,
     /// Whether the merge's token is new (no pair holds it yet): its pairs are then summed in
-    /// `formed`.
+    /// `formed` (and the other thread's in `formed_too`).
     pub new_token: bool,
     formed: Formed,
+    formed_too: Formed,
+    runs: Vec<(usize, usize)>,
 }
 
 /// The pairs a merge forms with its new token `c`, summed by key (`x c`: `2x`; `c y`, `c c`
@@ -87,6 +95,23 @@ impl Formed {
         std::mem::take(&mut self.sum[key as usize])
     }
 
+    /// Adds another thread's sums and words of the same merge (emptied).
+    fn absorb(&mut self, other: &mut Formed) {
+        for k in 0..other.keys.len() {
+            let key = other.keys[k];
+            let v = other.take(key);
+            if v != 0 {
+                let s = &mut self.sum[key as usize];
+                if *s == 0 {
+                    self.keys.push(key);
+                }
+                *s += v;
+            }
+        }
+        self.words.append(&mut other.words);
+        other.keys.clear();
+    }
+
     #[inline]
     fn add(&mut self, key: u32, d: i64, w: u32) {
         let s = &mut self.sum[key as usize];
@@ -120,7 +145,8 @@ const TWO_THREADS_FROM: usize = 40;
 
 /// Merges `a b` into `c` in every word of `s.words`, applying the deltas to `pairs`: on two
 /// threads for a merge of at least [`TWO_THREADS_FROM`] words when `pool` has two or more
-/// ([`merge_on_two_threads`]), else on this one, a [`Chunk`] at a time.
+/// ([`merge_shared`], or [`merge_in_order`] for a reused token), else on this one, a run at a
+/// time.
 pub(super) fn merge_in_words<S: Sym>(
     words: &mut Words<S>,
     pairs: &mut Pairs,
@@ -130,49 +156,86 @@ pub(super) fn merge_in_words<S: Sym>(
     s: &mut Scratch,
     pool: Option<&rayon::ThreadPool>,
 ) {
-    if let Some(pool) = pool.filter(|p| s.words.len() >= TWO_THREADS_FROM && p.current_num_threads() >= 2) {
-        return merge_on_two_threads(words, pairs, toks, rules, abc, s, pool);
+    let Scratch { words: list, chunk, touched, merge_no, new_token, formed, formed_too, runs, .. } = s;
+    // Runs of about CHUNK words (the copies of a word, if listed twice, in one run).
+    runs.clear();
+    let mut a = 0;
+    while a < list.len() {
+        let mut z = (a + CHUNK).min(list.len());
+        while z < list.len() && list[z] == list[z - 1] {
+            z += 1;
+        }
+        runs.push((a, z));
+        a = z;
     }
-    let Scratch { words: list, chunk, touched, merge_no, new_token, formed, .. } = s;
     let mut formed = new_token.then(|| {
         formed.begin(abc.2, toks.count());
         formed
     });
-    for start in (0..list.len()).step_by(CHUNK) {
-        merge_run(words, list, start, abc, chunk, (toks, rules), formed.as_deref_mut());
-        apply_chunk(pairs, chunk, *merge_no, touched);
-    }
+    let (shape, slices) = words.runs_mut(list, runs);
+    let task = Task { shape: &shape, list, abc, toks, rules };
+    let two = pool.filter(|p| list.len() >= TWO_THREADS_FROM && p.current_num_threads() >= 2);
+    let stale = match (two, formed.as_deref_mut()) {
+        (Some(pool), Some(f)) => {
+            formed_too.begin(abc.2, toks.count());
+            let stale = merge_shared(&task, runs, slices, pairs, (f, formed_too), (chunk, touched, *merge_no), pool);
+            f.absorb(formed_too);
+            stale
+        }
+        (Some(pool), None) => merge_in_order(&task, runs, slices, pairs, touched, *merge_no, pool),
+        (None, mut f) => {
+            let mut stale = 0;
+            for (&run, slice) in runs.iter().zip(slices) {
+                stale += task.merge_run(run, slice, chunk, f.as_deref_mut());
+                apply_chunk(pairs, chunk, *merge_no, touched);
+            }
+            stale
+        }
+    };
+    drop(shape);
+    words.add_stale(stale);
     if let Some(f) = formed {
         pairs.add_formed(f, *merge_no, touched);
     }
 }
 
-/// Merges the words `list[start..start + CHUNK]` into `ch` (emptied first): the record of the
-/// word 16 places ahead and the symbols of the one 8 ahead are asked for as each is merged.
-/// Deltas that do not count by the rules are dropped; with `formed`, those of pairs holding
-/// `c` are summed there.
-fn merge_run<S: Sym>(
-    words: &mut Words<S>,
-    list: &[u32],
-    start: usize,
-    (a, b, c): (u32, u32, u32),
-    ch: &mut Chunk,
-    (toks, rules): (&Tokens, &Rules),
-    mut formed: Option<&mut Formed>,
-) {
-    ch.deltas.clear();
-    ch.ends.clear();
-    for k in start..(start + CHUNK).min(list.len()) {
-        if let Some(&w16) = list.get(k + 16) {
-            words.prefetch(w16, true);
-        }
-        if let Some(&w8) = list.get(k + 8) {
-            words.prefetch(w8, false);
-        }
-        let w = list[k];
-        let from = ch.deltas.len();
-        if words.merge(w as usize, a, b, c, &mut ch.deltas) > 0 {
-            let wc = words.count(w as usize);
+/// What every run of a merge shares: where the words are, the list, the merge, the rules.
+struct Task<'a> {
+    shape: &'a Shape<'a>,
+    list: &'a [u32],
+    abc: (u32, u32, u32),
+    toks: &'a Tokens,
+    rules: &'a Rules,
+}
+
+impl Task<'_> {
+    /// Merges the words `list[a..z]`, whose slots are `slice` (from slot `base` on), into `ch`
+    /// (emptied first), returning the slots left stale: the record of the word 16 places ahead
+    /// and the symbols of the one 8 ahead are asked for as each is merged. Deltas that do not
+    /// count by the rules are dropped; with `formed`, those of pairs holding `c` are summed there.
+    fn merge_run<S: Sym>(&self, (a, z): (usize, usize), (base, slice): (usize, &mut [S]), ch: &mut Chunk, mut formed: Option<&mut Formed>) -> usize {
+        let (Task { shape, list, toks, rules, .. }, (ta, tb, tc)) = (self, self.abc);
+        ch.deltas.clear();
+        ch.ends.clear();
+        let mut stale = 0;
+        for k in a..z {
+            if let Some(&w16) = list.get(k + 16).filter(|_| k + 16 < z) {
+                shape.prefetch(w16);
+            }
+            if let Some(&w8) = list.get(k + 8).filter(|_| k + 8 < z) {
+                if let Some(x) = slice.get(shape.start(w8 as usize) - base) {
+                    crate::memory::prefetch(x);
+                }
+            }
+            let w = list[k];
+            let (st, end) = (shape.start(w as usize) - base, shape.start(w as usize + 1) - base);
+            let from = ch.deltas.len();
+            let n = merge_slots(&mut slice[st..end], ta, tb, tc, &mut ch.deltas);
+            if n == 0 {
+                continue;
+            }
+            stale += n;
+            let wc = shape.count(w as usize);
             let mut kept = from;
             for i in from..ch.deltas.len() {
                 let d = ch.deltas[i];
@@ -192,6 +255,7 @@ fn merge_run<S: Sym>(
                 ch.ends.push((w, wc, kept));
             }
         }
+        stale
     }
 }
 
@@ -212,47 +276,87 @@ fn apply_chunk(pairs: &mut Pairs, ch: &Chunk, merge_no: u32, touched: &mut Vec<u
     }
 }
 
-/// [`merge_in_words`] as a pipeline of two threads: a pool thread merges the words (it alone
-/// touches them) and hands each run over; this thread applies them, in order, to the pairs (it
-/// alone touches those). The merging hides behind the applying, the longer half
-/// ([log](../../docs/performance.md#superword-training)).
-fn merge_on_two_threads<S: Sym>(
-    words: &mut Words<S>,
+type Slices<'a, S> = Vec<(usize, &'a mut [S])>;
+
+/// A merge forming a new token, on two threads that both merge runs: each takes the next run
+/// not taken; a pool thread hands its merged runs over, and this thread applies them between
+/// its own (what is left to apply only lowers counts, in any order to the same result: see
+/// the module doc). Each thread sums its formed pairs apart (`formed.0`, this one's, and
+/// `formed.1`). Returns the slots left stale.
+fn merge_shared<S: Sym>(
+    task: &Task<'_>,
+    runs: &[(usize, usize)],
+    slices: Slices<'_, S>,
     pairs: &mut Pairs,
-    toks: &Tokens,
-    rules: &Rules,
-    abc: (u32, u32, u32),
-    s: &mut Scratch,
+    (mine, theirs): (&mut Formed, &mut Formed),
+    (chunk, touched, merge_no): (&mut Chunk, &mut Vec<u32>, u32),
     pool: &rayon::ThreadPool,
-) {
-    let Scratch { words: list, touched, merge_no, new_token, formed, .. } = s;
-    let merge_no = *merge_no;
-    let mut formed = new_token.then(|| {
-        formed.begin(abc.2, toks.count());
-        formed
+) -> usize {
+    let queue = std::sync::Mutex::new(runs.iter().copied().zip(slices));
+    let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+    let (full, merged) = std::sync::mpsc::sync_channel::<Chunk>(8);
+    let (empty, spare) = std::sync::mpsc::channel::<Chunk>();
+    let (mut stale_there, mut stale_here) = (0, 0);
+    pool.in_place_scope(|scope| {
+        let (next, stale_there) = (&next, &mut stale_there);
+        scope.spawn(move |_| {
+            while let Some((run, slice)) = next() {
+                let mut ch = spare.try_recv().unwrap_or_default();
+                *stale_there += task.merge_run(run, slice, &mut ch, Some(&mut *theirs));
+                if full.send(ch).is_err() {
+                    return; // (the applying side is gone: it panicked)
+                }
+            }
+        });
+        let merged = merged; // (dropped here if this side panics, so the other never waits on it)
+        loop {
+            while let Ok(ch) = merged.try_recv() {
+                apply_chunk(pairs, &ch, merge_no, touched);
+                let _ = empty.send(ch);
+            }
+            let Some((run, slice)) = next() else { break };
+            stale_here += task.merge_run(run, slice, chunk, Some(&mut *mine));
+            apply_chunk(pairs, chunk, merge_no, touched);
+        }
+        for ch in merged.iter() {
+            apply_chunk(pairs, &ch, merge_no, touched);
+        }
     });
+    stale_here + stale_there
+}
+
+/// A merge of a reused token as a pipeline of two threads: a pool thread merges the runs (it
+/// alone touches the words) and hands each over; this thread applies them, in order, to the
+/// pairs (it alone touches those). Returns the slots left stale.
+fn merge_in_order<S: Sym>(
+    task: &Task<'_>,
+    runs: &[(usize, usize)],
+    slices: Slices<'_, S>,
+    pairs: &mut Pairs,
+    touched: &mut Vec<u32>,
+    merge_no: u32,
+    pool: &rayon::ThreadPool,
+) -> usize {
     let (full, merged) = std::sync::mpsc::sync_channel::<Chunk>(4);
     let (empty, spare) = std::sync::mpsc::channel::<Chunk>();
-    let list: &[u32] = list;
+    let mut stale = 0;
     pool.in_place_scope(|scope| {
-        let formed = formed.as_deref_mut();
+        let stale = &mut stale;
         scope.spawn(move |_| {
-            let mut formed = formed;
-            for start in (0..list.len()).step_by(CHUNK) {
+            for (&run, slice) in runs.iter().zip(slices) {
                 let mut ch = spare.try_recv().unwrap_or_default();
-                merge_run(words, list, start, abc, &mut ch, (toks, rules), formed.as_deref_mut());
+                *stale += task.merge_run(run, slice, &mut ch, None);
                 if full.send(ch).is_err() {
                     return; // (the applying side is gone: it panicked)
                 }
             }
         });
         // Ends when the merging side is done (or gone) and every chunk is applied.
+        let merged = merged;
         for ch in merged.iter() {
             apply_chunk(pairs, &ch, merge_no, touched);
             let _ = empty.send(ch);
         }
     });
-    if let Some(f) = formed {
-        pairs.add_formed(f, merge_no, touched);
-    }
+    stale
 }

@@ -258,3 +258,34 @@ fn owned_counts_given_back_while_copied_train_the_same() {
     assert_eq!(words_owned.len(), words_borrowed.len());
     assert!((0..words_owned.len()).all(|w| words_owned.syms_of(w) == words_borrowed.syms_of(w) && words_owned.count(w) == words_borrowed.count(w)));
 }
+
+#[test]
+fn merges_on_two_or_three_threads_learn_what_one_learns() {
+    // Big merges (40 words or more here) share their runs between two threads when the token
+    // is new, and apply them in order when it is reused; either way the merges are one
+    // thread's, with every option and quiet threshold.
+    let mut rnd = draws(7);
+    let mut counts = std::collections::BTreeMap::<Vec<u8>, u64>::new();
+    for _ in 0..4000 {
+        let len = 2 + rnd(12) as usize;
+        let w: Vec<u8> = (0..len).map(|_| b"abcab a-bc"[rnd(10) as usize]).collect();
+        *counts.entry(w).or_default() += 1 + rnd(3) * rnd(50);
+    }
+    let words: Vec<(&[u8], u64)> = counts.iter().map(|(w, c)| (&w[..], *c)).collect();
+    let pools: Vec<_> = [2, 3].iter().map(|&n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap()).collect();
+    for tb in [TieBreak::Lexicographic, TieBreak::Hf] {
+        for maxlen in [None, Some(5)] {
+            for q in [1, 64] {
+                QUIET_START.with(|c| c.set(q));
+                let cfg = TrainConfig { max_new_tokens: 300, tie_break: tb, min_frequency: 0, max_token_length: maxlen, filter: None };
+                let want = train(flat(&words).as_ref(), &cfg, None, &mut |_| true);
+                assert!(want.len() > 150, "{}", want.len());
+                for pool in &pools {
+                    let got = train(flat(&words).as_ref(), &cfg, Some(pool), &mut |_| true);
+                    assert_eq!(got, want, "{} threads, {tb:?}, max_token_length {maxlen:?}, quiet below {q}", pool.current_num_threads());
+                }
+            }
+        }
+    }
+    QUIET_START.with(|c| c.set(pairs::QUIET_BELOW));
+}

@@ -76,6 +76,88 @@ pub struct Delta {
     pub sign: i64,
 }
 
+/// Where word `w`'s symbols start, by its record and the wraps (see `Words::wraps`).
+#[inline(always)]
+fn start(list: &[Word], wraps: &[u32], w: usize) -> usize {
+    let lo = list[w].start as usize;
+    if wraps.is_empty() {
+        lo
+    } else {
+        lo + (wraps.partition_point(|&x| x as usize <= w) << 32)
+    }
+}
+
+#[inline]
+fn count(list: &[Word], big: &FxHashMap<u32, i64>, w: usize) -> i64 {
+    match list[w].count {
+        BIG => big[&(w as u32)],
+        c => c as i64,
+    }
+}
+
+/// Merges every occurrence of `a b` in a word's slots `s` into `c` (see [`Words::merge`]),
+/// returning how many merged.
+#[inline]
+pub fn merge_slots<S: Sym>(s: &mut [S], a: u32, b: u32, c: u32, deltas: &mut Vec<Delta>) -> usize {
+    let (sa, sb, sc) = (S::of(a), S::of(b), S::of(c));
+    let d = |left, right, sign| Delta { left, right, sign };
+    let (n, end) = (s.len(), S::END);
+    let (mut r, mut wr) = (0usize, 0usize);
+    // (`b` and `y` are never the end mark, so reading one past the word's end is harmless.)
+    while r < n && s[r] != end {
+        if s[r] == sa && r + 1 < n && s[r + 1] == sb {
+            if wr > 0 {
+                let x = s[wr - 1].id();
+                deltas.push(d(x, a, -1));
+                deltas.push(d(x, c, 1));
+            }
+            if r + 2 < n && s[r + 2] != end {
+                let y = s[r + 2].id();
+                deltas.push(d(b, y, -1));
+                deltas.push(d(c, y, 1));
+            }
+            s[wr] = sc;
+            wr += 1;
+            r += 2;
+        } else {
+            s[wr] = s[r];
+            wr += 1;
+            r += 1;
+        }
+    }
+    if wr < r {
+        s[wr] = end;
+    }
+    r - wr
+}
+
+/// The records of [`Words`] while runs of their slots are merged apart ([`Words::runs_mut`]).
+pub struct Shape<'a> {
+    list: &'a [Word],
+    wraps: &'a [u32],
+    big: &'a FxHashMap<u32, i64>,
+}
+
+impl Shape<'_> {
+    /// Where word `w`'s symbols start.
+    #[inline(always)]
+    pub fn start(&self, w: usize) -> usize {
+        start(self.list, self.wraps, w)
+    }
+
+    /// The count of word `w`.
+    #[inline]
+    pub fn count(&self, w: usize) -> i64 {
+        count(self.list, self.big, w)
+    }
+
+    /// Asks for the cache line of word `w`'s record (a hint).
+    #[inline]
+    pub fn prefetch(&self, w: u32) {
+        crate::memory::prefetch(&self.list[w as usize]);
+    }
+}
+
 pub struct Words<S> {
     pub syms: Vec<S>,
     /// One record per word and one more whose start is the end of the last word.
@@ -219,21 +301,13 @@ impl<S: Sym> Words<S> {
     /// Where word `w`'s symbols start.
     #[inline(always)]
     fn start(&self, w: usize) -> usize {
-        let lo = self.list[w].start as usize;
-        if self.wraps.is_empty() {
-            lo
-        } else {
-            lo + (self.wraps.partition_point(|&x| x as usize <= w) << 32)
-        }
+        start(&self.list, &self.wraps, w)
     }
 
     /// The count of word `w`.
     #[inline]
     pub fn count(&self, w: usize) -> i64 {
-        match self.list[w].count {
-            BIG => self.big[&(w as u32)],
-            c => c as i64,
-        }
+        count(&self.list, &self.big, w)
     }
 
     /// The slots of word `w`: its symbols, then [`Sym::END`] and stale ones if merges shortened it.
@@ -250,20 +324,6 @@ impl<S: Sym> Words<S> {
         &s[..s.iter().position(|&x| x == S::END).unwrap_or(s.len())]
     }
 
-    /// Asks for the cache lines of word `w`'s record (`record`) or of its symbols (a dependent
-    /// load: ask once its record has arrived).
-    #[inline(always)]
-    pub fn prefetch(&self, w: u32, record: bool) {
-        if record {
-            crate::memory::prefetch(&self.list[w as usize]);
-        } else {
-            let st = self.start(w as usize);
-            if st < self.syms.len() {
-                crate::memory::prefetch(&self.syms[st]);
-            }
-        }
-    }
-
     /// Merges every occurrence of `a b` in word `w` into `c` (left to right, non-overlapping),
     /// appending the pair changes next to each occurrence: `x a b y` loses (x, a) and (b, y) and
     /// gains (x, c) and (c, y). (The merged pair's own count is the caller's.) Returns how many
@@ -271,38 +331,33 @@ impl<S: Sym> Words<S> {
     #[inline]
     pub fn merge(&mut self, w: usize, a: u32, b: u32, c: u32, deltas: &mut Vec<Delta>) -> usize {
         let (st, end) = self.slots(w);
-        let s = &mut self.syms[st..end];
-        let (sa, sb, sc) = (S::of(a), S::of(b), S::of(c));
-        let d = |left, right, sign| Delta { left, right, sign };
-        let (n, end) = (s.len(), S::END);
-        let (mut r, mut wr) = (0usize, 0usize);
-        // (`b` and `y` are never the end mark, so reading one past the word's end is harmless.)
-        while r < n && s[r] != end {
-            if s[r] == sa && r + 1 < n && s[r + 1] == sb {
-                if wr > 0 {
-                    let x = s[wr - 1].id();
-                    deltas.push(d(x, a, -1));
-                    deltas.push(d(x, c, 1));
-                }
-                if r + 2 < n && s[r + 2] != end {
-                    let y = s[r + 2].id();
-                    deltas.push(d(b, y, -1));
-                    deltas.push(d(c, y, 1));
-                }
-                s[wr] = sc;
-                wr += 1;
-                r += 2;
-            } else {
-                s[wr] = s[r];
-                wr += 1;
-                r += 1;
-            }
+        let n = merge_slots(&mut self.syms[st..end], a, b, c, deltas);
+        self.stale += n;
+        n
+    }
+
+    /// The words of runs of `list` (ascending), to be merged on several threads at once: run
+    /// `(a, z)` is the words `list[a..z]` (no word in two runs), and each run gets the slots of
+    /// its words as a slice of its own, with the slot where it starts; [`Shape`] finds a word's
+    /// slots and count in it. Merges there leave their stale slots to [`add_stale`](Self::add_stale).
+    pub fn runs_mut<'a>(&'a mut self, list: &[u32], runs: &[(usize, usize)]) -> (Shape<'a>, Vec<(usize, &'a mut [S])>) {
+        let Words { syms, list: records, wraps, big, .. } = self;
+        let shape = Shape { list: records, wraps, big };
+        let (mut rest, mut at): (&mut [S], usize) = (syms, 0);
+        let mut out = Vec::with_capacity(runs.len());
+        for &(a, z) in runs {
+            let (lo, hi) = (shape.start(list[a] as usize), shape.start(list[z - 1] as usize + 1));
+            let skip = lo.checked_sub(at).expect("runs of ascending words, none in two runs");
+            let (mine, more) = std::mem::take(&mut rest)[skip..].split_at_mut(hi - lo);
+            out.push((lo, mine));
+            (rest, at) = (more, hi);
         }
-        if wr < r {
-            s[wr] = end;
-        }
-        self.stale += r - wr;
-        r - wr
+        (shape, out)
+    }
+
+    /// Counts slots left stale by merges of [`runs_mut`](Self::runs_mut)' slices.
+    pub fn add_stale(&mut self, n: usize) {
+        self.stale += n;
     }
 
     /// Whether merges have left stale a quarter of the slots.
