@@ -386,4 +386,45 @@ mod tests {
         assert_eq!(seen, model.len());
         assert!(ix.value(301, 0).is_none());
     }
+
+    #[test]
+    fn counts_added_in_bulk_equal_one_by_one_on_any_threads() {
+        // 200,000 ops (past the pool's 65,536) on 3,000 pairs, rises and falls, some falling
+        // below 0 or on pairs not there; the same ops in bulk (serial and on 2 threads, in two
+        // batches) and one by one, against a map.
+        let mut next = crate::train::tests::draws(0xA076_1D64_78BD_642F);
+        let ops: Vec<(u32, u32, i64)> = (0..200_000).map(|_| (next(60) as u32, next(50) as u32, next(7) as i64 - 3)).collect();
+        let (mut model, mut gone) = (std::collections::BTreeMap::new(), 0);
+        for &(a, b, d) in &ops {
+            match model.get(&(a, b)).map(|&c: &i64| c + d) {
+                Some(c) if c > 0 => _ = model.insert((a, b), c),
+                Some(_) => {
+                    model.remove(&(a, b));
+                    gone += 1;
+                }
+                None if d > 0 => _ = model.insert((a, b), d),
+                None => {}
+            }
+        }
+        assert!(gone > 1000 && !model.is_empty() && model.len() < 3000, "pairs left {}, gone {gone}", model.len());
+        let entries = |ix: &mut Index| {
+            let mut out = Vec::new();
+            ix.for_each(|a, b, v| out.push(((a, b), *v as i64)));
+            out.sort();
+            assert_eq!(ix.len(), out.len());
+            out
+        };
+        let want: Vec<((u32, u32), i64)> = model.into_iter().collect();
+        let mut one = Index::new();
+        ops.iter().for_each(|&(a, b, d)| one.add_one(a, b, d));
+        assert_eq!(entries(&mut one), want);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        for pool in [None, Some(&pool)] {
+            let (mut ix, mut sorted) = (Index::new(), Vec::new());
+            for half in ops.chunks(100_000) {
+                ix.add_all(&mut half.to_vec(), &mut sorted, pool);
+            }
+            assert_eq!(entries(&mut ix), want);
+        }
+    }
 }

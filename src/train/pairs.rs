@@ -400,7 +400,7 @@ impl Pairs {
             self.quiet_below,
             mb(self.index.bytes()),
             mb(self.quiet.bytes()),
-            mb(self.log.capacity() * 16),
+            mb((self.log.capacity() + self.log_sorted.capacity()) * std::mem::size_of::<(u32, u32, i64)>()),
             mb(self.left.len() * 25),
             mb(self.later.bytes()),
             mb(self.later.free_bytes()),
