@@ -329,8 +329,7 @@ impl Counter {
             }
             let out = crate::pool::install(self.pool(), || self.words_here(background));
             self.release();
-            let (words, spans) = out?;
-            return Ok((words, spans));
+            return out;
         }
         let out = crate::pool::install(self.pool(), || self.split_here(pattern));
         self.release();
