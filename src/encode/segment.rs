@@ -173,39 +173,20 @@ fn runs<S>(n: usize, hint: impl Fn(usize, usize) -> usize + Sync, state: impl Fn
         Some(p) => p.install(|| runs.par_iter().map(run).collect()),
         None => runs.iter().map(run).collect(),
     };
-    // Joined on all cores, each part copied into its stretch (the copies fault the new pages).
-    let total: usize = parts.iter().map(|p| p.0.len()).sum();
-    let (mut ids, mut offs) = (Vec::<u32>::with_capacity(total), Vec::<i64>::with_capacity(n + 1));
-    offs.push(0i64);
-    let mut jobs = Vec::with_capacity(parts.len());
-    let (mut id_rest, mut off_rest) = (&mut ids.spare_capacity_mut()[..total], &mut offs.spare_capacity_mut()[..n]);
-    let mut base = 0i64;
-    for (part, ends) in &parts {
-        let (a, rest) = std::mem::take(&mut id_rest).split_at_mut(part.len());
-        let (c, more) = std::mem::take(&mut off_rest).split_at_mut(ends.len());
-        (id_rest, off_rest) = (rest, more);
-        jobs.push((a, c, part, ends, base));
-        base += part.len() as i64;
+    // Joined on all cores, each part copied into its stretch and freed (`pool::concat`): an
+    // item's end among all ids is its part's first id plus its end there.
+    let mut bases = vec![0i64];
+    let (mut ids, mut ends) = (Vec::with_capacity(parts.len()), vec![vec![0i64]]);
+    for (i, e) in parts {
+        bases.push(bases[bases.len() - 1] + i.len() as i64);
+        ids.push(i);
+        ends.push(e);
     }
-    let copy = |(a, c, part, ends, base): (&mut [std::mem::MaybeUninit<u32>], &mut [std::mem::MaybeUninit<i64>], &Vec<u32>, &Vec<i64>, i64)| {
-        a.iter_mut().zip(part).for_each(|(x, &v)| {
-            x.write(v);
-        });
-        c.iter_mut().zip(ends).for_each(|(x, &e)| {
-            x.write(base + e);
-        });
-    };
-    match &pool {
-        Some(p) => p.install(|| jobs.into_par_iter().for_each(copy)),
-        None => jobs.into_iter().for_each(copy),
-    }
-    // SAFETY: every slot up to `total` ids and `n` more offsets was written above (the
-    // parts' lengths sum to `total`, their ends to `n`).
-    unsafe {
-        ids.set_len(total);
-        offs.set_len(n + 1);
-    }
-    (ids, offs)
+    let par = pool.is_some();
+    crate::pool::install(pool.as_deref(), || {
+        let offs = crate::pool::concat(par, ends, |k, e| if k == 0 { 0 } else { bases[k - 1] + e });
+        (crate::pool::concat(par, ids, |_, v| v), offs)
+    })
 }
 
 /// Whether a stage-1 merge may join the byte `last` ending a gpt2 piece to the byte `first`

@@ -219,13 +219,12 @@ impl Task<'_> {
         ch.ends.clear();
         let mut stale = 0;
         for k in a..z {
-            if let Some(&w16) = list.get(k + 16).filter(|_| k + 16 < z) {
+            if let Some(&w16) = list.get(k + 16) {
                 shape.prefetch(w16);
             }
-            if let Some(&w8) = list.get(k + 8).filter(|_| k + 8 < z) {
-                if let Some(x) = slice.get(shape.start(w8 as usize) - base) {
-                    crate::memory::prefetch(x);
-                }
+            if k + 8 < z {
+                // (A word of this run: its slots are in the run's slice.)
+                crate::memory::prefetch(slice[shape.start(list[k + 8] as usize) - base..].as_ptr());
             }
             let w = list[k];
             let (st, end) = (shape.start(w as usize) - base, shape.start(w as usize + 1) - base);
