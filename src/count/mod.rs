@@ -40,7 +40,8 @@ use crate::specials::{SpecialSet, Specials};
 use span_words::SpanWords;
 use tables::{LongTable, ShortTable};
 pub use span_words::MAX_SPAN_WORDS;
-pub use split::{split, Gathering, Split};
+pub use span_words::Gathering;
+pub use split::{split, Split};
 pub use crate::corpus::read::{Progress, Utf8Errors, INTERRUPTED};
 
 /// Target size of one unit of parallel work.

@@ -15,6 +15,8 @@
 //! * **Each span once.** A span's part is a hash of its words' bytes, the same in every thread,
 //!   so at the end each part of all threads is counted together under the words' sorted ids:
 //!   memory and the training after it stay with the distinct spans, whatever the threads.
+//! * **Gathered beside stage 1** ([`Gathering`]): superword training takes the words first and
+//!   gathers the spans on threads of their own while stage 1 trains on the words.
 //! * **Span patterns of up to [`MAX_SPAN_WORDS`] words**, the default; a counter of longer
 //!   spans counts them all as bytes.
 //!
@@ -174,7 +176,7 @@ type Out = (Vec<u32>, Vec<u32>, Vec<u64>);
 /// The spans of all threads, each counted by [`SpanWords::into_parts`] (`maps[t]`: thread `t`'s
 /// local word ids to the sorted ones), each span once: `(span_words, span_ends, counts)`, part
 /// by part (on the pool's threads when `par`), each part's keys freed as it is counted.
-pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> (Vec<u32>, Vec<i64>, Vec<u64>) {
+pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> Gathered {
     let mut parts: Vec<Vec<(usize, Vec<(u128, u64)>)>> = (0..PARTS).map(|_| Vec::new()).collect();
     for (t, s) in spans.into_iter().enumerate() {
         debug_assert_eq!(s.waiting_len, 0, "counted by into_parts");
@@ -221,6 +223,53 @@ pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> (Vec<u3
     }
     let span_ends = crate::pool::concat(par, ends, |k, e| if k == 0 { 0 } else { bases[k - 1] + e as i64 });
     (crate::pool::concat(par, ids, |_, v| v), span_ends, crate::pool::concat(par, counts, |_, c| c))
+}
+
+/// A span's words and each span's end among them, and the spans' counts (the rest of a
+/// `Split`, apart from its words), as [`gather`] gives them.
+pub type Gathered = (Vec<u32>, Vec<i64>, Vec<u64>);
+
+/// The spans of `Counter::take_split_words`: ready, or being gathered on threads of their own
+/// while the caller trains stage 1 on the words.
+pub enum Gathering {
+    Done(Gathered),
+    Running { handle: std::thread::JoinHandle<Gathered>, pid: u32 },
+}
+
+impl Gathering {
+    /// Gathers `spans` (counted by thread, `maps[t]` thread `t`'s local word ids to the sorted
+    /// ones) on a pool of `threads` threads of its own, apart from the pools the training
+    /// after it runs on (on one thread, if the system refuses more).
+    pub(super) fn start(spans: Vec<Spans>, maps: Vec<Vec<u32>>, threads: usize) -> Result<Gathering, String> {
+        let run = move || {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("hf_bpe-spans-{i}")).build().ok();
+            let par = threads > 1 && pool.is_some();
+            crate::pool::install(pool.as_ref(), || gather(spans, &maps, par))
+        };
+        let handle = std::thread::Builder::new()
+            .name("hf_bpe-spans".into())
+            .spawn(run)
+            .map_err(|e| format!("split_spans: no thread to gather the spans on ({e})"))?;
+        Ok(Gathering::Running { handle, pid: std::process::id() })
+    }
+
+    /// The spans, once gathered. In a process forked while they were gathered, an error (the
+    /// thread gathering them is the parent's).
+    pub fn wait(self) -> Result<Gathered, String> {
+        match self {
+            Gathering::Done(s) => Ok(s),
+            Gathering::Running { handle, pid } if pid == std::process::id() => {
+                handle.join().map_err(|p| {
+                    let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+                    format!("internal error in hf_bpe (please report): gathering the spans: {}", msg.unwrap_or_default())
+                })
+            }
+            Gathering::Running { handle, .. } => {
+                std::mem::forget(handle); // (its thread is the parent's)
+                Err("split_spans: the spans were being gathered when this process was forked; gather them in the parent".into())
+            }
+        }
+    }
 }
 
 /// One thread's words (local ids, counts) and spans (keyed by their words' ids, counted).

@@ -15,6 +15,7 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use super::span_words::Gathering;
 use super::{gather, Counter};
 use crate::counts::{rising, Flat, FlatRef};
 use crate::keys::{mix128, pack_in, unpack_into};
@@ -256,53 +257,6 @@ fn utf8_span(w: &[u8], i: Option<usize>) -> Result<&str, String> {
         let at = i.map_or(String::new(), |i| format!(" {i}"));
         format!("span{at} ({:?}) is not UTF-8 ({e}): it cannot be split into words", String::from_utf8_lossy(w))
     })
-}
-
-/// A span's words and each span's end among them, and the spans' counts (the rest of a
-/// [`Split`], apart from its words).
-pub type Spans = (Vec<u32>, Vec<i64>, Vec<u64>);
-
-/// The spans of [`Counter::take_split_words`]: ready, or being gathered on threads of their own
-/// while the caller trains stage 1 on the words.
-pub enum Gathering {
-    Done(Spans),
-    Running { handle: std::thread::JoinHandle<Spans>, pid: u32 },
-}
-
-impl Gathering {
-    /// Gathers `spans` (counted by thread, `maps[t]` thread `t`'s local word ids to the sorted
-    /// ones) on a pool of `threads` threads of its own, apart from the pools the training
-    /// after it runs on (on one thread, if the system refuses more).
-    fn start(spans: Vec<super::span_words::Spans>, maps: Vec<Vec<u32>>, threads: usize) -> Result<Gathering, String> {
-        let run = move || {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("hf_bpe-spans-{i}")).build().ok();
-            let par = threads > 1 && pool.is_some();
-            crate::pool::install(pool.as_ref(), || super::span_words::gather(spans, &maps, par))
-        };
-        let handle = std::thread::Builder::new()
-            .name("hf_bpe-spans".into())
-            .spawn(run)
-            .map_err(|e| format!("split_spans: no thread to gather the spans on ({e})"))?;
-        Ok(Gathering::Running { handle, pid: std::process::id() })
-    }
-
-    /// The spans, once gathered. In a process forked while they were gathered, an error (the
-    /// thread gathering them is the parent's).
-    pub fn wait(self) -> Result<Spans, String> {
-        match self {
-            Gathering::Done(s) => Ok(s),
-            Gathering::Running { handle, pid } if pid == std::process::id() => {
-                handle.join().map_err(|p| {
-                    let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
-                    format!("internal error in hf_bpe (please report): gathering the spans: {}", msg.unwrap_or_default())
-                })
-            }
-            Gathering::Running { handle, .. } => {
-                std::mem::forget(handle); // (its thread is the parent's)
-                Err("split_spans: the spans were being gathered when this process was forked; gather them in the parent".into())
-            }
-        }
-    }
 }
 
 impl Counter {
