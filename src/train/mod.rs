@@ -81,17 +81,27 @@ struct Rules {
     /// initial counts and all decrements are unfiltered (as `tokenizers`' word.rs).
     max_len: u64,
     min_count: i64,
-    /// The quiet threshold to start with (`pairs`' module doc).
+    /// The quiet threshold to start with, and how many quiet pairs are forgotten (`pairs`'
+    /// module doc).
     quiet_below: i64,
+    forget_quiet_above: usize,
 }
 
 #[cfg(test)]
 thread_local! {
     /// The tests' quiet threshold (1: no pair is ever quiet).
     static QUIET_START: std::cell::Cell<i64> = const { std::cell::Cell::new(pairs::QUIET_BELOW) };
+    /// The tests' [`pairs::FORGET_QUIET_ABOVE`].
+    static FORGET_ABOVE: std::cell::Cell<usize> = const { std::cell::Cell::new(pairs::FORGET_QUIET_ABOVE) };
 }
 
 impl Rules {
+    /// Which pairs of a base's segmentation count when the pairs are built (HF: all).
+    fn counted_at_start<'a>(&self, toks: &'a Tokens) -> impl Fn(u32, u32) -> bool + Sync + 'a {
+        let (hf, max_len) = (self.hf, self.max_len);
+        move |a, b| hf || toks.len[a as usize] as u64 + toks.len[b as usize] as u64 <= max_len
+    }
+
     #[inline]
     fn counts(&self, toks: &Tokens, d: &Delta) -> bool {
         let l = toks.len[d.left as usize] as u64 + toks.len[d.right as usize] as u64;
@@ -245,12 +255,14 @@ impl Rules {
     fn of(cfg: &TrainConfig) -> Rules {
         let max_len = cfg.max_token_length.unwrap_or(usize::MAX) as u64;
         #[cfg(test)]
-        let quiet_below = QUIET_START.with(|q| q.get());
+        let (quiet_below, forget_quiet_above) = (QUIET_START.with(|q| q.get()), FORGET_ABOVE.with(|f| f.get()));
         #[cfg(not(test))]
-        let quiet_below = pairs::QUIET_BELOW;
+        let (quiet_below, forget_quiet_above) = (pairs::QUIET_BELOW, pairs::FORGET_QUIET_ABOVE);
         let hf = cfg.tie_break == TieBreak::Hf;
+        // (HF's counts of long pairs depend on how they formed, which a recount cannot tell.)
+        let forget_quiet_above = if hf && max_len != u64::MAX { usize::MAX } else { forget_quiet_above };
         let ties = if hf { Ties::HfRank } else { Ties::Bytes };
-        Rules { hf, ties, max_len, min_count: cfg.min_frequency.max(1).min(i64::MAX as u64) as i64, quiet_below }
+        Rules { hf, ties, max_len, min_count: cfg.min_frequency.max(1).min(i64::MAX as u64) as i64, quiet_below, forget_quiet_above }
     }
 }
 
@@ -345,8 +357,7 @@ fn extending_loop<S: Sym>(
     if timing {
         eprintln!("train: extending: words built in {:?}", t0.elapsed());
     }
-    let len = |t: u32| toks.len[t as usize] as u64;
-    let pairs = Pairs::build_general(&words, toks.count(), |a, b| rules.hf || len(a) + len(b) <= rules.max_len, rules.quiet_below, pool);
+    let pairs = Pairs::build_general(&words, toks.count(), rules.counted_at_start(&toks), rules.quiet_below, rules.forget_quiet_above, pool);
     if timing {
         eprintln!("train: extending: pairs built in {:?}", t0.elapsed());
     }
@@ -383,6 +394,9 @@ fn merge_loop<S: Sym>(
         // Every quiet pair is below the threshold: the heap's best is the best of all unless it
         // is below too (and the threshold could still matter for `min_count`).
         let below = best.as_ref().is_none_or(|e| e.count < pairs.quiet_below);
+        if below && pairs.quiet_below > rules.min_count && !pairs.quiet_known() {
+            pairs.recount_quiet(&words, toks.count(), rules.counted_at_start(&toks), pool);
+        }
         if below && pairs.quiet_below > rules.min_count && pairs.any_quiet(pool) {
             let order = |x: &Entry, y: &Entry| better(x, y, &toks, &pairs, ties);
             if let Some(e) = best {
@@ -418,6 +432,10 @@ fn merge_loop<S: Sym>(
             pairs.complete(&words);
         }
         let (c, is_new) = toks.merge(a, b);
+        if !is_new && !pairs.quiet_known() {
+            // (The words as they are before this merge; a reused token adds no token.)
+            pairs.recount_quiet(&words, toks.count(), rules.counted_at_start(&toks), pool);
+        }
         pairs.begin_merge(!is_new, pool);
         if known.as_mut().is_none_or(|k| k.insert((a, b))) {
             merges.push((toks.get(a).to_vec(), toks.get(b).to_vec()));

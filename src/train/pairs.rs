@@ -16,6 +16,11 @@
 //!   pairs (a few MiB where the quiet one is ~100 MiB for superword spans). A merge whose
 //!   token existed before (a reused string) applies the log first and changes quiet counts in
 //!   place ([`Pairs::begin_merge`]).
+//! * **Quiet counts forgotten** in big builds ([`FORGET_QUIET_ABOVE`]; superword spans hold
+//!   millions of rare pairs): a run whose best pairs stay far above the threshold never reads
+//!   them, so the build drops them and nothing is logged. They are counted again from the words as they
+//!   are then ([`Pairs::recount_quiet`]) the first time they are needed: the threshold lowered,
+//!   or a reused token. Exact either way: every pair at or above the threshold is full.
 //! * **Lazy lists.** A word stays listed after it lost the pair; the merge checks it (about half
 //!   the visits on English find an occurrence). A pair whose count falls to 0 drops its lists.
 //! * **Lists as varint gaps.** The lists are most of the merge loop's memory, so word ids are
@@ -36,6 +41,9 @@ mod build;
 
 /// The quiet threshold a run starts with (see the module doc).
 pub const QUIET_BELOW: i64 = 64;
+/// More pair occurrences than this at the start, and the quiet counts are forgotten (see the
+/// module doc).
+pub const FORGET_QUIET_ABOVE: usize = 1 << 22;
 /// Logged changes of quiet counts applied together ([`Pairs::settle`]; the tests': a few).
 #[cfg(not(test))]
 const LOG_OPS: usize = 1 << 21;
@@ -48,6 +56,8 @@ pub struct Pairs {
     index: Index,
     /// The quiet pairs: their counts, up to the changes in `log`.
     quiet: Index,
+    /// False while the quiet counts are forgotten (`quiet` and `log` empty; see the module doc).
+    quiet_known: bool,
     /// Changes to quiet counts not yet in `quiet` (`(left, right, delta)`, in order; a new quiet
     /// pair is its count added), applied in bulk ([`Index::add_all`]).
     log: Vec<(u32, u32, i64)>,
@@ -84,6 +94,7 @@ impl Pairs {
         Pairs {
             index: Index::new(),
             quiet: Index::new(),
+            quiet_known: true,
             log: Vec::new(),
             log_sorted: Vec::new(),
             reusing: false,
@@ -254,7 +265,7 @@ impl Pairs {
                 self.touched[id] = merge_no;
                 touched.push(id as u32);
                 f.ids[key as usize] = id as u32;
-            } else if c > 0 {
+            } else if c > 0 && self.quiet_known {
                 self.log.push((a, b, c));
             }
         }
@@ -275,6 +286,7 @@ impl Pairs {
     /// a merge forms is new, and quiet counts only ever fall, which is what lets their changes
     /// wait in the log.
     pub fn begin_merge(&mut self, reused: bool, pool: Option<&rayon::ThreadPool>) {
+        assert!(!reused || self.quiet_known, "the quiet counts are recounted before a reused token's merge");
         self.reusing = reused;
         if reused {
             self.flush(pool);
@@ -301,7 +313,7 @@ impl Pairs {
             let (a, b) = (self.left[id], self.right[id]);
             let at = self.index.find(a, b).unwrap_or_else(|_| unreachable!("a full pair is in the index"));
             self.index.remove(at);
-            if c > 0 {
+            if c > 0 && self.quiet_known {
                 self.log.push((a, b, c));
             }
             self.later.clear(&mut self.head[id]);
@@ -319,8 +331,15 @@ impl Pairs {
         }
     }
 
+    /// Whether the quiet counts are kept (else [`recount_quiet`](Self::recount_quiet) before
+    /// [`any_quiet`](Self::any_quiet) or a reused token's merge).
+    pub fn quiet_known(&self) -> bool {
+        self.quiet_known
+    }
+
     /// Whether quiet pairs remain (the log applied first).
     pub fn any_quiet(&mut self, pool: Option<&rayon::ThreadPool>) -> bool {
+        assert!(self.quiet_known, "the quiet counts are recounted before they are asked for");
         self.flush(pool);
         !self.quiet.is_empty()
     }
@@ -393,6 +412,18 @@ impl Pairs {
     /// What the pair state holds, for the timing report.
     pub fn sizes(&self) -> String {
         let mb = |b: usize| b as f64 / (1 << 20) as f64;
+        if !self.quiet_known {
+            return format!(
+                "{} full pairs, quiet ones below {} forgotten (index {:.1} MiB, tables {:.1} MiB), later lists {:.1} MiB ({:.1} MiB free), initial lists {:.1} MiB",
+                self.index.len(),
+                self.quiet_below,
+                mb(self.index.bytes()),
+                mb(self.left.len() * 25),
+                mb(self.later.bytes()),
+                mb(self.later.free_bytes()),
+                mb(self.init_bytes.len())
+            );
+        }
         format!(
             "{} pairs, {} quiet below {} (index {:.1} MiB, quiet {:.1} MiB, log {:.1} MiB, tables {:.1} MiB), later lists {:.1} MiB ({:.1} MiB free), initial lists {:.1} MiB",
             self.index.len() + self.quiet.len(),

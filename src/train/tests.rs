@@ -174,10 +174,15 @@ fn quiet_pairs_change_no_merge() {
             };
             let want = learn(1);
             assert!(want.0.len() > 100, "{}", want.0.len());
-            for q in [2, 5, 64, 200, 1000, 1 << 20] {
-                assert_eq!(learn(q), want, "threshold {q}, {tb:?}, min_frequency {minf}, max_token_length {maxlen:?}");
+            // (Every quiet count forgotten, then counted again when needed, too.)
+            for forget in [pairs::FORGET_QUIET_ABOVE, 0] {
+                FORGET_ABOVE.with(|c| c.set(forget));
+                for q in [2, 5, 64, 200, 1000, 1 << 20] {
+                    assert_eq!(learn(q), want, "threshold {q}, forget above {forget}, {tb:?}, min_frequency {minf}, max_token_length {maxlen:?}");
+                }
             }
             QUIET_START.with(|c| c.set(pairs::QUIET_BELOW));
+            FORGET_ABOVE.with(|c| c.set(pairs::FORGET_QUIET_ABOVE));
         }
     }
 }
@@ -214,10 +219,14 @@ fn a_reused_token_keeps_the_quiet_counts_of_its_pairs() {
         let want = learn(1);
         // (A merge that forms "abc" again makes no new token: one merge more than new tokens.)
         assert!(want.len() > 150 && want.iter().any(|(l, r)| [&l[..], &r[..]].concat() == b"abc"), "{want:?}");
-        for q in [2, 3, 5, 8, 20, 60] {
-            assert_eq!(learn(q), want, "threshold {q}, {tb:?}");
+        for forget in [pairs::FORGET_QUIET_ABOVE, 0] {
+            FORGET_ABOVE.with(|c| c.set(forget));
+            for q in [2, 3, 5, 8, 20, 60] {
+                assert_eq!(learn(q), want, "threshold {q}, forget above {forget}, {tb:?}");
+            }
         }
         QUIET_START.with(|c| c.set(pairs::QUIET_BELOW));
+        FORGET_ABOVE.with(|c| c.set(pairs::FORGET_QUIET_ABOVE));
     }
     // The same merge takes occurrences of a quiet pair away and forms new ones: "abc ab c"
     // (x10) loses (abc, ab), "ab c ab d" (x10) forms it, "abc ab d" (x5) holds it. Its count
@@ -237,7 +246,10 @@ fn a_reused_token_keeps_the_quiet_counts_of_its_pairs() {
     let want = learn(1);
     assert_eq!(want[..4], m(&[("a", "b"), ("ab", "c"), ("e", "f"), ("abc", "ab")]));
     assert_eq!(learn(60), want);
+    FORGET_ABOVE.with(|c| c.set(0));
+    assert_eq!(learn(60), want);
     QUIET_START.with(|c| c.set(pairs::QUIET_BELOW));
+    FORGET_ABOVE.with(|c| c.set(pairs::FORGET_QUIET_ABOVE));
 }
 
 #[test]
