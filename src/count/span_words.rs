@@ -54,14 +54,23 @@ fn key(ids: &[u32]) -> u128 {
 /// The ids of a span's [`key`], pushed onto `out`.
 #[inline(always)]
 fn ids_of(k: u128, out: &mut Vec<u32>) {
+    let (ids, n) = ids_in(k);
+    out.extend_from_slice(&ids[..n]);
+}
+
+/// The ids of a span's [`key`]: the first `n` of the array.
+#[inline(always)]
+fn ids_in(k: u128) -> ([u32; MAX_SPAN_WORDS], usize) {
     let hi = (k >> 64) as u64;
     let lo = ((k as u64) ^ hi.wrapping_mul(K2)).wrapping_mul(K1_INV);
-    for v in [(hi >> 32) as u32, hi as u32, (lo >> 32) as u32, lo as u32] {
+    let mut ids = [0u32; MAX_SPAN_WORDS];
+    for (n, v) in [(hi >> 32) as u32, hi as u32, (lo >> 32) as u32, lo as u32].into_iter().enumerate() {
         if v == 0 {
-            break;
+            return (ids, n);
         }
-        out.push(v - 1);
+        ids[n] = v - 1;
     }
+    (ids, MAX_SPAN_WORDS)
 }
 
 const K1: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -120,12 +129,13 @@ fn counted(table: &[(u128, u64)]) -> impl Iterator<Item = &(u128, u64)> {
 }
 
 /// One thread's spans, by part (the top bits of a hash of their words' bytes, so a span is in
-/// the same part in every thread): keys met since the last count, and counted `(key, count)`.
+/// the same part in every thread): keys met since the last count, and the counted keys with
+/// their counts apart (the keys where the waiting ones were).
 /// Most spans are seen once, so a table of them would take a cache miss per span; appended to
 /// their part, they are counted part by part in a table that stays in the cache.
 pub(super) struct Spans {
     waiting: Vec<Vec<u128>>,
-    counted: Vec<Vec<(u128, u64)>>,
+    counted: Vec<(Vec<u128>, Vec<u64>)>,
     waiting_len: usize,
     counted_len: usize,
     /// The counting table (reused).
@@ -134,7 +144,7 @@ pub(super) struct Spans {
 
 impl Default for Spans {
     fn default() -> Self {
-        Spans { waiting: vec![Vec::new(); PARTS], counted: vec![Vec::new(); PARTS], waiting_len: 0, counted_len: 0, table: Vec::new() }
+        Spans { waiting: vec![Vec::new(); PARTS], counted: vec![Default::default(); PARTS], waiting_len: 0, counted_len: 0, table: Vec::new() }
     }
 }
 
@@ -151,16 +161,23 @@ impl Spans {
     /// Counts the waiting keys into the counted ones, part by part.
     fn count_waiting(&mut self) {
         for p in 0..PARTS {
-            let (waiting, counted) = (std::mem::take(&mut self.waiting[p]), std::mem::take(&mut self.counted[p]));
-            let keys = counted.iter().copied().chain(waiting.iter().map(|&k| (k, 1)));
-            let n = count_keys(&mut self.table, waiting.len() + counted.len(), keys);
-            drop((waiting, counted));
-            let mut kept = Vec::with_capacity(n);
-            kept.extend(self::counted(&self.table));
-            self.counted[p] = kept;
+            let (mut keys, (was, counts)) = (std::mem::take(&mut self.waiting[p]), std::mem::take(&mut self.counted[p]));
+            let all = was.iter().copied().zip(counts.iter().copied()).chain(keys.iter().map(|&k| (k, 1)));
+            let n = count_keys(&mut self.table, keys.len() + was.len(), all);
+            drop((was, counts));
+            // (The distinct keys where the waiting ones were: no new pages for them.)
+            keys.clear();
+            keys.reserve(n);
+            let mut counts = Vec::with_capacity(n);
+            for &(k, c) in counted(&self.table) {
+                keys.push(k);
+                counts.push(c);
+            }
+            keys.shrink_to_fit();
+            self.counted[p] = (keys, counts);
         }
         self.waiting_len = 0;
-        self.counted_len = self.counted.iter().map(|c| c.len()).sum();
+        self.counted_len = self.counted.iter().map(|c| c.0.len()).sum();
         self.table = Vec::new();
     }
 
@@ -177,26 +194,23 @@ type Out = (Vec<u32>, Vec<u32>, Vec<u64>);
 /// local word ids to the sorted ones), each span once: `(span_words, span_ends, counts)`, part
 /// by part (on the pool's threads when `par`), each part's keys freed as it is counted.
 pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> Gathered {
-    let mut parts: Vec<Vec<(usize, Vec<(u128, u64)>)>> = (0..PARTS).map(|_| Vec::new()).collect();
+    let mut parts: Vec<Vec<(usize, (Vec<u128>, Vec<u64>))>> = (0..PARTS).map(|_| Vec::new()).collect();
     for (t, s) in spans.into_iter().enumerate() {
         debug_assert_eq!(s.waiting_len, 0, "counted by into_parts");
         for (p, c) in s.counted.into_iter().enumerate() {
             parts[p].push((t, c));
         }
     }
-    let one = |table: &mut Vec<(u128, u64)>, part: Vec<(usize, Vec<(u128, u64)>)>| -> Out {
-        let n = part.iter().map(|(_, c)| c.len()).sum();
-        let mut local = Vec::with_capacity(MAX_SPAN_WORDS);
-        let mut sorted = [0u32; MAX_SPAN_WORDS];
-        let mut rekey = |t: usize, k: u128| {
-            local.clear();
-            ids_of(k, &mut local);
-            local.iter().zip(sorted.iter_mut()).for_each(|(&l, g)| *g = maps[t][l as usize]);
-            key(&sorted[..local.len()])
+    let one = |table: &mut Vec<(u128, u64)>, part: Vec<(usize, (Vec<u128>, Vec<u64>))>| -> Out {
+        let n = part.iter().map(|(_, c)| c.0.len()).sum();
+        let rekey = |t: usize, k: u128| {
+            let (mut ids, len) = ids_in(k);
+            ids[..len].iter_mut().for_each(|l| *l = maps[t][*l as usize]);
+            key(&ids[..len])
         };
-        let keys: Vec<(u128, u64)> = part.iter().flat_map(|(t, c)| c.iter().map(move |&(k, n)| (*t, k, n))).map(|(t, k, n)| (rekey(t, k), n)).collect();
+        let keys = part.iter().flat_map(|(t, (ks, cs))| ks.iter().zip(cs).map(move |(&k, &c)| (rekey(*t, k), c)));
+        let distinct = count_keys(table, n, keys);
         drop(part);
-        let distinct = count_keys(table, n, keys.into_iter());
         let mut out: Out = (Vec::with_capacity(distinct * 3), Vec::with_capacity(distinct), Vec::with_capacity(distinct));
         for &(k, c) in counted(table) {
             ids_of(k, &mut out.0);
