@@ -81,8 +81,8 @@ struct Rules {
     /// initial counts and all decrements are unfiltered (as `tokenizers`' word.rs).
     max_len: u64,
     min_count: i64,
-    /// The quiet threshold to start with, and how many quiet pairs are forgotten (`pairs`'
-    /// module doc).
+    /// The quiet threshold to start with, and from how many pair occurrences a build forgets
+    /// the quiet counts (`pairs`' module doc).
     quiet_below: i64,
     forget_quiet_above: usize,
 }

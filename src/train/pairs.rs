@@ -18,9 +18,10 @@
 //!   place ([`Pairs::begin_merge`]).
 //! * **Quiet counts forgotten** in big builds ([`FORGET_QUIET_ABOVE`]; superword spans hold
 //!   millions of rare pairs): a run whose best pairs stay far above the threshold never reads
-//!   them, so the build drops them and nothing is logged. They are counted again from the words as they
-//!   are then ([`Pairs::recount_quiet`]) the first time they are needed: the threshold lowered,
-//!   or a reused token. Exact either way: every pair at or above the threshold is full.
+//!   them, so the build drops them and nothing is logged. They are counted again from the words
+//!   as they are then ([`Pairs::recount_quiet`]) the first time they are needed: the threshold
+//!   lowered, or a reused token. Exact either way: every pair at or above the threshold is full.
+//!   ([Log](../../docs/performance.md#superword-training).)
 //! * **Lazy lists.** A word stays listed after it lost the pair; the merge checks it (about half
 //!   the visits on English find an occurrence). A pair whose count falls to 0 drops its lists.
 //! * **Lists as varint gaps.** The lists are most of the merge loop's memory, so word ids are

@@ -29,7 +29,8 @@ struct Walked {
 }
 
 /// The pairs of occurrences sorted by pair (`key`), each pair's words ascending: a pair at or
-/// above `threshold` is full (its count and its list of words), the others quiet.
+/// above `threshold` is full (its count and its list of words), the others quiet (kept with
+/// `keep_quiet`, else only skipped).
 fn walk<O: Copy>(occ: &[O], key: impl Fn(O) -> u64, pair: impl Fn(O) -> (u32, u32), word: impl Fn(O) -> usize, count: impl Fn(O) -> i64, threshold: i64, keep_quiet: bool) -> Walked {
     let mut out = Walked::default();
     let mut i = 0;
@@ -186,7 +187,8 @@ impl Pairs {
         self.quiet_known = true;
     }
 
-    /// The pairs of walked stretches of occurrences, in order (ids in key order).
+    /// The pairs of walked stretches of occurrences, in order (ids in key order); without
+    /// `quiet_kept`, the quiet counts forgotten.
     fn join(quiet_below: i64, walked: Vec<Walked>, quiet_kept: bool, pool: Option<&rayon::ThreadPool>) -> Pairs {
         let mut pairs = Pairs::empty(quiet_below);
         let (mut groups, mut quiet) = (Vec::with_capacity(walked.len()), Vec::with_capacity(walked.len()));
