@@ -413,26 +413,20 @@ impl Pairs {
     /// What the pair state holds, for the timing report.
     pub fn sizes(&self) -> String {
         let mb = |b: usize| b as f64 / (1 << 20) as f64;
-        if !self.quiet_known {
-            return format!(
-                "{} full pairs, quiet ones below {} forgotten (index {:.1} MiB, tables {:.1} MiB), later lists {:.1} MiB ({:.1} MiB free), initial lists {:.1} MiB",
-                self.index.len(),
+        let quiet = match self.quiet_known {
+            true => format!(
+                "{} quiet below {} (quiet {:.1} MiB, log {:.1} MiB)",
+                self.quiet.len(),
                 self.quiet_below,
-                mb(self.index.bytes()),
-                mb(self.left.len() * 25),
-                mb(self.later.bytes()),
-                mb(self.later.free_bytes()),
-                mb(self.init_bytes.len())
-            );
-        }
+                mb(self.quiet.bytes()),
+                mb((self.log.capacity() + self.log_sorted.capacity()) * std::mem::size_of::<(u32, u32, i64)>())
+            ),
+            false => format!("quiet ones below {} forgotten", self.quiet_below),
+        };
         format!(
-            "{} pairs, {} quiet below {} (index {:.1} MiB, quiet {:.1} MiB, log {:.1} MiB, tables {:.1} MiB), later lists {:.1} MiB ({:.1} MiB free), initial lists {:.1} MiB",
+            "{} pairs, {quiet}; index {:.1} MiB, tables {:.1} MiB, later lists {:.1} MiB ({:.1} MiB free), initial lists {:.1} MiB",
             self.index.len() + self.quiet.len(),
-            self.quiet.len(),
-            self.quiet_below,
             mb(self.index.bytes()),
-            mb(self.quiet.bytes()),
-            mb((self.log.capacity() + self.log_sorted.capacity()) * std::mem::size_of::<(u32, u32, i64)>()),
             mb(self.left.len() * 25),
             mb(self.later.bytes()),
             mb(self.later.free_bytes()),
