@@ -99,7 +99,7 @@ impl Rules {
     /// Which pairs of a base's segmentation count when the pairs are built (HF: all).
     fn counted_at_start<'a>(&self, toks: &'a Tokens) -> impl Fn(u32, u32) -> bool + Sync + 'a {
         let (hf, max_len) = (self.hf, self.max_len);
-        move |a, b| hf || toks.len[a as usize] as u64 + toks.len[b as usize] as u64 <= max_len
+        move |a, b| hf || max_len == u64::MAX || toks.len[a as usize] as u64 + toks.len[b as usize] as u64 <= max_len
     }
 
     #[inline]
