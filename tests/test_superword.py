@@ -330,6 +330,34 @@ def test_a_split_only_counter_gives_the_same_words_and_spans(two_units, threads,
         _core.WordCounter("gpt2", [], 1, True)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_spans_gathered_in_the_parent_are_refused_in_a_forked_child(two_units):
+    """The thread gathering ``split_words``' spans is the parent's: a child forked meanwhile gets
+    a clear error from ``take`` (it would wait for a thread it does not have), the parent its spans."""
+    counter = hf_bpe.training.counting.count_words(two_units, pattern=span_pattern("gpt2"), num_threads=2,
+                                                   split_only=True)
+    (_, _, c), gathering = counter.split_words("gpt2")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            try:
+                gathering.take()
+                said = b"took"
+            except ValueError as e:
+                said = str(e).encode()
+            os.write(w, said)
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    said = os.read(r, 1000).decode()
+    assert "were being gathered when this process was forked; gather them in the parent" in said
+    sw, se, counts = gathering.take()
+    assert len(counts) > 1000 and len(se) == len(counts) + 1 and se[-1] == len(sw)
+    assert int(counts.sum()) > int(c.sum()) // 4  # (spans of up to 4 words hold every word)
+
+
 def test_segment_spans_refuses_arrays_that_do_not_fit(docs, tmp_path):
     import numpy as np
 
