@@ -352,6 +352,7 @@ def test_spans_gathered_in_the_parent_are_refused_in_a_forked_child(two_units):
     os.close(w)
     os.waitpid(pid, 0)
     said = os.read(r, 1000).decode()
+    os.close(r)
     assert "were being gathered when this process was forked; gather them in the parent" in said
     sw, se, counts = gathering.take()
     assert len(counts) > 1000 and len(se) == len(counts) + 1 and se[-1] == len(sw)
