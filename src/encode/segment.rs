@@ -11,8 +11,10 @@ use crate::keys::{pack, pack_in};
 
 /// Words per unit of parallel work.
 const RUN: usize = 1 << 14;
-/// How far ahead of the span being cut its words' records are asked for (in words).
+/// How far ahead of the span being cut its words' records are asked for (in words), and how
+/// many each span asks for (about the words of a span, so the asking keeps pace).
 const AHEAD_WORDS: usize = 16;
+const ASKED_PER_SPAN: usize = 4;
 
 /// The words of flat `b`/`o` (checked by the caller: `o` rises from 0 to `b.len()`) cut into
 /// tokens: `(ids, offsets)`. With `max_rank`, only pairs of lower rank merge (the first
@@ -100,7 +102,7 @@ pub fn spans(enc: &Encoder, spans: Option<(&[u8], &[i64])>, words: (&[u8], &[i64
         let (ws, span) = (&span_words[span_ends[i] as usize..span_ends[i + 1] as usize], span_of(i));
         // The records of the words a few spans ahead, asked for now (a record is a cache miss).
         let ahead = &span_words[span_ends[i + 1] as usize..];
-        ahead.iter().skip(AHEAD_WORDS).take(4).for_each(|&w| crate::memory::prefetch(rec.as_ptr().wrapping_add(w as usize)));
+        ahead.iter().skip(AHEAD_WORDS).take(ASKED_PER_SPAN).for_each(|&w| crate::memory::prefetch(rec.as_ptr().wrapping_add(w as usize)));
         if ws.is_empty() {
             if let Some(span) = span {
                 enc.bpe_piece(span, ids);
