@@ -8,9 +8,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import regex
@@ -350,7 +352,14 @@ def test_spans_gathered_in_the_parent_are_refused_in_a_forked_child(two_units):
         finally:
             os._exit(0)
     os.close(w)
-    os.waitpid(pid, 0)
+    # (Without the guard the child would wait for the parent's thread for ever: bounded here.)
+    deadline = time.monotonic() + 60
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung in take()")
+        time.sleep(0.01)
     said = os.read(r, 1000).decode()
     os.close(r)
     assert "were being gathered when this process was forked; gather them in the parent" in said
