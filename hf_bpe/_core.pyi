@@ -139,6 +139,15 @@ def segment_spans(encoder: Encoder, bytes: npt.NDArray[np.uint8] | None, offsets
     With ``bytes`` and ``offsets`` None a span is its words (``WordCounter.split_spans`` gives no
     span bytes), and a span given no words is empty."""
 
+def segment_pieces(encoder: Encoder, word_bytes: npt.NDArray[np.uint8], word_offsets: npt.NDArray[np.int64],
+                   word_counts: npt.NDArray[np.uint64], span_words: npt.NDArray[np.uint32],
+                   span_ends: npt.NDArray[np.int64], span_counts: npt.NDArray[np.uint64], merges: int
+                   ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.uint64], int] | None:
+    """The spans of ``segment_spans`` (their words; ``span_counts``, and the words' own counts) cut
+    where no superword merge of a stage 2 of ``merges`` merges can cross, each distinct piece once:
+    ``(ids, offsets, counts, floor)``, the pieces cut into stage 1's tokens as ``segment_spans``
+    cuts spans. Train them with ``floor`` (``train_merges_extending``). None when no cut can pay."""
+
 def train_merges_extending(base: Sequence[bytes], base_merges: Sequence[tuple[bytes, bytes]],
                            syms: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64],
                            counts: npt.NDArray[np.uint64], max_new_tokens: int,
@@ -146,12 +155,14 @@ def train_merges_extending(base: Sequence[bytes], base_merges: Sequence[tuple[by
                            max_token_length: int | None = None,
                            progress: Callable[[int], object] | None = None,
                            merge_filter: Callable[[bytes, bytes], bool] | str | None = None,
-                           internal: npt.NDArray[np.uint32] | None = None
-                           ) -> list[tuple[bytes, bytes]]:
+                           internal: npt.NDArray[np.uint32] | None = None, floor: int = 0
+                           ) -> list[tuple[bytes, bytes]] | None:
     """Learns merges extending a vocabulary: ``base`` its tokens of two bytes or more in id order
     (internal ids 256..), the words already cut into internal ids (or into vocabulary ids that
     ``internal`` maps to them: ``internal[id]``); only new strings count, and a
-    base merge that re-forms is applied but not listed again (and never vetoed by ``merge_filter``)."""
+    base merge that re-forms is applied but not listed again (and never vetoed by ``merge_filter``).
+    With ``floor`` (the words being ``segment_pieces``' pieces): None if the best pair fell below it
+    before the merges were done (train on the whole spans then)."""
 
 def train_parity_merges(corpora: Sequence[CountArrays], dev: Sequence[tuple[CountArrays, CountArrays | None]],
                         max_new_tokens: int, tie_break: Literal["lexicographic", "hf"] = "lexicographic",

@@ -122,9 +122,11 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
                    max_token_length)
     if len(counts) == 0:
         raise ValueError(EMPTY)
-    out, new = extend_segmented(base, counts.counts, _segment(base, counts) if segmented is None else segmented,
-                                vocab_size, tie_break, min_frequency, max_token_length, progress, extra_added, label,
-                                merge_filter)
+    done = extend_segmented(base, counts.counts, _segment(base, counts) if segmented is None else segmented,
+                            vocab_size, tie_break, min_frequency, max_token_length, progress, extra_added, label,
+                            merge_filter)
+    assert done is not None  # (no floor)
+    out, new = done
     first, next_id = max([base.vocab_size] + [t.id + 1 for t in extra_added]), out.vocab_size
     if progress and report:
         before, after = compression(base, counts), compression(out, counts)
@@ -136,11 +138,13 @@ def extend_from_counts(base: BPE, counts: WordCounts, vocab_size: int, tie_break
 def extend_segmented(base: BPE, counts: np.ndarray, segmented: tuple[np.ndarray, np.ndarray], vocab_size: int,
                      tie_break: str, min_frequency: int, max_token_length: int | None, progress: bool,
                      extra_added: Sequence[formats.AddedToken] = (), label: str = "merging",
-                     merge_filter: Any = None, pattern: str | None = None) -> tuple[BPE, list[tuple[bytes, bytes]]]:
+                     merge_filter: Any = None, pattern: str | None = None,
+                     floor: int = 0) -> tuple[BPE, list[tuple[bytes, bytes]]] | None:
     """The merge loop of :func:`extend_from_counts` on words already cut into ``base``'s ids
     (``segmented``: ``(ids, offsets)``, ``_core.segment_words``' form) with their ``counts``
     (the caller has checked that they were counted with ``base``'s pattern and added tokens):
-    the extended vocabulary and its new merges; ``pattern``: the result's, if not ``base``'s."""
+    the extended vocabulary and its new merges; ``pattern``: the result's, if not ``base``'s.
+    ``floor``: the words are pieces of ``_core.segment_pieces``; None if the best pair fell below it."""
     import numpy as np
 
     first = max([base.vocab_size] + [t.id + 1 for t in extra_added])
@@ -159,7 +163,9 @@ def extend_segmented(base: BPE, counts: np.ndarray, segmented: tuple[np.ndarray,
     max_new = vocab_size - first
     with count_progress(max_new, label, "tok", enabled=progress and max_new > 0) as cb:
         new = _core.train_merges_extending([b for _, b in multi], base.merges, ids, off, counts, max_new,
-                                           tie_break, min_frequency, max_token_length, cb, merge_filter, lut)
+                                           tie_break, min_frequency, max_token_length, cb, merge_filter, lut, floor)
+    if new is None:
+        return None
     vocab, next_id = base.vocab, first
     added = {t.content.encode(): t.content for t in list(base.added_tokens) + list(extra_added)}
     for a, b in new:

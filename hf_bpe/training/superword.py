@@ -31,6 +31,7 @@ Only the ``gpt2`` word pattern has a span pattern so far; others are a clear err
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -139,16 +140,33 @@ def _stages(split: list, span_bytes: tuple[np.ndarray, np.ndarray] | None, patte
         return BPE(stage1.vocab, stage1.merges, stage1.special_tokens, pattern)
     span_words, span_ends, span_counts = spans.take() if isinstance(spans, _core.SpanGather) else spans
     del spans
-    # Each span cut into stage 1's tokens, from its words' where no merge can cross between them
-    # (``_core.segment_spans``), as the span pattern's encoder would.
-    b, o = span_bytes if span_bytes is not None else (None, None)
-    segmented = _core.segment_spans(stage1._encoder(), b, o, arrays[0], arrays[1], span_words, span_ends,
-                                    checked=True)
-    del arrays, span_words, span_ends, span_bytes, b, o
+    encoder = stage1._encoder()
     # (Stage 1's tokenizer stands for the base: only its tables are read, and the result takes
     # the span pattern.)
-    out, _ = extend_segmented(stage1, span_counts, segmented, vocab_size, tie_break, min_frequency, max_token_length,
-                              progress, label="superwords", merge_filter=merge_filter, pattern=pattern)
+    stage2 = functools.partial(extend_segmented, stage1, vocab_size=vocab_size, tie_break=tie_break,
+                               min_frequency=min_frequency, max_token_length=max_token_length, progress=progress,
+                               label="superwords", merge_filter=merge_filter, pattern=pattern)
+    done = None
+    # Cut where no stage-2 merge can cross, each distinct piece once (``_core.segment_pieces``);
+    # trained on the whole spans if the merges fall below its floor. (HF's counts of long pairs
+    # depend on how they formed, which the floor's bound does not see.)
+    if tie_break != "hf" or max_token_length is None:
+        pieces = _core.segment_pieces(encoder, arrays[0], arrays[1], arrays[2], span_words, span_ends, span_counts,
+                                      vocab_size - stage1.vocab_size)
+        if pieces is not None:
+            ids, offsets, counts, floor = pieces
+            del pieces
+            done = stage2(counts=counts, segmented=(ids, offsets), floor=floor)
+            del ids, offsets, counts
+    if done is None:
+        # Each span cut into stage 1's tokens, from its words' where no merge can cross between
+        # them (``_core.segment_spans``), as the span pattern's encoder would.
+        b, o = span_bytes if span_bytes is not None else (None, None)
+        segmented = _core.segment_spans(encoder, b, o, arrays[0], arrays[1], span_words, span_ends, checked=True)
+        del arrays, span_words, span_ends, span_bytes, b, o
+        done = stage2(counts=span_counts, segmented=segmented)
+    assert done is not None
+    out = done[0]
     if progress:
         print(f"superwords: {out.vocab_size - stage1.vocab_size} tokens after the first {stage1.vocab_size} "
               f"(ids {stage1.vocab_size}..{out.vocab_size - 1})", file=sys.stderr)

@@ -210,6 +210,7 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(training::segment_words, m)?)?;
     m.add_function(wrap_pyfunction!(training::split_spans, m)?)?;
     m.add_function(wrap_pyfunction!(training::segment_spans, m)?)?;
+    m.add_function(wrap_pyfunction!(training::segment_pieces, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_merges_extending, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_parity_merges, m)?)?;
     m.add_class::<training::WordCounter>()?;

@@ -256,6 +256,32 @@ pub fn segment_spans<'py>(
     Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offs)))
 }
 
+/// The spans of [`segment_spans`] (without their bytes; `span_counts` their counts,
+/// `word_counts` the words') cut where no stage-2 merge of `merges` can cross, each distinct
+/// piece once (`crate::encode::segment::pieces`): `(ids, offsets, counts, floor)`, the pieces
+/// in [`segment_spans`]' form; train them with `floor` ([`train_merges_extending`]). None where
+/// no cut can pay.
+#[pyfunction]
+#[pyo3(signature = (encoder, word_bytes, word_offsets, word_counts, span_words, span_ends, span_counts, merges))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+pub fn segment_pieces<'py>(
+    py: Python<'py>,
+    encoder: PyRef<'py, super::encoder::Encoder>,
+    word_bytes: PyReadonlyArray1<'py, u8>,
+    word_offsets: PyReadonlyArray1<'py, i64>,
+    word_counts: PyReadonlyArray1<'py, u64>,
+    span_words: PyReadonlyArray1<'py, u32>,
+    span_ends: PyReadonlyArray1<'py, i64>,
+    span_counts: PyReadonlyArray1<'py, u64>,
+    merges: usize,
+) -> PyResult<Option<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>, u64)>> {
+    let words = (word_bytes.as_slice()?, word_offsets.as_slice()?);
+    let (wc, sw, se, sc) = (word_counts.as_slice()?, span_words.as_slice()?, span_ends.as_slice()?, span_counts.as_slice()?);
+    let enc = encoder.inner.clone();
+    let out = py.allow_threads(|| no_panic(|| crate::encode::segment::pieces::pieces(&enc, words, wc, sw, se, sc, merges))).map_err(value_error)?;
+    Ok(out.map(|p| (PyArray1::from_vec(py, p.ids), PyArray1::from_vec(py, p.offsets), PyArray1::from_vec(py, p.counts), p.floor)))
+}
+
 /// The words' flat `bytes` and `offsets`, checked (offsets rise from 0 to `len(bytes)`).
 fn flat_words<'a>(bytes: &'a PyReadonlyArray1<'_, u8>, offsets: &'a PyReadonlyArray1<'_, i64>, who: &str) -> PyResult<(&'a [u8], &'a [i64])> {
     let (b, o) = (bytes.as_slice()?, offsets.as_slice()?);
@@ -267,9 +293,10 @@ fn flat_words<'a>(bytes: &'a PyReadonlyArray1<'_, u8>, offsets: &'a PyReadonlyAr
 
 /// Learns merges extending a vocabulary (`crate::train::train_extending`): `base` its tokens of
 /// two bytes or more in id order (internal ids 256..), the words cut into internal ids (or into
-/// vocabulary ids that `internal` maps to them).
+/// vocabulary ids that `internal` maps to them). With a `floor` ([`segment_pieces`]): None if
+/// the best pair fell below it (train the whole spans then).
 #[pyfunction]
-#[pyo3(signature = (base, base_merges, syms, offsets, counts, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None, merge_filter=None, internal=None))]
+#[pyo3(signature = (base, base_merges, syms, offsets, counts, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None, merge_filter=None, internal=None, floor=0))]
 #[allow(clippy::too_many_arguments)]
 pub fn train_merges_extending<'py>(
     py: Python<'py>,
@@ -285,7 +312,8 @@ pub fn train_merges_extending<'py>(
     progress: Option<PyObject>,
     merge_filter: Option<PyObject>,
     internal: Option<PyReadonlyArray1<'py, u32>>,
-) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+    floor: u64,
+) -> PyResult<Option<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>>> {
     let (filter, failed) = merge_filter_of(merge_filter)?;
     let cfg = TrainConfig { max_new_tokens, tie_break: tie_break_of(tie_break)?, min_frequency, max_token_length, filter };
     let (ids, o, c) = (syms.as_slice()?, offsets.as_slice()?, counts.as_slice()?);
@@ -294,9 +322,9 @@ pub fn train_merges_extending<'py>(
     }
     let words = train::Segmented { ids, internal: internal.as_ref().map(|t| t.as_slice()).transpose()?, offsets: o, counts: c };
     let base: Vec<Box<[u8]>> = base.into_iter().map(Vec::into_boxed_slice).collect();
-    let merges = with_progress(py, progress, |cb| train::train_extending(&base, &base_merges, words, &cfg, &mut |n| cb(n as u64)))?;
+    let merges = with_progress(py, progress, |cb| train::train_extending(&base, &base_merges, words, &cfg, floor, &mut |n| cb(n as u64)))?;
     raise_filter_error(&failed)?;
-    Ok(merges.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect())
+    Ok(merges.map(|m| m.iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect()))
 }
 
 /// Learns parity-aware merges (`crate::train::train_parity`): `corpora` one word table per

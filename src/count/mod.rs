@@ -23,7 +23,7 @@
 //!   counted as their words' ids ([`span_words`]), which [`Counter::take_split`] reads out.
 
 mod gather;
-mod span_words;
+pub(crate) mod span_words;
 mod split;
 mod tables;
 

@@ -41,7 +41,7 @@ const BATCH: usize = 64;
 /// the parts and tables ([`mix128`]) folds the halves together with a shift, under which keys
 /// of small ids in neighbouring places collide outright.
 #[inline(always)]
-fn key(ids: &[u32]) -> u128 {
+pub(crate) fn key(ids: &[u32]) -> u128 {
     debug_assert!((1..=MAX_SPAN_WORDS).contains(&ids.len()));
     let mut k = 0u128;
     for (i, &id) in ids.iter().enumerate() {
@@ -53,7 +53,7 @@ fn key(ids: &[u32]) -> u128 {
 
 /// The ids of a span's [`key`], pushed onto `out`.
 #[inline(always)]
-fn ids_of(k: u128, out: &mut Vec<u32>) {
+pub(crate) fn ids_of(k: u128, out: &mut Vec<u32>) {
     let (ids, n) = ids_in(k);
     out.extend_from_slice(&ids[..n]);
 }
@@ -98,7 +98,7 @@ const COUNT_AT: usize = if cfg!(test) { 1 << 12 } else { 1 << 24 };
 /// Counts `keys` (`n` of them at most; a key with its count) in `table` (reused): each
 /// distinct key with its summed count in a slot of its own, the others zero. Returns how
 /// many distinct keys there are.
-fn count_keys(table: &mut Vec<(u128, u64)>, n: usize, keys: impl Iterator<Item = (u128, u64)>) -> usize {
+pub(crate) fn count_keys(table: &mut Vec<(u128, u64)>, n: usize, keys: impl Iterator<Item = (u128, u64)>) -> usize {
     let cap = (2 * n).next_power_of_two().max(16);
     let (shift, mask) = (64 - cap.trailing_zeros(), cap - 1);
     table.clear();
@@ -124,7 +124,7 @@ fn count_keys(table: &mut Vec<(u128, u64)>, n: usize, keys: impl Iterator<Item =
 }
 
 /// The slots of a counting table that hold a key ([`count_keys`]).
-fn counted(table: &[(u128, u64)]) -> impl Iterator<Item = &(u128, u64)> {
+pub(crate) fn counted(table: &[(u128, u64)]) -> impl Iterator<Item = &(u128, u64)> {
     table.iter().filter(|s| s.0 != 0)
 }
 

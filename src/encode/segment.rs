@@ -9,6 +9,8 @@ use super::Encoder;
 use crate::counts::rising;
 use crate::keys::{pack, pack_in};
 
+pub mod pieces;
+
 /// Words per unit of parallel work.
 const RUN: usize = 1 << 14;
 /// How far ahead of the span being cut its words' records are asked for (in words), and how
@@ -42,102 +44,165 @@ pub fn words(enc: &Encoder, b: &[u8], o: &[i64], max_rank: Option<u64>) -> (Vec<
 /// the call). Without them a span is its words (`Counter::take_split` gives no span bytes), and
 /// one given no words is empty.
 pub fn spans(enc: &Encoder, spans: Option<(&[u8], &[i64])>, words: (&[u8], &[i64]), span_words: &[u32], span_ends: &[i64], check: bool) -> Result<(Vec<u32>, Vec<i64>), String> {
-    if enc.pattern_spec() != "gpt2" || enc.is_generic() {
-        return Err(format!("segment_spans needs an encoder of the gpt2 pattern, not {:?}", enc.pattern_spec()));
-    }
-    if enc.is_tiktoken() || enc.pipeline.ignore_merges {
-        // (A word looked up whole may differ from its merge inside the span.)
-        return Err("segment_spans needs an encoder whose tokens come from its merges (not tiktoken ranks or ignore_merges)".into());
-    }
-    let (wb, wo) = words;
-    let n = wo.len().saturating_sub(1);
-    if !rising(wo, wb.len()) || wo.windows(2).any(|w| w[0] == w[1]) {
-        return Err("segment_spans: word offsets must rise from 0 to len(word bytes), every word one byte or more".into());
-    }
-    if !rising(span_ends, span_words.len()) || spans.is_some_and(|(_, o)| span_ends.len() != o.len()) {
+    if spans.is_some_and(|(_, o)| span_ends.len() != o.len()) {
         return Err("segment_spans: span_ends must rise from 0 to len(span_words), one per span and one more".into());
     }
-    if let Some(&bad) = span_words.iter().find(|&&w| w as usize >= n) {
-        return Err(format!("segment_spans: word id {bad} is not below the {n} words given"));
+    let wt = WordTokens::new(enc, words, span_words, span_ends, spans.is_some())?;
+    wt.spans(spans, span_words, span_ends, check)
+}
+
+/// Stage 1's tokens of each word of a split, cut once, and what cutting spans at their words
+/// reads of each word (see [`spans`]).
+pub(super) struct WordTokens<'a> {
+    enc: &'a Encoder,
+    wb: &'a [u8],
+    wo: &'a [i64],
+    tok: Vec<u32>,
+    ends: Vec<i64>,
+    rec: Vec<W>,
+    /// With span bytes to check against: each word's bytes packed when it has fewer than 16
+    /// (zero for a longer one).
+    keys: Vec<u128>,
+}
+
+/// Per word, in 8 bytes: its one token, or where its tokens start (`n` of them; 0: too many
+/// to say here, see `ends`), its first and last byte (every word has some).
+#[derive(Clone, Copy)]
+struct W {
+    tok: u32,
+    n: u16,
+    first: u8,
+    last: u8,
+}
+
+impl<'a> WordTokens<'a> {
+    /// The words' tokens by `enc` (checked: an encoder of the gpt2 pattern whose tokens come
+    /// from its merges, word offsets rising, every span's word a word given); `packed`: span
+    /// bytes will be checked against the words.
+    pub(super) fn new(enc: &'a Encoder, words: (&'a [u8], &'a [i64]), span_words: &[u32], span_ends: &[i64], packed: bool) -> Result<Self, String> {
+        if enc.pattern_spec() != "gpt2" || enc.is_generic() {
+            return Err(format!("segment_spans needs an encoder of the gpt2 pattern, not {:?}", enc.pattern_spec()));
+        }
+        if enc.is_tiktoken() || enc.pipeline.ignore_merges {
+            // (A word looked up whole may differ from its merge inside the span.)
+            return Err("segment_spans needs an encoder whose tokens come from its merges (not tiktoken ranks or ignore_merges)".into());
+        }
+        let (wb, wo) = words;
+        let n = wo.len().saturating_sub(1);
+        if !rising(wo, wb.len()) || wo.windows(2).any(|w| w[0] == w[1]) {
+            return Err("segment_spans: word offsets must rise from 0 to len(word bytes), every word one byte or more".into());
+        }
+        if !rising(span_ends, span_words.len()) {
+            return Err("segment_spans: span_ends must rise from 0 to len(span_words), one per span and one more".into());
+        }
+        if let Some(&bad) = span_words.iter().find(|&&w| w as usize >= n) {
+            return Err(format!("segment_spans: word id {bad} is not below the {n} words given"));
+        }
+        let (tok, ends) = self::words(enc, wb, wo, None);
+        let far = tok.len() > u32::MAX as usize;
+        let word = |w: usize| &wb[wo[w] as usize..wo[w + 1] as usize];
+        let rec: Vec<W> = (0..n)
+            .map(|w| {
+                let (s, e) = (ends[w] as usize, ends[w + 1] as usize);
+                let n = if far || e - s > u16::MAX as usize { 0 } else { (e - s) as u16 };
+                let x = word(w);
+                W { tok: if n == 1 { tok[s] } else { s as u32 }, n, first: x[0], last: x[x.len() - 1] }
+            })
+            .collect();
+        let keys = match packed {
+            true => (0..n).map(|w| if word(w).len() < 16 { pack(word(w)) } else { 0 }).collect(),
+            false => Vec::new(),
+        };
+        Ok(WordTokens { enc, wb, wo, tok, ends, rec, keys })
     }
-    let (tok, ends) = self::words(enc, wb, wo, None);
-    // Per word, in 8 bytes: its one token, or where its tokens start (`n` of them; 0: too many
-    // to say here, see `ends`), its first and last byte (every word has some). With the spans'
-    // bytes, also its bytes packed when it has fewer than 16 (zero for a longer one).
-    #[derive(Clone, Copy)]
-    struct W {
-        tok: u32,
-        n: u16,
-        first: u8,
-        last: u8,
+
+    /// Word `w`'s bytes.
+    fn word(&self, w: usize) -> &'a [u8] {
+        &self.wb[self.wo[w] as usize..self.wo[w + 1] as usize]
     }
-    let far = tok.len() > u32::MAX as usize;
-    let word = |w: usize| &wb[wo[w] as usize..wo[w + 1] as usize];
-    let rec: Vec<W> = (0..n)
-        .map(|w| {
-            let (s, e) = (ends[w] as usize, ends[w + 1] as usize);
-            let n = if far || e - s > u16::MAX as usize { 0 } else { (e - s) as u16 };
-            let x = word(w);
-            W { tok: if n == 1 { tok[s] } else { s as u32 }, n, first: x[0], last: x[x.len() - 1] }
-        })
-        .collect();
-    let keys: Vec<u128> = match spans {
-        Some(_) => (0..n).map(|w| if word(w).len() < 16 { pack(word(w)) } else { 0 }).collect(),
-        None => Vec::new(),
-    };
-    let len = |w: usize| match keys[w] {
-        0 => word(w).len(),
-        k => (k >> 120) as usize,
-    };
-    let span_of = |i: usize| spans.map(|(b, o)| &b[o[i] as usize..o[i + 1] as usize]);
-    let hint = |a: usize, z: usize| match spans {
-        Some((_, o)) => (o[z] - o[a]) as usize / 4,
-        None => (span_ends[z] - span_ends[a]) as usize * 5 / 4,
-    };
-    // The first span whose words do not spell it (cutting it at them would be wrong, or out of
-    // bounds): checked as each span is cut (a short word as its packed key; only the lengths
-    // without `check`), the error given after.
-    let bad = std::sync::atomic::AtomicUsize::new(usize::MAX);
-    let out = runs(span_ends.len() - 1, hint, Vec::<u8>::new, |joined, i, ids| {
-        let (ws, span) = (&span_words[span_ends[i] as usize..span_ends[i + 1] as usize], span_of(i));
-        // The records of the words a few spans ahead, asked for now (a record is a cache miss).
-        let ahead = &span_words[span_ends[i + 1] as usize..];
-        ahead.iter().skip(AHEAD_WORDS).take(ASKED_PER_SPAN).for_each(|&w| crate::memory::prefetch(rec.as_ptr().wrapping_add(w as usize)));
+
+    /// Word `w`'s tokens.
+    pub(super) fn tokens(&self, w: usize) -> &[u32] {
+        let r = &self.rec[w];
+        match r.n {
+            1 => std::slice::from_ref(&r.tok),
+            0 => &self.tok[self.ends[w] as usize..self.ends[w + 1] as usize],
+            n => &self.tok[r.tok as usize..r.tok as usize + n as usize],
+        }
+    }
+
+    /// Asks for word `w`'s record (a hint: a record is a cache miss).
+    #[inline(always)]
+    fn prefetch(&self, w: u32) {
+        crate::memory::prefetch(self.rec.as_ptr().wrapping_add(w as usize));
+    }
+
+    /// The spans of [`spans`] cut into tokens (`span_words`, `span_ends` checked by [`new`](Self::new)).
+    pub(super) fn spans(&self, spans: Option<(&[u8], &[i64])>, span_words: &[u32], span_ends: &[i64], check: bool) -> Result<(Vec<u32>, Vec<i64>), String> {
+        let span_of = |i: usize| spans.map(|(b, o)| &b[o[i] as usize..o[i + 1] as usize]);
+        let hint = |a: usize, z: usize| match spans {
+            Some((_, o)) => (o[z] - o[a]) as usize / 4,
+            None => (span_ends[z] - span_ends[a]) as usize * 5 / 4,
+        };
+        // The first span whose words do not spell it (cutting it at them would be wrong, or out of
+        // bounds): checked as each span is cut (a short word as its packed key; only the lengths
+        // without `check`), the error given after.
+        let bad = std::sync::atomic::AtomicUsize::new(usize::MAX);
+        let out = runs(span_ends.len() - 1, hint, Vec::<u8>::new, |joined, i, ids| {
+            let ws = &span_words[span_ends[i] as usize..span_ends[i + 1] as usize];
+            // The records of the words a few spans ahead, asked for now (a record is a cache miss).
+            let ahead = &span_words[span_ends[i + 1] as usize..];
+            ahead.iter().skip(AHEAD_WORDS).take(ASKED_PER_SPAN).for_each(|&w| self.prefetch(w));
+            if !self.span(ws, span_of(i), check, joined, ids) {
+                bad.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        match bad.into_inner() {
+            usize::MAX => Ok(out),
+            i => Err(format!("segment_spans: the words given for span {i} do not spell it")),
+        }
+    }
+
+    /// One span of words `ws` (its bytes `span`, if given) cut into tokens pushed onto `ids`
+    /// (`joined`: scratch); false if its words do not spell it.
+    pub(super) fn span(&self, ws: &[u32], span: Option<&[u8]>, check: bool, joined: &mut Vec<u8>, ids: &mut Vec<u32>) -> bool {
         if ws.is_empty() {
             if let Some(span) = span {
-                enc.bpe_piece(span, ids);
+                self.enc.bpe_piece(span, ids);
             }
-            return;
+            return true;
         }
+        let len = |w: usize| match self.keys[w] {
+            0 => self.word(w).len(),
+            k => (k >> 120) as usize,
+        };
         // One walk over the words: each checked against the span as it comes, and cut into runs
         // joined where a merge may cross, each a word's tokens or merged whole.
         let (mut k, mut from, mut at, mut last) = (0, 0, 0, 0u8);
         let mut flush = |k: usize, j: usize, from: usize, at: usize, ids: &mut Vec<u32>| {
             if j == k + 1 {
-                let (w, r) = (ws[k] as usize, rec[ws[k] as usize]);
-                match r.n {
-                    1 => ids.push(r.tok),
-                    0 => ids.extend_from_slice(&tok[ends[w] as usize..ends[w + 1] as usize]),
-                    n => ids.extend_from_slice(&tok[r.tok as usize..r.tok as usize + n as usize]),
+                match self.rec[ws[k] as usize] {
+                    W { n: 1, tok, .. } => ids.push(tok),
+                    _ => ids.extend_from_slice(self.tokens(ws[k] as usize)),
                 }
             } else if let Some(span) = span {
-                enc.bpe_piece(&span[from..at], ids);
+                self.enc.bpe_piece(&span[from..at], ids);
             } else {
                 joined.clear();
-                ws[k..j].iter().for_each(|&w| joined.extend_from_slice(word(w as usize)));
-                enc.bpe_piece(joined, ids);
+                ws[k..j].iter().for_each(|&w| joined.extend_from_slice(self.word(w as usize)));
+                self.enc.bpe_piece(joined, ids);
             }
         };
         for (j, &w) in ws.iter().enumerate() {
-            let r = rec[w as usize];
+            let r = self.rec[w as usize];
             let mut e = at;
             if let Some(span) = span {
                 let w = w as usize;
                 e = at + len(w);
-                let spelled = e <= span.len() && (!check || if keys[w] != 0 { pack_in(span, at, e) == keys[w] } else { span[at..e] == *word(w) });
+                let keys = &self.keys;
+                let spelled = e <= span.len() && (!check || if keys[w] != 0 { pack_in(span, at, e) == keys[w] } else { span[at..e] == *self.word(w) });
                 if !spelled {
-                    bad.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
-                    return;
+                    return false;
                 }
             }
             if j > 0 && !may_join(last, r.first) {
@@ -147,21 +212,17 @@ pub fn spans(enc: &Encoder, spans: Option<(&[u8], &[i64])>, words: (&[u8], &[i64
             (at, last) = (e, r.last);
         }
         if span.is_some_and(|span| at != span.len()) {
-            bad.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
-            return;
+            return false;
         }
         flush(k, ws.len(), from, at, ids);
-    });
-    match bad.into_inner() {
-        usize::MAX => Ok(out),
-        i => Err(format!("segment_spans: the words given for span {i} do not spell it")),
+        true
     }
 }
 
 /// Items `0..n` cut into ids by `cut(state, index, ids)`, in runs of [`RUN`] items on all cores
 /// (a `state()` per run; `hint(a, z)`: about how many ids items `a..z` make), joined in order:
 /// `(ids, offsets)`.
-fn runs<S>(n: usize, hint: impl Fn(usize, usize) -> usize + Sync, state: impl Fn() -> S + Sync, cut: impl Fn(&mut S, usize, &mut Vec<u32>) + Sync) -> (Vec<u32>, Vec<i64>) {
+pub(super) fn runs<S>(n: usize, hint: impl Fn(usize, usize) -> usize + Sync, state: impl Fn() -> S + Sync, cut: impl Fn(&mut S, usize, &mut Vec<u32>) + Sync) -> (Vec<u32>, Vec<i64>) {
     let runs: Vec<(usize, usize)> = (0..n).step_by(RUN).map(|a| (a, (a + RUN).min(n))).collect();
     // (Without a pool, everything runs here: never on rayon's global pool.)
     let pool = crate::pool::get(crate::pool::default_threads());

@@ -248,7 +248,7 @@ fn train_words<S: Sym>(
         return Vec::new(); // (more distinct words than ids cannot happen with real data)
     }
     let pairs = Pairs::build(&words, pool, rules.quiet_below);
-    merge_loop(words, pairs, Tokens::new(), &rules, cfg, None, pool, progress)
+    merge_loop(words, pairs, Tokens::new(), &rules, cfg, None, 0, pool, progress).0
 }
 
 impl Rules {
@@ -300,13 +300,19 @@ impl<'a> Segmented<'a> {
 /// when one re-forms (a new token rebuilt a string it joins), it is applied in the words, as
 /// the encoder applies it at its own rank, but not emitted again. The rules are those of
 /// [`train`]. An id that `internal` does not map, or not of the base, is an error.
+///
+/// `floor`: the words are pieces cut where only pairs counting less than this could form
+/// (`crate::encode::segment::pieces`), so the merges are those of the whole words only while
+/// the best pair counts at least this: `None` if it falls below first (and `min_frequency`
+/// would not have stopped there). 0: no floor.
 pub fn train_extending(
     base: &[Box<[u8]>],
     base_merges: &[(Vec<u8>, Vec<u8>)],
     words: Segmented<'_>,
     cfg: &TrainConfig,
+    floor: u64,
     progress: &mut dyn FnMut(usize) -> bool,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+) -> Result<Option<Vec<(Vec<u8>, Vec<u8>)>>, String> {
     let _mapped = crate::memory::MapBigAllocations::new();
     let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
     let t0 = std::time::Instant::now();
@@ -326,7 +332,7 @@ pub fn train_extending(
     }
     let rules = Rules::of(cfg);
     if cfg.max_new_tokens == 0 || words.counts.len() > u32::MAX as usize - 1 {
-        return Ok(Vec::new());
+        return Ok(Some(Vec::new()));
     }
     let mut known = rustc_hash::FxHashSet::default();
     for (a, b) in base_merges {
@@ -334,11 +340,14 @@ pub fn train_extending(
             known.insert((x, y));
         }
     }
-    Ok(if small_ids(toks.count(), cfg) {
-        extending_loop(Words::<u16>::from_segmented(words, pool), toks, &rules, cfg, known, pool, progress, t0)
+    // (Below `min_count`, the loop stops on the pieces as on the whole words.)
+    let floor = if floor > rules.min_count as u64 { floor as i64 } else { 0 };
+    let (merges, below) = if small_ids(toks.count(), cfg) {
+        extending_loop(Words::<u16>::from_segmented(words, pool), toks, &rules, cfg, known, floor, pool, progress, t0)
     } else {
-        extending_loop(Words::<u32>::from_segmented(words, pool), toks, &rules, cfg, known, pool, progress, t0)
-    })
+        extending_loop(Words::<u32>::from_segmented(words, pool), toks, &rules, cfg, known, floor, pool, progress, t0)
+    };
+    Ok((!below).then_some(merges))
 }
 
 /// The pairs of the base's segmentation, then the merge loop.
@@ -349,10 +358,11 @@ fn extending_loop<S: Sym>(
     rules: &Rules,
     cfg: &TrainConfig,
     known: rustc_hash::FxHashSet<(u32, u32)>,
+    floor: i64,
     pool: Option<&rayon::ThreadPool>,
     progress: &mut dyn FnMut(usize) -> bool,
     t0: std::time::Instant,
-) -> Vec<(Vec<u8>, Vec<u8>)> {
+) -> (Vec<(Vec<u8>, Vec<u8>)>, bool) {
     let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
     if timing {
         eprintln!("train: extending: words built in {:?}", t0.elapsed());
@@ -361,10 +371,12 @@ fn extending_loop<S: Sym>(
     if timing {
         eprintln!("train: extending: pairs built in {:?}", t0.elapsed());
     }
-    merge_loop(words, pairs, toks, rules, cfg, Some(known), pool, progress)
+    merge_loop(words, pairs, toks, rules, cfg, Some(known), floor, pool, progress)
 }
 
-/// The merge loop proper, from the words, their pairs and the tokens so far.
+/// The merge loop proper, from the words, their pairs and the tokens so far; and whether it
+/// stopped because the best pair counted less than `floor` ([`train_extending`]).
+#[allow(clippy::too_many_arguments)]
 fn merge_loop<S: Sym>(
     mut words: Words<S>,
     mut pairs: Pairs,
@@ -372,9 +384,10 @@ fn merge_loop<S: Sym>(
     rules: &Rules,
     cfg: &TrainConfig,
     mut known: Option<rustc_hash::FxHashSet<(u32, u32)>>,
+    floor: i64,
     pool: Option<&rayon::ThreadPool>,
     progress: &mut dyn FnMut(usize) -> bool,
-) -> Vec<(Vec<u8>, Vec<u8>)> {
+) -> (Vec<(Vec<u8>, Vec<u8>)>, bool) {
     // `known`: merges not to emit again (extending: the base's, then each new one).
     // HF_BPE_TRAIN_TIMING=1 prints the time of each stage to stderr (for profiling).
     let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
@@ -387,7 +400,7 @@ fn merge_loop<S: Sym>(
     }
     let mut s = Scratch::default();
     let mut veto = Vetoes::default();
-    let mut new_tokens = 0usize;
+    let (mut new_tokens, mut below_floor) = (0usize, false);
     let step = (cfg.max_new_tokens / 100).max(1);
     while new_tokens < cfg.max_new_tokens {
         let best = pop_best(&mut heap, &pairs, &toks, ties);
@@ -412,6 +425,10 @@ fn merge_loop<S: Sym>(
             }
             pairs.complete(&words);
             continue;
+        }
+        if floor > 0 && best.as_ref().is_none_or(|e| e.count < floor) {
+            below_floor = true;
+            break;
         }
         let Some(top) = best else { break };
         if top.count < rules.min_count {
@@ -481,7 +498,7 @@ fn merge_loop<S: Sym>(
             mb(heap.v.len() * std::mem::size_of::<Entry>())
         );
     }
-    merges
+    (merges, below_floor)
 }
 
 #[cfg(test)]

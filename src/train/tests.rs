@@ -94,7 +94,7 @@ fn extending_nothing_is_training_and_base_strings_are_reused() {
             offs.push(syms.len() as i64);
         }
         let cfg = TrainConfig { max_new_tokens: 7, tie_break: tb, min_frequency: 0, max_token_length: None, filter: None };
-        let got = train_extending(&[], &[], Segmented::of(&syms, &offs, &counts), &cfg, &mut |_| true).unwrap();
+        let got = train_extending(&[], &[], Segmented::of(&syms, &offs, &counts), &cfg, 0, &mut |_| true).unwrap().unwrap();
         assert_eq!(got, run(words, 7, tb, 0, None));
     }
     // base "th", "at": " the" is [" ", th, e]; the first new merge joins th + e (count 7)
@@ -103,9 +103,9 @@ fn extending_nothing_is_training_and_base_strings_are_reused() {
     let syms = vec![sp, 256, e, sp, 256, e, n, sp, c, 257, sp, h, 257];
     let offs = [0i64, 3, 7, 10, 13];
     let cfg = TrainConfig { max_new_tokens: 2, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None, filter: None };
-    let got = train_extending(&base, &[], Segmented::of(&syms, &offs, &[5, 2, 3, 1]), &cfg, &mut |_| true).unwrap();
+    let got = train_extending(&base, &[], Segmented::of(&syms, &offs, &[5, 2, 3, 1]), &cfg, 0, &mut |_| true).unwrap().unwrap();
     assert_eq!(got, m(&[("th", "e"), (" ", "the")]));
-    assert!(train_extending(&base, &[], Segmented::of(&[999], &[0, 1], &[1]), &cfg, &mut |_| true).unwrap_err().contains("999"));
+    assert!(train_extending(&base, &[], Segmented::of(&[999], &[0, 1], &[1]), &cfg, 0, &mut |_| true).unwrap_err().contains("999"));
 }
 
 #[test]
@@ -169,7 +169,7 @@ fn quiet_pairs_change_no_merge() {
             let learn = |q: i64| {
                 QUIET_START.with(|c| c.set(q));
                 let (syms, offs, cs) = segmented();
-                let ext = train_extending(&[], &[], Segmented::of(&syms, &offs, &cs), &cfg, &mut |_| true).unwrap();
+                let ext = train_extending(&[], &[], Segmented::of(&syms, &offs, &cs), &cfg, 0, &mut |_| true).unwrap().unwrap();
                 (run(&words, 400, tb, minf, maxlen), ext)
             };
             let want = learn(1);
@@ -214,7 +214,7 @@ fn a_reused_token_keeps_the_quiet_counts_of_its_pairs() {
         let cfg = TrainConfig { max_new_tokens: 150, tie_break: tb, min_frequency: 0, max_token_length: None, filter: None };
         let learn = |q: i64| {
             QUIET_START.with(|c| c.set(q));
-            train_extending(&base, &[], Segmented::of(&syms, &offs, &counts), &cfg, &mut |_| true).unwrap()
+            train_extending(&base, &[], Segmented::of(&syms, &offs, &counts), &cfg, 0, &mut |_| true).unwrap().unwrap()
         };
         let want = learn(1);
         // (A merge that forms "abc" again makes no new token: one merge more than new tokens.)
@@ -241,7 +241,7 @@ fn a_reused_token_keeps_the_quiet_counts_of_its_pairs() {
     let cfg = TrainConfig { max_new_tokens: 6, tie_break: TieBreak::Lexicographic, min_frequency: 0, max_token_length: None, filter: None };
     let learn = |q: i64| {
         QUIET_START.with(|c| c.set(q));
-        train_extending(&base, &[], Segmented::of(&syms, &offs, &counts), &cfg, &mut |_| true).unwrap()
+        train_extending(&base, &[], Segmented::of(&syms, &offs, &counts), &cfg, 0, &mut |_| true).unwrap().unwrap()
     };
     let want = learn(1);
     assert_eq!(want[..4], m(&[("a", "b"), ("ab", "c"), ("e", "f"), ("abc", "ab")]));

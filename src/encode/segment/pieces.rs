@@ -1,0 +1,239 @@
+//! Superword spans cut where no stage-2 merge can cross, and identical pieces counted once
+//! ([`pieces`]): stage 2 then trains on ~2 M distinct pieces instead of ~8 M distinct spans.
+//!
+//! * **Why it is exact.** Every occurrence of a pair `x y` lies at one boundary of the spans'
+//!   first segmentation: the one between the last first-segmentation token of `x` and the
+//!   first of `y` (a token's make-up is fixed by its merges). So the count of `x y` never
+//!   exceeds the count of that boundary's first pair, at any step. Cutting every boundary
+//!   whose first pair counts less than a floor `f` therefore only removes occurrences of pairs
+//!   that count less than `f`, in the whole spans as in the pieces: pairs of `f` or more have
+//!   the same count in both, and a merge loop that only ever merges such pairs makes the same
+//!   merges on both (ties too: the same pairs tie). The trainer is told `f` and reports when
+//!   its best pair falls below it; the caller then trains on the whole spans.
+//! * **Counts as upper bounds.** The first pairs are summed into a sketch of 2^20 slots by a
+//!   hash of the pair (saturating `u16`s: a slot is at least the count of every pair in it);
+//!   a boundary is cut when its slot is below the floor. The words' own pairs are counted by
+//!   distinct word (its count in all spans), a span whose words a stage-1 merge may join
+//!   ([`super::may_join`]) is cut into tokens whole, all its pairs counted and never cut.
+//! * **The floor** is a quarter of the `2 K`-th highest slot (`K`: the merges asked for); on
+//!   185 MB of English the last merge counts 1.2-2x half of it.
+//!
+//! Figures: [log](../../../docs/performance.md#superword-training).
+
+use super::{WordTokens, AHEAD_WORDS, ASKED_PER_SPAN};
+use crate::count::span_words::{count_keys, counted, ids_of, key, MAX_SPAN_WORDS};
+use crate::encode::Encoder;
+use crate::keys::mix128;
+
+const SKETCH_BITS: u32 = 20;
+const SLOTS: usize = 1 << SKETCH_BITS;
+/// Multi-word pieces are spread over this many parts by their key's hash, each counted apart.
+const PART_BITS: u32 = 8;
+const PARTS: usize = 1 << PART_BITS;
+
+/// The distinct pieces cut into stage 1's tokens, as [`super::spans`] gives them, with their
+/// counts, and the floor the trainer must not merge below.
+pub struct Pieces {
+    pub ids: Vec<u32>,
+    pub offsets: Vec<i64>,
+    pub counts: Vec<u64>,
+    pub floor: u64,
+}
+
+#[inline(always)]
+fn slot(a: u32, b: u32) -> usize {
+    ((((a as u64) << 32) | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SKETCH_BITS)) as usize
+}
+
+#[inline(always)]
+fn add(sketch: &mut [u16], a: u32, b: u32, c: u16) {
+    let s = &mut sketch[slot(a, b)];
+    *s = s.saturating_add(c);
+}
+
+/// A key's part: bits of its hash apart from the top ones, which place it in its part's table.
+#[inline(always)]
+fn part(k: u128) -> usize {
+    (mix128(k) >> 32) as usize & (PARTS - 1)
+}
+
+/// One stretch's pieces: single words by word (their summed counts), longer pieces of up to
+/// [`MAX_SPAN_WORDS`] words as keys by part, longer ones as they are.
+struct Cut {
+    single: Vec<u64>,
+    /// Keys and counts apart (24 bytes a piece, not 32: a `(u128, u64)` is padded).
+    parts: Vec<(Vec<u128>, Vec<u64>)>,
+    long: (Vec<u32>, Vec<i64>, Vec<u64>),
+}
+
+/// The spans (`span_words`, `span_ends`, `span_counts`, as [`super::spans`] takes them; the
+/// words' counts `word_counts`) cut into distinct pieces for a stage 2 of `merges` merges, or
+/// `None` when no floor of 2 or more can be set (too few spans or merges for cuts to pay).
+pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_words: &[u32], span_ends: &[i64], span_counts: &[u64], merges: usize) -> Result<Option<Pieces>, String> {
+    let timing = std::env::var_os("HF_BPE_TRAIN_TIMING").is_some();
+    let t0 = std::time::Instant::now();
+    let wt = WordTokens::new(enc, words, span_words, span_ends, false)?;
+    let t_words = t0.elapsed();
+    let n_spans = span_ends.len() - 1;
+    if span_counts.len() != n_spans || word_counts.len() != wt.rec.len() {
+        return Err(format!(
+            "segment_pieces: {} span counts for {n_spans} spans, {} word counts for {} words",
+            span_counts.len(),
+            word_counts.len(),
+            wt.rec.len()
+        ));
+    }
+    if merges == 0 || 2 * merges > SLOTS / 8 {
+        return Ok(None);
+    }
+    let pool = crate::pool::get(crate::pool::default_threads());
+    let pool = pool.as_deref();
+    let k = pool.map_or(1, |p| p.current_num_threads() * 2);
+    let stretches: Vec<(usize, usize)> = (0..k).map(|t| (n_spans * t / k, n_spans * (t + 1) / k)).collect();
+    let ws_of = |i: usize| &span_words[span_ends[i] as usize..span_ends[i + 1] as usize];
+    // Per word, in 8 bytes: its first and last token (24 bits each) and its first and last byte.
+    let n_words = wt.rec.len();
+    let edges = (0..n_words).map(|w| {
+        let (t, r) = (wt.tokens(w), wt.rec[w]);
+        let (first, last) = (t[0] as u64, t[t.len() - 1] as u64);
+        (first.max(last) < 1 << 24).then_some(first << 40 | last << 16 | (r.first as u64) << 8 | r.last as u64)
+    });
+    let Some(edges) = edges.collect::<Option<Vec<u64>>>() else { return Ok(None) };
+    let join: Vec<bool> = (0..1usize << 16).map(|i| super::may_join((i >> 8) as u8, i as u8)).collect();
+    // Whether a stage-1 merge may join the words of edges `a` and `b`, and the slot of their pair.
+    let joins = |a: u64, b: u64| join[(a as u8 as usize) << 8 | (b >> 8) as u8 as usize];
+    let slot_of = |a: u64, b: u64| slot((a >> 16) as u32 & 0xFF_FFFF, (b >> 40) as u32);
+    let ahead = |i: usize| {
+        let next = &span_words[span_ends[i + 1] as usize..];
+        next.iter().skip(AHEAD_WORDS).take(ASKED_PER_SPAN).for_each(|&w| crate::memory::prefetch(edges.as_ptr().wrapping_add(w as usize)));
+    };
+
+    // The sketch of the first pairs' counts (a span of words a merge may join: all its pairs,
+    // on top of the boundaries before the first such pair: an upper bound all the same).
+    let sketches = crate::pool::map(pool, &stretches, |&(a, z)| {
+        let (mut sk, mut scratch, mut ids) = (vec![0u16; SLOTS], Vec::new(), Vec::new());
+        for i in a..z {
+            ahead(i);
+            let (ws, c) = (ws_of(i), span_counts[i].min(u16::MAX as u64) as u16);
+            if c == 0 || ws.len() < 2 {
+                continue;
+            }
+            let mut e = edges[ws[0] as usize];
+            for &w in &ws[1..] {
+                let f = edges[w as usize];
+                if joins(e, f) {
+                    ids.clear();
+                    wt.span(ws, None, false, &mut scratch, &mut ids);
+                    ids.windows(2).for_each(|p| add(&mut sk, p[0], p[1], c));
+                    break;
+                }
+                let s = &mut sk[slot_of(e, f)];
+                *s = s.saturating_add(c);
+                e = f;
+            }
+        }
+        sk
+    });
+    let mut sketch = vec![0u16; SLOTS];
+    for sk in sketches {
+        sketch.iter_mut().zip(sk).for_each(|(s, x)| *s = s.saturating_add(x));
+    }
+    for (w, &c) in word_counts.iter().enumerate() {
+        let c = c.min(u16::MAX as u64) as u16;
+        wt.tokens(w).windows(2).for_each(|p| add(&mut sketch, p[0], p[1], c));
+    }
+    let floor = {
+        let mut v = sketch.clone();
+        let (_, nth, _) = v.select_nth_unstable_by(2 * merges - 1, |a, b| b.cmp(a));
+        *nth as u64 / 2
+    };
+    let t_sketch = t0.elapsed();
+    if floor < 2 {
+        return Ok(None);
+    }
+
+    // The pieces: each span cut where its boundary's slot is below the floor (single words
+    // counted by word; those of one token dropped when joined).
+    let cuts = crate::pool::map(pool, &stretches, |&(a, z)| {
+        let part_of = || (Vec::with_capacity((z - a) / PARTS), Vec::with_capacity((z - a) / PARTS));
+        let mut cut = Cut { single: vec![0; n_words], parts: (0..PARTS).map(|_| part_of()).collect(), long: (Vec::new(), vec![0], Vec::new()) };
+        let mut emit = |piece: &[u32], c: u64| match piece.len() {
+            1 => cut.single[piece[0] as usize] += c,
+            2..=MAX_SPAN_WORDS => {
+                let k = key(piece);
+                let p = &mut cut.parts[part(k)];
+                p.0.push(k);
+                p.1.push(c);
+            }
+            _ => {
+                cut.long.0.extend_from_slice(piece);
+                cut.long.1.push(cut.long.0.len() as i64);
+                cut.long.2.push(c);
+            }
+        };
+        for i in a..z {
+            ahead(i);
+            let (ws, c) = (ws_of(i), span_counts[i]);
+            if c == 0 || ws.is_empty() {
+                continue;
+            }
+            if ws.len() == 1 || ws.windows(2).any(|p| joins(edges[p[0] as usize], edges[p[1] as usize])) {
+                emit(ws, c);
+                continue;
+            }
+            let mut from = 0;
+            for j in 1..ws.len() {
+                if (sketch[slot_of(edges[ws[j - 1] as usize], edges[ws[j] as usize])] as u64) < floor {
+                    emit(&ws[from..j], c);
+                    from = j;
+                }
+            }
+            emit(&ws[from..], c);
+        }
+        cut
+    });
+    let t_cut = t0.elapsed();
+    // Each part of all stretches counted together, then every piece in one flat form.
+    let mut by_part: Vec<Vec<(Vec<u128>, Vec<u64>)>> = (0..PARTS).map(|_| Vec::new()).collect();
+    let (mut single, mut long) = (vec![0u64; n_words], Vec::new());
+    for cut in cuts {
+        single.iter_mut().zip(&cut.single).for_each(|(s, &x)| *s += x);
+        cut.parts.into_iter().enumerate().for_each(|(p, v)| by_part[p].push(v));
+        long.push(cut.long);
+    }
+    let counted_parts = crate::pool::install(pool, || {
+        use rayon::prelude::*;
+        let one = |table: &mut Vec<(u128, u64)>, part: Vec<(Vec<u128>, Vec<u64>)>| {
+            let n = part.iter().map(|v| v.0.len()).sum();
+            count_keys(table, n, part.iter().flat_map(|(k, c)| k.iter().copied().zip(c.iter().copied())));
+            counted(table).copied().collect::<Vec<_>>()
+        };
+        match pool {
+            Some(_) => by_part.into_par_iter().map_init(Vec::new, one).collect::<Vec<_>>(),
+            None => by_part.into_iter().map(|p| one(&mut Vec::new(), p)).collect(),
+        }
+    });
+    let (mut pw, mut pe, mut pc) = (Vec::new(), vec![0i64], Vec::new());
+    for (w, &c) in single.iter().enumerate().filter(|&(w, &c)| c > 0 && wt.tokens(w).len() >= 2) {
+        pw.push(w as u32);
+        pe.push(pw.len() as i64);
+        pc.push(c);
+    }
+    for &(k, c) in counted_parts.iter().flatten() {
+        ids_of(k, &mut pw);
+        pe.push(pw.len() as i64);
+        pc.push(c);
+    }
+    for (w, e, c) in long {
+        let base = pw.len() as i64;
+        pw.extend_from_slice(&w);
+        pe.extend(e[1..].iter().map(|&x| base + x));
+        pc.extend_from_slice(&c);
+    }
+    let t_count = t0.elapsed();
+    let (ids, offsets) = wt.spans(None, &pw, &pe, false)?;
+    if timing {
+        eprintln!("pieces: words {t_words:?} sketch {t_sketch:?} (floor {floor}) cut {t_cut:?} counted {t_count:?} ({} pieces) segmented {:?}", pc.len(), t0.elapsed());
+    }
+    Ok(Some(Pieces { ids, offsets, counts: pc, floor }))
+}
