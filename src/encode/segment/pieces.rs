@@ -15,8 +15,9 @@
 //!   a boundary is cut when its slot is below the floor. The words' own pairs are counted by
 //!   distinct word (its count in all spans), a span whose words a stage-1 merge may join
 //!   ([`super::may_join`]) is cut into tokens whole, all its pairs counted and never cut.
-//! * **The floor** is a quarter of the `2 K`-th highest slot (`K`: the merges asked for); on
-//!   185 MB of English the last merge counts 1.2-2x half of it.
+//! * **The floor** is half the `2 K`-th highest slot (`K`: the merges asked for); on 185 MB of
+//!   English, stage 2's last merge counts 2.2-2.3x the floor at 16k-64k. A floor set too high
+//!   costs a second stage 2, never a different result.
 //!
 //! Figures: [log](../../../docs/performance.md#superword-training).
 
