@@ -66,7 +66,8 @@ pub(super) struct WordTokens<'a> {
 }
 
 /// Per word, in 8 bytes: its one token, or where its tokens start (`n` of them; 0: too many
-/// to say here, see `ends`), its first and last byte (every word has some).
+/// to say here, see `ends`), its first byte and what [`may_join`] reads of its last char
+/// ([`last_of`]).
 #[derive(Clone, Copy)]
 struct W {
     tok: u32,
@@ -106,7 +107,7 @@ impl<'a> WordTokens<'a> {
                 let (s, e) = (ends[w] as usize, ends[w + 1] as usize);
                 let n = if far || e - s > u16::MAX as usize { 0 } else { (e - s) as u16 };
                 let x = word(w);
-                W { tok: if n == 1 { tok[s] } else { s as u32 }, n, first: x[0], last: x[x.len() - 1] }
+                W { tok: if n == 1 { tok[s] } else { s as u32 }, n, first: x[0], last: last_of(x) }
             })
             .collect();
         let keys = match packed {
@@ -257,12 +258,32 @@ pub(super) fn runs<S>(n: usize, hint: impl Fn(usize, usize) -> usize + Sync, sta
     })
 }
 
-/// Whether a stage-1 merge may join the byte `last` ending a gpt2 piece to the byte `first`
-/// starting the next one inside a span. Such a merge makes a token that holds `last first`,
+/// [`last_of`] a non-ASCII char that is not whitespace, and one that is (or bytes that are not
+/// UTF-8).
+const NOT_SPACE: u8 = 0x80;
+const SPACE: u8 = 0xFF;
+
+/// What [`may_join`] reads of a word's last char: its byte if ASCII, else [`NOT_SPACE`] or
+/// [`SPACE`] (whitespace to the scanners' Unicode table).
+fn last_of(word: &[u8]) -> u8 {
+    let b = word[word.len() - 1];
+    if b < 0x80 {
+        return b;
+    }
+    let start = (word.len().saturating_sub(4)..word.len()).rev().find(|&i| word[i] & 0xC0 != 0x80);
+    match start.and_then(|i| std::str::from_utf8(&word[i..]).ok()).and_then(|s| s.chars().next()) {
+        Some(c) if crate::unicode_tables::class_of(c as u32) & crate::unicode_tables::WS == 0 => NOT_SPACE,
+        _ => SPACE,
+    }
+}
+
+/// Whether a stage-1 merge may join a gpt2 piece ending in `last` ([`last_of`]) to the byte
+/// `first` starting the next one inside a span. Such a merge makes a token that holds both,
 /// and every stage-1 token lies inside some gpt2 piece, whose bytes are one class (ASCII
 /// letters, digits, or punctuation and controls), a leading space, whitespace only, or a
-/// contraction (`'` then letters). So an ASCII letter, digit or punctuation mark followed by a
-/// space or by a byte of another class never joins, but for `'` before a letter; anything
+/// contraction (`'` then letters). So a space after a char that is not whitespace never joins
+/// (only a whitespace piece holds a space past its start), nor does an ASCII letter, digit or
+/// punctuation mark followed by a byte of another class, but for `'` before a letter; anything
 /// else (non-ASCII, whitespace, controls) is taken as joinable.
 fn may_join(last: u8, first: u8) -> bool {
     #[derive(PartialEq)]
@@ -278,26 +299,29 @@ fn may_join(last: u8, first: u8) -> bool {
         0x21..=0x7e => C::Punct,
         _ => C::Other,
     };
+    // (Every ASCII byte any `\s` matches, and more: only joinable is safe.)
+    if first == b' ' && last != SPACE && !matches!(last, 0x09..=0x0d | 0x1c..=0x20) {
+        return false;
+    }
     let (l, f) = (class(last), class(first));
     if l == C::Other {
         return true;
-    }
-    if first == b' ' {
-        return false;
     }
     f == C::Other || l == f || (last == b'\'' && f == C::Letter)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::may_join;
+    use super::{last_of, may_join, NOT_SPACE, SPACE};
 
     #[test]
     fn boundaries_that_no_gpt2_piece_holds_never_join() {
-        for (last, first) in [(b'd', b' '), (b'd', b','), (b',', b'a'), (b'3', b'a'), (b'a', b'3'), (b'.', b' ')] {
+        let (e_acute, ideographic_space) = (last_of("caf\u{e9}".as_bytes()), last_of(" \u{3000}".as_bytes()));
+        assert_eq!((e_acute, ideographic_space, last_of(b"ab\xC3"), last_of(b"a\x01")), (NOT_SPACE, SPACE, SPACE, 1));
+        for (last, first) in [(b'd', b' '), (b'd', b','), (b',', b'a'), (b'3', b'a'), (b'a', b'3'), (b'.', b' '), (e_acute, b' '), (1, b' ')] {
             assert!(!may_join(last, first), "{:?}", (last as char, first as char));
         }
-        for (last, first) in [(b'\'', b's'), (b's', b'u'), (b',', b'.'), (b'1', b'2'), (0x80, b' '), (b'a', 0xC3), (b'\t', b' ')] {
+        for (last, first) in [(b'\'', b's'), (b's', b'u'), (b',', b'.'), (b'1', b'2'), (ideographic_space, b' '), (b'a', 0xC3), (b'\t', b' '), (e_acute, b'a'), (0x1c, b' ')] {
             assert!(may_join(last, first), "{:?}", (last, first));
         }
     }

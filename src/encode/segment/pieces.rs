@@ -14,7 +14,9 @@
 //!   hash of the pair (saturating `u16`s: a slot is at least the count of every pair in it);
 //!   a boundary is cut when its slot is below the floor. The words' own pairs are counted by
 //!   distinct word (its count in all spans), a span whose words a stage-1 merge may join
-//!   ([`super::may_join`]) is cut into tokens whole, all its pairs counted and never cut.
+//!   ([`super::may_join`]) is cut into tokens whole and all its pairs counted; it is cut only
+//!   between two words that no merge may join to any neighbour (where its first pair is the
+//!   two words' edge tokens).
 //! * **The floor** is half the `2 K`-th highest slot (`K`: the merges asked for); on 185 MB of
 //!   English, stage 2's last merge counts 2.2-2.3x the floor at 16k-64k. A floor set too high
 //!   costs a second stage 2, never a different result.
@@ -178,16 +180,19 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
             if c == 0 || ws.is_empty() {
                 continue;
             }
-            if ws.len() == 1 || ws.windows(2).any(|p| joins(edges[p[0] as usize], edges[p[1] as usize])) {
-                emit(ws, c);
-                continue;
-            }
-            let mut from = 0;
+            // A boundary is cut only between two words that are each cut into their own tokens
+            // (no merge may join either to its other neighbour): its first pair is their edges'.
+            let e = |j: usize| edges[ws[j] as usize];
+            let (mut from, mut before, mut joined_before) = (0, e(0), false);
             for j in 1..ws.len() {
-                if (sketch[slot_of(edges[ws[j - 1] as usize], edges[ws[j] as usize])] as u64) < floor {
+                let next = e(j);
+                let joined = joins(before, next);
+                let free = !joined && !joined_before && (j + 1 == ws.len() || !joins(next, e(j + 1)));
+                if free && (sketch[slot_of(before, next)] as u64) < floor {
                     emit(&ws[from..j], c);
                     from = j;
                 }
+                (before, joined_before) = (next, joined);
             }
             emit(&ws[from..], c);
         }
@@ -214,7 +219,9 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
             None => by_part.into_iter().map(|p| one(&mut Vec::new(), p)).collect(),
         }
     });
-    let (mut pw, mut pe, mut pc) = (Vec::new(), vec![0i64], Vec::new());
+    let n_pieces = single.iter().filter(|&&c| c > 0).count() + counted_parts.iter().map(|p| p.len()).sum::<usize>() + long.iter().map(|l| l.2.len()).sum::<usize>();
+    let (mut pw, mut pe, mut pc) = (Vec::with_capacity(n_pieces * 3), Vec::with_capacity(n_pieces + 1), Vec::with_capacity(n_pieces));
+    pe.push(0i64);
     for (w, &c) in single.iter().enumerate().filter(|&(w, &c)| c > 0 && wt.tokens(w).len() >= 2) {
         pw.push(w as u32);
         pe.push(pw.len() as i64);
