@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hf_bpe
 from hf_bpe import _core, reference
 from hf_bpe.training.superword import span_pattern
-from test_superword import GPT2, sample_docs
+from test_superword import _TEXT, GPT2, sample_docs
 
 # Spans a stage-1 merge may join inside (contractions, non-ASCII, punctuation runs), repeated so
 # that their pairs count.
@@ -87,6 +89,24 @@ def test_a_merge_below_the_floor_trains_the_whole_spans(docs, monkeypatch):
     want = reference.train_superword_reference(docs, 520 - 256, 700 - 256, GPT2, span_pattern("gpt2"))
     assert got.merges == want
     assert seen[0] is None and seen[1] is not None and len(seen) == 2
+
+
+@pytest.fixture(scope="module")
+def stage1() -> hf_bpe.BPE:
+    # (Merges across contractions, digits, punctuation runs and non-ASCII letters and spaces.)
+    return hf_bpe.train(sample_docs(60_000) + ODD, 900, special_tokens=[], progress=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(_TEXT, min_size=1, max_size=8))
+def test_spans_cut_at_their_words_equal_each_span_merged_whole(stage1, texts):
+    """Where a span is cut at its words (``may_join``: classes, contractions, a space after a char
+    that is not whitespace) it gets the tokens of the span merged whole."""
+    spans = hf_bpe.count(texts, pattern=span_pattern("gpt2"), special_tokens=[], progress=False)
+    (b, o, _), span_words, span_ends = _core.split_spans((spans.bytes, spans.offsets, spans.counts), "gpt2")
+    got = _core.segment_spans(stage1._encoder(), None, None, b, o, span_words, span_ends, checked=True)
+    want = _core.segment_words(stage1._encoder(), spans.bytes, spans.offsets)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
 
 
 @pytest.fixture(scope="module")
