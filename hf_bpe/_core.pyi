@@ -162,7 +162,8 @@ def train_merges_extending(base: Sequence[bytes], base_merges: Sequence[tuple[by
     ``internal`` maps to them: ``internal[id]``); only new strings count, and a
     base merge that re-forms is applied but not listed again (and never vetoed by ``merge_filter``).
     With ``floor`` (the words being ``segment_pieces``' pieces): None if the best pair fell below it
-    before the merges were done (train on the whole spans then)."""
+    before the merges were done, or a merge reused a token (train on the whole spans then);
+    ValueError with ``tie_break="hf"`` and ``max_token_length``."""
 
 def train_parity_merges(corpora: Sequence[CountArrays], dev: Sequence[tuple[CountArrays, CountArrays | None]],
                         max_new_tokens: int, tie_break: Literal["lexicographic", "hf"] = "lexicographic",

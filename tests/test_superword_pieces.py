@@ -49,6 +49,7 @@ def test_pieces_train_to_the_merges_of_the_whole_spans(name, options):
     pieces = _core.segment_pieces(stage1._encoder(), b, o, wc, sw, se, sc, new)
     assert pieces is not None
     ids, offsets, counts, floor = pieces
+    assert floor > options.get("min_frequency", 0), "the floor is not active"
     whole_ids, whole_offsets = _core.segment_spans(stage1._encoder(), None, None, b, o, sw, se, checked=True)
     assert floor >= 2 and len(ids) < len(whole_ids), "nothing was cut or counted once"
     # Each piece once, and no more pair occurrences than the spans hold.
@@ -107,6 +108,36 @@ def test_spans_cut_at_their_words_equal_each_span_merged_whole(stage1, texts):
     got = _core.segment_spans(stage1._encoder(), None, None, b, o, span_words, span_ends, checked=True)
     want = _core.segment_words(stage1._encoder(), spans.bytes, spans.offsets)
     assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    # The same texts many times over: pieces with a floor train to the whole spans' merges.
+    counts = spans.counts * 40
+    pieces = _core.segment_pieces(stage1._encoder(), b, o, _words_in(span_words, span_ends, counts, len(o) - 1),
+                                  span_words, span_ends, counts, 20)
+    if pieces is not None:
+        whole = _train(stage1, *got, counts, 20)
+        cut = _train(stage1, pieces[0], pieces[1], pieces[2], 20, pieces[3])
+        assert cut is None or cut == whole
+
+
+def _words_in(span_words, span_ends, span_counts, n_words):
+    """Each word's count in all spans (what the split gives as the word counts)."""
+    per_word = np.repeat(span_counts, np.diff(span_ends))
+    return np.bincount(span_words, weights=per_word, minlength=n_words).astype(np.uint64)
+
+
+def test_a_reused_token_or_hf_with_max_token_length_gives_up_or_refuses():
+    syms = np.array([97, 98] * 50, dtype=np.uint32)
+    offsets = np.arange(0, 101, 2, dtype=np.int64)
+    counts = np.ones(50, dtype=np.uint64)
+    train = _core.train_merges_extending
+    # "a" "b" merge into "ab", a token of the base: its occurrences would have two make-ups.
+    assert train([b"ab"], [(b"a", b"b")], syms, offsets, counts, 5) == []
+    assert train([b"ab"], [(b"a", b"b")], syms, offsets, counts, 5, floor=2) is None
+    assert train([b"ab"], [(b"a", b"b")], syms, offsets, counts, 5, min_frequency=9, floor=2) is None
+    assert train([b"xy"], [], syms, offsets, counts, 1, floor=2) == [(b"a", b"b")]
+    # (With no pair left, the whole spans might still hold pairs below the floor.)
+    assert train([b"xy"], [], syms, offsets, counts, 5, floor=2) is None
+    with pytest.raises(ValueError, match="not with tie_break='hf' and max_token_length"):
+        train([b"xy"], [], syms, offsets, counts, 5, tie_break="hf", max_token_length=4, floor=2)
 
 
 @pytest.fixture(scope="module")

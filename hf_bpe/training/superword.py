@@ -131,8 +131,9 @@ def _stages(split: list, span_bytes: tuple[np.ndarray, np.ndarray] | None, patte
     the word counts; ``spans``: ``(span_words, span_ends, span_counts)``, span ``i``'s words
     ``span_words[span_ends[i]:span_ends[i + 1]]``, its count ``span_counts[i]``, or a
     ``_core.SpanGather`` giving them once stage 1 is trained), emptied here so that the arrays
-    are freed once stage 2 has its own copy; ``span_bytes``: the spans' own bytes and offsets,
-    or None where a span is its words."""
+    are freed once stage 2 has its own copy of the whole spans (kept while stage 2 trains on
+    pieces, in case it gives up); ``span_bytes``: the spans' own bytes and offsets, or None
+    where a span is its words."""
     from hf_bpe.training.counts import WordCounts
 
     arrays, spans = split

@@ -294,7 +294,7 @@ fn flat_words<'a>(bytes: &'a PyReadonlyArray1<'_, u8>, offsets: &'a PyReadonlyAr
 /// Learns merges extending a vocabulary (`crate::train::train_extending`): `base` its tokens of
 /// two bytes or more in id order (internal ids 256..), the words cut into internal ids (or into
 /// vocabulary ids that `internal` maps to them). With a `floor` ([`segment_pieces`]): None if
-/// the best pair fell below it (train the whole spans then).
+/// the best pair fell below it or a merge reused a token (train the whole spans then).
 #[pyfunction]
 #[pyo3(signature = (base, base_merges, syms, offsets, counts, max_new_tokens, tie_break="lexicographic", min_frequency=0, max_token_length=None, progress=None, merge_filter=None, internal=None, floor=0))]
 #[allow(clippy::too_many_arguments)]

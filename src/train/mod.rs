@@ -248,7 +248,7 @@ fn train_words<S: Sym>(
         return Vec::new(); // (more distinct words than ids cannot happen with real data)
     }
     let pairs = Pairs::build(&words, pool, rules.quiet_below);
-    merge_loop(words, pairs, Tokens::new(), &rules, cfg, None, 0, pool, progress).0
+    merge_loop(words, pairs, Tokens::new(), &rules, cfg, None, None, pool, progress).0
 }
 
 impl Rules {
@@ -303,8 +303,11 @@ impl<'a> Segmented<'a> {
 ///
 /// `floor`: the words are pieces cut where only pairs counting less than this could form
 /// (`crate::encode::segment::pieces`), so the merges are those of the whole words only while
-/// the best pair counts at least this: `None` if it falls below first (and `min_frequency`
-/// would not have stopped there). 0: no floor.
+/// the best pair counts at least this and every merge makes a new token (a reused token's
+/// occurrences would have two make-ups, which the cut's bound does not cover): `None` as soon
+/// as either fails (a floor at or below `min_frequency` only for the latter). 0: no floor. A
+/// floor with HF's tie rule and `max_token_length` is an error (long pairs' counts there
+/// depend on how they formed).
 pub fn train_extending(
     base: &[Box<[u8]>],
     base_merges: &[(Vec<u8>, Vec<u8>)],
@@ -340,8 +343,12 @@ pub fn train_extending(
             known.insert((x, y));
         }
     }
-    // (Below `min_count`, the loop stops on the pieces as on the whole words.)
-    let floor = if floor > rules.min_count as u64 { floor as i64 } else { 0 };
+    if floor > 0 && rules.hf && rules.max_len != u64::MAX {
+        return Err("a floor needs counts that do not depend on how pairs formed: not with tie_break='hf' and max_token_length".into());
+    }
+    // (Below `min_count`, the loop stops on the pieces as on the whole words: only a reused
+    // token gives up then.)
+    let floor = (floor > 0).then(|| if floor > rules.min_count as u64 { floor.min(i64::MAX as u64) as i64 } else { 0 });
     let (merges, below) = if small_ids(toks.count(), cfg) {
         extending_loop(Words::<u16>::from_segmented(words, pool), toks, &rules, cfg, known, floor, pool, progress, t0)
     } else {
@@ -358,7 +365,7 @@ fn extending_loop<S: Sym>(
     rules: &Rules,
     cfg: &TrainConfig,
     known: rustc_hash::FxHashSet<(u32, u32)>,
-    floor: i64,
+    floor: Option<i64>,
     pool: Option<&rayon::ThreadPool>,
     progress: &mut dyn FnMut(usize) -> bool,
     t0: std::time::Instant,
@@ -375,7 +382,7 @@ fn extending_loop<S: Sym>(
 }
 
 /// The merge loop proper, from the words, their pairs and the tokens so far; and whether it
-/// stopped because the best pair counted less than `floor` ([`train_extending`]).
+/// gave up under `floor` ([`train_extending`]).
 #[allow(clippy::too_many_arguments)]
 fn merge_loop<S: Sym>(
     mut words: Words<S>,
@@ -384,7 +391,7 @@ fn merge_loop<S: Sym>(
     rules: &Rules,
     cfg: &TrainConfig,
     mut known: Option<rustc_hash::FxHashSet<(u32, u32)>>,
-    floor: i64,
+    floor: Option<i64>,
     pool: Option<&rayon::ThreadPool>,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> (Vec<(Vec<u8>, Vec<u8>)>, bool) {
@@ -400,7 +407,7 @@ fn merge_loop<S: Sym>(
     }
     let mut s = Scratch::default();
     let mut veto = Vetoes::default();
-    let (mut new_tokens, mut below_floor) = (0usize, false);
+    let (mut new_tokens, mut gave_up) = (0usize, false);
     let step = (cfg.max_new_tokens / 100).max(1);
     while new_tokens < cfg.max_new_tokens {
         let best = pop_best(&mut heap, &pairs, &toks, ties);
@@ -426,8 +433,8 @@ fn merge_loop<S: Sym>(
             pairs.complete(&words);
             continue;
         }
-        if floor > 0 && best.as_ref().is_none_or(|e| e.count < floor) {
-            below_floor = true;
+        if floor.is_some_and(|f| f > 0 && best.as_ref().is_none_or(|e| e.count < f)) {
+            gave_up = true;
             break;
         }
         let Some(top) = best else { break };
@@ -449,6 +456,10 @@ fn merge_loop<S: Sym>(
             pairs.complete(&words);
         }
         let (c, is_new) = toks.merge(a, b);
+        if floor.is_some() && !is_new {
+            gave_up = true;
+            break;
+        }
         if !is_new && !pairs.quiet_known() {
             // (The words as they are before this merge; a reused token adds no token.)
             pairs.recount_quiet(&words, toks.count(), rules.counted_at_start(&toks), pool);
@@ -498,7 +509,7 @@ fn merge_loop<S: Sym>(
             mb(heap.v.len() * std::mem::size_of::<Entry>())
         );
     }
-    (merges, below_floor)
+    (merges, gave_up)
 }
 
 #[cfg(test)]

@@ -1,19 +1,20 @@
 //! Superword spans cut where no stage-2 merge can cross, and identical pieces counted once
 //! ([`pieces`]): stage 2 then trains on ~2 M distinct pieces instead of ~8 M distinct spans.
 //!
-//! * **Why it is exact.** Every occurrence of a pair `x y` lies at one boundary of the spans'
-//!   first segmentation: the one between the last first-segmentation token of `x` and the
-//!   first of `y` (a token's make-up is fixed by its merges). So the count of `x y` never
-//!   exceeds the count of that boundary's first pair, at any step. Cutting every boundary
-//!   whose first pair counts less than a floor `f` therefore only removes occurrences of pairs
-//!   that count less than `f`, in the whole spans as in the pieces: pairs of `f` or more have
-//!   the same count in both, and a merge loop that only ever merges such pairs makes the same
-//!   merges on both (ties too: the same pairs tie). The trainer is told `f` and reports when
-//!   its best pair falls below it; the caller then trains on the whole spans.
+//! * **Why it is exact.** While every merge makes a new token, a token's make-up out of the
+//!   first segmentation's tokens is fixed by its merges, so every occurrence of a pair `x y`
+//!   lies at a boundary between the last first-segmentation token of `x` and the first of `y`,
+//!   and the count of `x y` never exceeds the first count of that boundary's pair. Cutting
+//!   every boundary whose first pair counts less than a floor `f` therefore only removes
+//!   occurrences of pairs that count less than `f`, in the whole spans as in the pieces: pairs
+//!   of `f` or more have the same count in both, and a merge loop that only ever merges such
+//!   pairs makes the same merges on both (ties too: the same pairs tie). The trainer is told
+//!   `f` and gives up when its best pair falls below it or a merge reuses a token (whose
+//!   occurrences would then have two make-ups); the caller then trains on the whole spans.
 //! * **Counts as upper bounds.** The first pairs are summed into a sketch of 2^20 slots by a
 //!   hash of the pair (saturating `u16`s: a slot is at least the count of every pair in it);
 //!   a boundary is cut when its slot is below the floor. The words' own pairs are counted by
-//!   distinct word (its count in all spans), a span whose words a stage-1 merge may join
+//!   distinct word (its count in all spans: the caller's `word_counts`, as the split gives them), a span whose words a stage-1 merge may join
 //!   ([`super::may_join`]) is cut into tokens whole and all its pairs counted; it is cut only
 //!   between two words that no merge may join to any neighbour (where its first pair is the
 //!   two words' edge tokens).
@@ -86,12 +87,13 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
             wt.rec.len()
         ));
     }
-    if merges == 0 || 2 * merges > SLOTS / 8 {
+    if merges == 0 || merges > SLOTS / 16 {
         return Ok(None);
     }
     let pool = crate::pool::get(crate::pool::default_threads());
     let pool = pool.as_deref();
-    let k = pool.map_or(1, |p| p.current_num_threads() * 2);
+    // (At most 8 stretches: each holds a sketch and a count per word until they are summed.)
+    let k = pool.map_or(1, |p| (p.current_num_threads() * 2).min(8));
     let stretches: Vec<(usize, usize)> = (0..k).map(|t| (n_spans * t / k, n_spans * (t + 1) / k)).collect();
     let ws_of = |i: usize| &span_words[span_ends[i] as usize..span_ends[i + 1] as usize];
     // Per word, in 8 bytes: its first and last token (24 bits each) and its first and last byte.
