@@ -20,7 +20,7 @@ vocabulary holds ``transition`` tokens, then merges across word boundaries, insi
   stage 2 cuts the spans where no merge it can make crosses (a boundary whose first pair counts
   below a floor, from a sketch) and counts each distinct piece once (``_core.segment_pieces``:
   ~2 M pieces for ~8 M spans on 185 MB of English). Exact: the trainer is told the floor and
-  reports a merge below it, and the whole spans are trained then.
+  gives up on a merge below it (or one that reuses a token), and the whole spans are trained then.
 
 Where SuperBPE's own trainer lifts pre-tokenization altogether (whole documents in memory), a
 span here is (our choices, named so they can be argued with):
