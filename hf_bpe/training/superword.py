@@ -154,7 +154,7 @@ def _stages(split: list, span_bytes: tuple[np.ndarray, np.ndarray] | None, patte
                                label="superwords", merge_filter=merge_filter, pattern=pattern)
     done = None
     # Cut where no stage-2 merge can cross, each distinct piece once (``_core.segment_pieces``);
-    # trained on the whole spans if the merges fall below its floor. (HF's counts of long pairs
+    # trained on the whole spans if a merge falls below its floor or reuses a token. (HF's counts of long pairs
     # depend on how they formed, which the floor's bound does not see.)
     if tie_break != "hf" or max_token_length is None:
         pieces = _core.segment_pieces(encoder, arrays[0], arrays[1], arrays[2], span_words, span_ends, span_counts,

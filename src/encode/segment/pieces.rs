@@ -163,7 +163,7 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
         let part_of = || (Vec::with_capacity((z - a) / PARTS), Vec::with_capacity((z - a) / PARTS));
         let mut cut = Cut { single: vec![0; n_words], parts: (0..PARTS).map(|_| part_of()).collect(), long: (Vec::new(), vec![0], Vec::new()) };
         let mut emit = |piece: &[u32], c: u64| match piece.len() {
-            1 => cut.single[piece[0] as usize] += c,
+            1 => cut.single[piece[0] as usize] = cut.single[piece[0] as usize].saturating_add(c),
             2..=MAX_SPAN_WORDS => {
                 let k = key(piece);
                 let p = &mut cut.parts[part(k)];
@@ -205,7 +205,7 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
     let mut by_part: Vec<Vec<(Vec<u128>, Vec<u64>)>> = (0..PARTS).map(|_| Vec::new()).collect();
     let (mut single, mut long) = (vec![0u64; n_words], Vec::new());
     for cut in cuts {
-        single.iter_mut().zip(&cut.single).for_each(|(s, &x)| *s += x);
+        single.iter_mut().zip(&cut.single).for_each(|(s, &x)| *s = s.saturating_add(x));
         cut.parts.into_iter().enumerate().for_each(|(p, v)| by_part[p].push(v));
         long.push(cut.long);
     }
