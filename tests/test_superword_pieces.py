@@ -143,3 +143,14 @@ def test_a_reused_token_or_hf_with_max_token_length_gives_up_or_refuses():
 @pytest.fixture(scope="module")
 def docs() -> list[str]:
     return sample_docs(60_000)
+
+
+def test_segment_pieces_names_counts_that_do_not_fit(docs):
+    stage1, (b, o, wc, sw, se, sc) = _stage2_inputs(docs, 500)
+    with pytest.raises(ValueError, match="span counts for"):
+        _core.segment_pieces(stage1._encoder(), b, o, wc, sw, se, sc[:-1], 50)
+    with pytest.raises(ValueError, match="word counts for"):
+        _core.segment_pieces(stage1._encoder(), b, o, wc[:-1], sw, se, sc, 50)
+    with pytest.raises(ValueError, match="span_ends must rise"):
+        _core.segment_pieces(stage1._encoder(), b, o, wc, sw, se[::-1].copy(), sc, 50)
+    assert _core.segment_pieces(stage1._encoder(), b, o, wc, sw, se, sc, 0) is None
