@@ -11,7 +11,8 @@ What is measured
   ``bench_out/superword/train.txt`` (documents joined by ``<|endoftext|>``); every training reads it
   with ``train_files`` in a fresh subprocess of this script (all cores), which reports the seconds
   of the call and the process's peak RSS (VmHWM). For each vocabulary size: plain BPE, and
-  superwords at each transition (a fraction of the vocabulary size), runs interleaved, medians.
+  superwords at each transition (a fraction of the vocabulary size), runs interleaved, medians,
+  and each superword run's ratio to the plain run of its round (paired: the machine drifts).
   Compression is bytes per token on the held-out documents (never trained on), plain against
   superword. The superword tokenizer of the middle vocabulary size and the first transition is
   saved to ``bench_out/superword/tokenizer`` for ``bench_encode.py --vocabs superword``.
@@ -104,6 +105,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--mb", type=float, default=0, help="MB of training text (default: the whole corpus)")
     ap.add_argument("--held-out-mb", type=float, default=5)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="write the training text this many times over (a size beyond the corpus: the counting's "
+                         "time and memory at that size; the distinct words and spans stay those of one copy)")
     ap.add_argument("--stages", action="store_true", help="also time each call into the core (superword runs)")
     ap.add_argument("--out-md", type=Path)
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -126,7 +130,9 @@ def main() -> None:
             size += len(d.encode())
         docs = keep
     train = OUT / "train.txt"
-    train.write_text(EOT.join(docs), encoding="utf-8")
+    with open(train, "w", encoding="utf-8") as f:
+        for k in range(args.repeat):
+            f.write(EOT * (k > 0) + EOT.join(docs))
     train_mb = train.stat().st_size / 1e6
     vocabs = [int(v) for v in args.vocabs.split(",")]
     fracs = [float(f) for f in args.transitions.split(",")]
@@ -147,7 +153,9 @@ def main() -> None:
             s = statistics.median(x["seconds"] for x in results[c])
             rss = statistics.median(x["rss_mib"] for x in results[c])
             bpt = bytes_per_token(OUT / f"v{vocab}-t{c}", held)
-            rows.append((vocab, c, s, s / plain_s, rss, bpt, plain_bpt / bpt))
+            # Paired: each round's run over the same round's plain run (the machine drifts between rounds).
+            paired = sorted(x["seconds"] / p["seconds"] for x, p in zip(results[c], results[None]))
+            rows.append((vocab, c, s, s / plain_s, paired, rss, bpt, plain_bpt / bpt))
             if c and args.stages:
                 stages.append((vocab, c, s, stage_medians(results[c])))
     mid = vocabs[len(vocabs) // 2]
@@ -162,15 +170,18 @@ def main() -> None:
     lines = [
         "# Superword training: hf_bpe superword_transition against plain BPE", "",
         f"Machine: {m['affinity']} CPUs, {m['cpu']}, {m['mem']}; Python {m['python']}; hf_bpe {git_state(ROOT)}.",
-        f"Training text: {train_mb:.0f} MB of English books (`train_files`, all cores, a fresh process per run, "
+        f"Training text: {train_mb:.0f} MB of English books"
+        f"{f' (the books written {args.repeat} times over)' if args.repeat > 1 else ''} (`train_files`, all cores, a fresh process per run, "
         f"median of {args.runs}); held out: the last {args.held_out_mb:g} MB of documents.", "",
-        "| vocab | transition | seconds | x plain | peak RSS MiB | held-out bytes/token | tokens vs plain |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "x plain: the medians' ratio; paired: each round's ratio to the same round's plain run, median (min-max).",
+        "", "| vocab | transition | seconds | x plain | paired | peak RSS MiB | held-out bytes/token | tokens vs plain |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for vocab, c, s, ratio, rss, bpt, gain in rows:
+    for vocab, c, s, ratio, paired, rss, bpt, gain in rows:
         saved = f"{(1 - gain) * 100:.1f}% fewer" if c else "-"  # tokens ∝ 1 / (bytes per token)
-        lines.append(f"| {vocab:,} | {'plain' if c is None else f'{c:,}'} | {s:.1f} | {ratio:.1f}x | {rss:,.0f} | "
-                     f"{bpt:.3f} | {saved} |")
+        pair = f"{statistics.median(paired):.2f}x ({paired[0]:.2f}-{paired[-1]:.2f})" if c else "-"
+        lines.append(f"| {vocab:,} | {'plain' if c is None else f'{c:,}'} | {s:.1f} | {ratio:.1f}x | {pair} | "
+                     f"{rss:,.0f} | {bpt:.3f} | {saved} |")
     for vocab, c, total, med in stages:
         lines += ["", f"Stages of vocab {vocab:,}, transition {c:,} (calls into the core, median of {args.runs} runs; "
                   "cpu/wall above 1: both cores busy):", "", "| stage | seconds | cpu/wall |", "|---|---:|---:|"]
