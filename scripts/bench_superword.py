@@ -10,7 +10,7 @@ What is measured
   The English books corpus minus its last ``--held-out-mb`` MB of whole documents is written once to
   ``bench_out/superword/train.txt`` (documents joined by ``<|endoftext|>``); every training reads it
   with ``train_files`` in a fresh subprocess of this script (all cores), which reports the seconds
-  of the call and the process's peak RSS (VmHWM). For each vocabulary size: plain BPE, and
+  of the call (hf_bpe and numpy imported before it) and the process's peak RSS (VmHWM). For each vocabulary size: plain BPE, and
   superwords at each transition (a fraction of the vocabulary size), runs interleaved, medians,
   and each superword run's ratio to the plain run of its round (paired: the machine drifts).
   Compression is bytes per token on the held-out documents (never trained on), plain against
@@ -71,6 +71,10 @@ def timed_core(log: list) -> None:
 
 
 def child(spec: dict) -> None:
+    # Imports are not training: numpy (which superword training loads for its arrays, plain BPE
+    # never) is imported before the clock, as hf_bpe is.
+    import numpy  # noqa: F401
+
     import hf_bpe
 
     log: list = []
