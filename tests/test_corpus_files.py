@@ -80,3 +80,54 @@ def test_a_file_name_that_is_not_utf8_opens_that_very_file(tmp_path, gpt2_dir):
                          capture_output=True)
     out = run.stdout.decode(errors="surrogateescape") + run.stderr.decode(errors="surrogateescape")
     assert run.returncode == 0 and re.search(r"caf.\.txt\s+30\s+8\s", out), out  # (the twin has 5 bytes)
+
+
+def _sentences_file(tmp_path, mb: int):
+    import random
+
+    rng = random.Random(7)
+    words = ["the", "of", "and", "a", "to", "in", "is", "was", "he", "for", "it", "with", "as", "his", "on",
+             "be", "at", "by", "I", "this", "had", "not", "are", "but", "from", "or", "have", "an", "they",
+             "which", "one", "you", "were", "her", "all", "she", "there", "would", "their", "we", "him",
+             "Tolstoy", "river", "lantern", "1847", "can't", "we'll", "naïve", "café", "Москва"]
+    lines, size = [], 0
+    while size < mb * 1_000_000:
+        line = " ".join(rng.choice(words) for _ in range(rng.randint(3, 14)))
+        line = line[0].upper() + line[1:] + rng.choice([".", ",", "!", "?", ";", ""]) + "\n"
+        lines.append(line)
+        size += len(line.encode())
+    path = tmp_path / f"sentences-{mb}.txt"
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_a_file_counted_in_a_pipeline_trains_as_its_text(tmp_path):
+    # Several blocks: while the threads count one, the next is read (src/count/stream.rs).
+    path = _sentences_file(tmp_path, 7)
+    assert path.stat().st_size > 3 * READ_BLOCK
+    text = path.read_text(encoding="utf-8")
+    for kw in ({}, {"superword_transition": 420}):
+        from_file = hf_bpe.train_files([str(path)], vocab_size=600, progress=False, num_threads=2, **kw)
+        from_text = hf_bpe.train([text], vocab_size=600, progress=False, num_threads=1, **kw)
+        assert from_file.merges == from_text.merges, kw
+
+
+def test_a_read_stopped_by_its_progress_stops_the_counting(tmp_path):
+    path = _sentences_file(tmp_path, 7)
+    calls = []
+
+    def stop(done):
+        calls.append(done)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    wc = _core.WordCounter("gpt2", [], 2)
+    with pytest.raises(KeyboardInterrupt):
+        wc.add_file(str(path), progress=stop)
+    # (The progress counts the bytes read, which run ahead; the counting stopped after 2 blocks.)
+    assert len(calls) == 2 and wc.bytes <= 2 * READ_BLOCK < path.stat().st_size
+    fresh = _core.WordCounter("gpt2", [], 2)
+    fresh.add_file(str(path))
+    whole = _core.WordCounter("gpt2", [], 1)
+    whole.add_texts([path.read_text(encoding="utf-8")])
+    assert fresh.words() == whole.words()

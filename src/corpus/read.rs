@@ -31,9 +31,10 @@ use super::cuts::{last_cut_from, last_safe_cut_from, Rule, CUT_CONTEXT};
 use crate::specials::{SpecialSet, Specials};
 
 /// Size of one read from a file. Up to four blocks are alive at once (two queued, one being
-/// read, one being counted plus its carry-over), so this sets the reader's memory. 2 MiB keeps
-/// both cores busy (two 1 MiB segments per block) and measured as fast as 8 MiB on the 191 MB
-/// English corpus while lowering peak RSS of training by ~15 MiB (20 MB) to ~28 MiB (191 MB).
+/// read, one being cut plus its carry-over; counting holds copies of two more,
+/// `crate::count::stream`), so this sets the reader's memory. 2 MiB measured as fast as 8 MiB
+/// on the 191 MB English corpus while lowering peak RSS of training by ~15 MiB (20 MB) to
+/// ~28 MiB (191 MB).
 pub const BLOCK_BYTES: usize = 2 << 20;
 
 /// A callback told how far a long job has got; returning `false` stops the job (e.g. Ctrl-C).

@@ -14,6 +14,8 @@
 //!   counted in an open-addressing table ([`tables`]); the update trails the scanner by a queue
 //!   of 64 keys whose slots were prefetched. Why, and what was tried:
 //!   [log](../../docs/performance.md#counting).
+//! * **Files in a pipeline** ([`stream`]): a text file's next block is read, cut and decoded
+//!   while the pool counts the one before.
 //! * **Bounded memory.** Files are streamed by `crate::corpus::read` (at most a few blocks in flight),
 //!   so memory is the distinct words plus a few blocks, whatever the corpus size (with a custom
 //!   pattern: plus the text up to the next special token). The tables hold a distinct word in
@@ -25,6 +27,7 @@
 mod gather;
 pub(crate) mod span_words;
 mod split;
+mod stream;
 mod tables;
 
 use std::sync::Mutex;
@@ -242,6 +245,19 @@ impl Counter {
     }
 
     fn count_docs(&mut self, docs: &[&str]) -> Result<(), String> {
+        self.bytes += docs.iter().map(|d| d.len() as u64).sum::<u64>();
+        let work = self.units(docs);
+        let this = &*self;
+        let count_group = |group: &Vec<&str>| this.count_unit(group);
+        match this.pool() {
+            Some(p) => p.install(|| work.par_iter().try_for_each(count_group)),
+            None => work.iter().try_for_each(count_group),
+        }
+    }
+
+    /// The documents cut into units of work of about half a segment (big documents at safe
+    /// places).
+    fn units<'t>(&self, docs: &[&'t str]) -> Vec<Vec<&'t str>> {
         let mut work: Vec<Vec<&str>> = Vec::new();
         let mut cur: Vec<&str> = Vec::new();
         let mut cur_len = 0;
@@ -264,23 +280,20 @@ impl Counter {
                     cur_len = 0;
                 }
             }
-            self.bytes += d.len() as u64;
         }
         if !cur.is_empty() {
             work.push(cur);
         }
-        let this = &*self;
-        let count_group = |group: &Vec<&str>| {
-            let i = rayon::current_thread_index().unwrap_or(0) % this.shards.len();
-            let mut shard = this.shards[i].lock().unwrap_or_else(|e| e.into_inner());
-            let r = group.iter().try_for_each(|t| this.count_text(&mut shard, t));
-            shard.flush();
-            r
-        };
-        match this.pool() {
-            Some(p) => p.install(|| work.par_iter().try_for_each(count_group)),
-            None => work.iter().try_for_each(count_group),
-        }
+        work
+    }
+
+    /// Counts one unit of work in the shard of the thread it runs on.
+    fn count_unit(&self, unit: &[&str]) -> Result<(), String> {
+        let i = rayon::current_thread_index().unwrap_or(0) % self.shards.len();
+        let mut shard = self.shards[i].lock().unwrap_or_else(|e| e.into_inner());
+        let r = unit.iter().try_for_each(|t| self.count_text(&mut shard, t));
+        shard.flush();
+        r
     }
 
     /// Streams one file (plain text, `.gz`, `.jsonl`/`.jsonl.gz` with a `text` field) into the
@@ -306,15 +319,23 @@ impl Counter {
             allowed: &SpecialSet::All,
             range,
         };
-        let r = read_corpus(file_path, &opt, progress, |block| match block {
-            Block::Text(t) => self.count_docs(&[t]),
-            Block::Docs(docs) => {
-                let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
-                self.add_texts(&refs)
+        let jsonl = crate::corpus::read::is_jsonl(file_path);
+        let r = match self.pool.clone() {
+            Some(pool) if !jsonl => {
+                let (r, bytes) = stream::count_file(self, &pool, file_path, &opt, progress);
+                self.bytes += bytes;
+                r
             }
-        });
+            _ => read_corpus(file_path, &opt, progress, |block| match block {
+                Block::Text(t) => self.count_docs(&[t]),
+                Block::Docs(docs) => {
+                    let refs: Vec<&str> = docs.iter().map(|s| s.as_str()).collect();
+                    self.add_texts(&refs)
+                }
+            }),
+        };
         self.last_read = r?;
-        if !crate::corpus::read::is_jsonl(file_path) && range.is_none_or(|(s, _)| s == 0) {
+        if !jsonl && range.is_none_or(|(s, _)| s == 0) {
             self.documents += 1; // the whole file is one document
         }
         Ok(())
