@@ -15,7 +15,7 @@
 //!   of 64 keys whose slots were prefetched. Why, and what was tried:
 //!   [log](../../docs/performance.md#counting).
 //! * **Files in a pipeline** ([`stream`]): a text file's next block is read, cut and decoded
-//!   while the pool counts the one before.
+//!   while the pool counts the one before (built-in patterns, two threads or more).
 //! * **Bounded memory.** Files are streamed by `crate::corpus::read` (at most a few blocks in flight),
 //!   so memory is the distinct words plus a few blocks, whatever the corpus size (with a custom
 //!   pattern: plus the text up to the next special token). The tables hold a distinct word in
@@ -320,8 +320,11 @@ impl Counter {
             range,
         };
         let jsonl = crate::corpus::read::is_jsonl(file_path);
+        // (Not for JSON lines, a custom regex (a block is the text up to a special token, held
+        // once, not twice), one thread, or a caller on a pool's thread.)
+        let piped = !jsonl && self.pattern.cut_rule().is_some() && !crate::pool::in_pool();
         let r = match self.pool.clone() {
-            Some(pool) if !jsonl => {
+            Some(pool) if piped && pool.current_num_threads() > 1 => {
                 let (r, bytes) = stream::count_file(self, &pool, file_path, &opt, progress);
                 self.bytes += bytes;
                 r

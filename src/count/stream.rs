@@ -6,11 +6,16 @@
 //!   they were busy 70% of the time counting words, ~80% counting superword spans.
 //! * **Bounded.** A block's text is copied out of the reader's carry (the carry moves on) and
 //!   held until its units are counted; at most [`IN_FLIGHT`] blocks are, so memory stays a few
-//!   blocks, as in the reader.
+//!   blocks, as in the reader. Only for built-in patterns, whose blocks the reader cuts at
+//!   most a few MiB long (a custom regex's block is the text up to a special token).
 //! * **The same counts.** Units are cut as [`Counter::count_docs`] cuts them and counted in the
 //!   shard of the thread that runs them; counts do not depend on the order.
-//! * **Errors** of a unit stop the reading at the next block and are returned first; a panic
-//!   in a unit still releases its block ([`Release`]) and reaches the caller from the scope.
+//! * **Errors.** A unit's error stops the reading one or two blocks later (when the sink next
+//!   looks) and is returned before the reader's; with several, whichever came first in time. A
+//!   panic in a unit still releases its block ([`Release`]); the scope hands it to the caller
+//!   once the reading ends.
+//! * **Never on a pool's own thread** (the caller checks): the spawned units would sit in the
+//!   waiting thread's own queue.
 //!
 //! Figures: [log](../../docs/performance.md#counting).
 
