@@ -2,8 +2,7 @@
 //! thread receives the next block, finds its cut and decodes it (`crate::corpus::read`).
 //!
 //! * **Why.** Counted one block at a time, both counting threads wait at the end of every block
-//!   for the slower of them and for the next block's cut and decoding: on 185 MB of English
-//!   they were busy 70% of the time counting words, ~80% counting superword spans.
+//!   for the slower of them and for the next block's cut and decoding (how long: the log).
 //! * **Bounded.** A block's text is copied out of the reader's carry (the carry moves on) and
 //!   held until its units are counted; at most [`IN_FLIGHT`] blocks are, so memory stays a few
 //!   blocks, as in the reader. Only for built-in patterns, whose blocks the reader cuts at
