@@ -10,9 +10,10 @@ What is measured
   The English books corpus minus its last ``--held-out-mb`` MB of whole documents is written once to
   ``bench_out/superword/train.txt`` (documents joined by ``<|endoftext|>``); every training reads it
   with ``train_files`` in a fresh subprocess of this script (all cores), which reports the seconds
-  of the call (hf_bpe and numpy imported before it) and the process's peak RSS (VmHWM). For each vocabulary size: plain BPE, and
-  superwords at each transition (a fraction of the vocabulary size), runs interleaved, medians,
-  and each superword run's ratio to the plain run of its round (paired: the machine drifts).
+  of the call (hf_bpe and numpy imported before it) and the process's peak RSS (VmHWM). For each
+  vocabulary size: plain BPE, and superwords at each transition (a fraction of the vocabulary
+  size), runs interleaved, medians, and each superword run's ratio to the plain run of its round
+  (paired: the machine drifts).
   Compression is bytes per token on the held-out documents (never trained on), plain against
   superword. The superword tokenizer of the middle vocabulary size and the first transition is
   saved to ``bench_out/superword/tokenizer`` for ``bench_encode.py --vocabs superword``.
@@ -175,8 +176,9 @@ def main() -> None:
         "# Superword training: hf_bpe superword_transition against plain BPE", "",
         f"Machine: {m['affinity']} CPUs, {m['cpu']}, {m['mem']}; Python {m['python']}; hf_bpe {git_state(ROOT)}.",
         f"Training text: {train_mb:.0f} MB of English books"
-        f"{f' (the books written {args.repeat} times over)' if args.repeat > 1 else ''} (`train_files`, all cores, a fresh process per run, "
-        f"median of {args.runs}); held out: the last {args.held_out_mb:g} MB of documents.", "",
+        f"{f', the books written {args.repeat} times over' if args.repeat > 1 else ''} (`train_files`, all cores, "
+        f"a fresh process per run, median of {args.runs}); held out: the last {args.held_out_mb:g} MB of documents.",
+        "",
         "x plain: the medians' ratio; paired: each round's ratio to the same round's plain run, median (min-max).",
         "", "| vocab | transition | seconds | x plain | paired | peak RSS MiB | held-out bytes/token | tokens vs plain |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
