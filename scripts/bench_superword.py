@@ -180,7 +180,8 @@ def main() -> None:
         f"a fresh process per run, median of {args.runs}); held out: the last {args.held_out_mb:g} MB of documents.",
         "",
         "x plain: the medians' ratio; paired: each round's ratio to the same round's plain run, median (min-max).",
-        "", "| vocab | transition | seconds | x plain | paired | peak RSS MiB | held-out bytes/token | tokens vs plain |",
+        "",
+        "| vocab | transition | seconds | x plain | paired | peak RSS MiB | held-out bytes/token | tokens vs plain |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for vocab, c, s, ratio, paired, rss, bpt, gain in rows:
