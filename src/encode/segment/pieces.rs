@@ -14,10 +14,10 @@
 //! * **Counts as upper bounds.** The first pairs are summed into a sketch of 2^20 slots by a
 //!   hash of the pair (saturating `u16`s: a slot is at least the count of every pair in it);
 //!   a boundary is cut when its slot is below the floor. The words' own pairs are counted by
-//!   distinct word (its count in all spans: the caller's `word_counts`, as the split gives them), a span whose words a stage-1 merge may join
-//!   ([`super::may_join`]) is cut into tokens whole and all its pairs counted; it is cut only
-//!   between two words that no merge may join to any neighbour (where its first pair is the
-//!   two words' edge tokens).
+//!   distinct word (its count in all spans: the caller's `word_counts`, as the split gives
+//!   them). A span whose words a stage-1 merge may join ([`super::may_join`]) is cut into tokens
+//!   whole and all its pairs counted; it is cut only between two words that no merge may join
+//!   to any neighbour (where its first pair is the two words' edge tokens).
 //! * **The floor** is half the `2 K`-th highest slot (`K`: the merges asked for); on 185 MB of
 //!   English, stage 2's last merge counts 2.2-2.3x the floor at 16k-64k. A floor set too high
 //!   costs a second stage 2, never a different result.
