@@ -149,3 +149,19 @@ def test_a_read_stopped_by_its_progress_stops_the_counting(tmp_path):
     # byte taken was counted before the call returned.
     assert len(calls) == 2 and 0 < wc.bytes <= 2 * READ_BLOCK < path.stat().st_size
     assert sum(len(w) * n for w, n in wc.words()) == wc.bytes
+
+
+def test_a_line_longer_than_the_pipeline_copies_is_counted_in_place(tmp_path):
+    # Under a span pattern the reader cuts only at line ends: a 9 MB line is one block, counted
+    # where the reader holds it (src/count/stream.rs, COPIED_AT_MOST), with the same spans.
+    from hf_bpe.training.superword import span_pattern
+
+    text = " ".join(f"w{i % 9973} and, the {i}." if i % 7 else f"x{i}" for i in range(450_000))
+    assert len(text) > 4 * READ_BLOCK and "\n" not in text
+    path = tmp_path / "one-line.txt"
+    path.write_text(text, encoding="utf-8")
+    piped = _core.WordCounter(span_pattern(), [], 2, split_only=True)
+    whole = _core.WordCounter(span_pattern(), [], 1, split_only=True)
+    piped.add_file(str(path))
+    whole.add_texts([text])
+    assert piped.bytes == whole.bytes and _spans(piped) == _spans(whole)

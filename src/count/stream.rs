@@ -5,8 +5,9 @@
 //!   for the slower of them and for the next block's cut and decoding (how long: the log).
 //! * **Bounded.** A block's text is copied out of the reader's carry (the carry moves on) and
 //!   held until its units are counted; at most [`IN_FLIGHT`] blocks are, so memory stays a few
-//!   blocks, as in the reader. Only for built-in patterns, whose blocks the reader cuts at
-//!   most a few MiB long (a custom regex's block is the text up to a special token).
+//!   blocks, as in the reader. Only for built-in patterns, whose blocks the reader cuts a few
+//!   MiB long (a custom regex's block is the text up to a special token); a longer one (a long
+//!   line under a span pattern, cut only at line ends) is counted in place, as before.
 //! * **The same counts.** Units are cut as [`Counter::count_docs`] cuts them and counted in the
 //!   shard of the thread that runs them; counts do not depend on the order.
 //! * **Errors.** A unit's error stops the reading one or two blocks later (when the sink next
@@ -21,11 +22,15 @@
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 
+use rayon::prelude::*;
+
 use super::Counter;
 use crate::corpus::read::{read_corpus, Block, Progress, ReadOptions, ReadStats};
 
 /// Blocks whose units may be counted at once (the one being read waits for the oldest).
 const IN_FLIGHT: usize = 2;
+/// A longer block (a long line under a span pattern) is not copied but counted in place, alone.
+const COPIED_AT_MOST: usize = 4 * crate::corpus::read::BLOCK_BYTES;
 
 /// How many units of a block are still being counted.
 struct Pending {
@@ -70,6 +75,12 @@ pub(super) fn count_file(counter: &Counter, pool: &rayon::ThreadPool, path: &Pat
                 return Err(e);
             }
             bytes += t.len() as u64;
+            if t.len() > COPIED_AT_MOST {
+                // (A long line under a span pattern, cut only at line ends: counted in place.)
+                waiting.drain(..).for_each(|p| p.wait());
+                let units = counter.units(&[t]);
+                return pool.install(|| units.par_iter().try_for_each(|u| counter.count_unit(u)));
+            }
             let text: Arc<str> = Arc::from(t);
             let units: Vec<Vec<(usize, usize)>> = counter
                 .units(&[&text])
