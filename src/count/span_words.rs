@@ -134,6 +134,9 @@ pub(crate) fn counted(table: &[(u128, u64)]) -> impl Iterator<Item = &(u128, u64
 /// Most spans are seen once, so a table of them would take a cache miss per span; appended to
 /// their part, they are counted part by part in a table that stays in the cache.
 pub(super) struct Spans {
+    /// Spans of one word, by the word's local id: most are a newline or a word after a stop,
+    /// few distinct and a third of all spans, counted here and never keyed.
+    single: Vec<u64>,
     waiting: Vec<Vec<u128>>,
     counted: Vec<(Vec<u128>, Vec<u64>)>,
     waiting_len: usize,
@@ -144,7 +147,7 @@ pub(super) struct Spans {
 
 impl Default for Spans {
     fn default() -> Self {
-        Spans { waiting: vec![Vec::new(); PARTS], counted: vec![Default::default(); PARTS], waiting_len: 0, counted_len: 0, table: Vec::new() }
+        Spans { single: Vec::new(), waiting: vec![Vec::new(); PARTS], counted: vec![Default::default(); PARTS], waiting_len: 0, counted_len: 0, table: Vec::new() }
     }
 }
 
@@ -156,6 +159,15 @@ impl Spans {
         if self.waiting_len >= COUNT_AT.max(self.counted_len) {
             self.count_waiting();
         }
+    }
+
+    #[inline(always)]
+    fn add_single(&mut self, id: u32) {
+        let i = id as usize;
+        if i >= self.single.len() {
+            self.single.resize((i + 1).next_power_of_two().max(1 << 10), 0);
+        }
+        self.single[i] += 1;
     }
 
     /// Counts the waiting keys into the counted ones, part by part.
@@ -182,7 +194,7 @@ impl Spans {
     }
 
     fn len(&self) -> usize {
-        self.waiting_len + self.counted_len
+        self.waiting_len + self.counted_len + self.single.len()
     }
 }
 
@@ -194,6 +206,18 @@ type Out = (Vec<u32>, Vec<u32>, Vec<u64>);
 /// local word ids to the sorted ones), each span once: `(span_words, span_ends, counts)`, part
 /// by part (on the pool's threads when `par`), each part's keys freed as it is counted.
 pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> Gathered {
+    // Spans of one word, each word once: its sorted id, its count summed over the threads.
+    let mut single = vec![0u64; maps.iter().flatten().max().map_or(0, |&m| m as usize + 1)];
+    for (t, s) in spans.iter().enumerate() {
+        s.single.iter().zip(&maps[t]).filter(|(&c, _)| c > 0).for_each(|(&c, &m)| single[m as usize] += c);
+    }
+    let mut ones: Out = Default::default();
+    for (w, &c) in single.iter().enumerate().filter(|(_, &c)| c > 0) {
+        ones.0.push(w as u32);
+        ones.1.push(ones.0.len() as u32);
+        ones.2.push(c);
+    }
+    drop(single);
     let mut parts: Vec<Vec<(usize, (Vec<u128>, Vec<u64>))>> = (0..PARTS).map(|_| Vec::new()).collect();
     for (t, s) in spans.into_iter().enumerate() {
         debug_assert_eq!(s.waiting_len, 0, "counted by into_parts");
@@ -219,12 +243,13 @@ pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> Gathere
         }
         out
     };
-    let outs: Vec<Out> = if par {
+    let mut outs: Vec<Out> = if par {
         parts.into_par_iter().map_init(Vec::new, one).collect()
     } else {
         let mut t = Vec::new();
         parts.into_iter().map(|p| one(&mut t, p)).collect()
     };
+    outs.push(ones);
     // Joined on the pool's threads (each part into its stretch, then freed): a span's end among
     // all words is its part's first word plus its end there.
     let mut bases = vec![0i64];
@@ -314,9 +339,13 @@ impl SpanWords {
         let mut from = 0;
         for &end in &w.ends {
             let ids = &w.ids[from..end as usize];
+            from = end as usize;
+            if let [id] = *ids {
+                self.spans.add_single(id);
+                continue;
+            }
             let h = ids.iter().fold(0u64, |h, &id| (h.rotate_left(29) ^ w.hashes.get(id as usize).copied().unwrap_or(0)).wrapping_mul(K1));
             self.spans.add(key(ids), (h >> (64 - PART_BITS)) as usize);
-            from = end as usize;
         }
         w.ids.clear();
         w.ends.clear();

@@ -156,6 +156,12 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
     if floor < 2 {
         return Ok(None);
     }
+    // The cut reads one bit a slot (at or above the floor): 128 KiB, which stays in the cache
+    // where the sketch's 2 MiB did not.
+    let mut kept = vec![0u64; SLOTS / 64];
+    sketch.iter().enumerate().filter(|&(_, &c)| c as u64 >= floor).for_each(|(s, _)| kept[s / 64] |= 1 << (s % 64));
+    drop(sketch);
+    let below = |s: usize| kept[s / 64] >> (s % 64) & 1 == 0;
 
     // The pieces: each span cut where its boundary's slot is below the floor (single words
     // counted by word; those of one token dropped when joined).
@@ -190,7 +196,7 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
                 let next = e(j);
                 let joined = joins(before, next);
                 let free = !joined && !joined_before && (j + 1 == ws.len() || !joins(next, e(j + 1)));
-                if free && (sketch[slot_of(before, next)] as u64) < floor {
+                if free && below(slot_of(before, next)) {
                     emit(&ws[from..j], c);
                     from = j;
                 }
