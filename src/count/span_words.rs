@@ -10,8 +10,9 @@
 //!   and stage 1's word counts are the pieces of the text.
 //! * **Counted in parts** ([`Spans`]): most spans are seen once, so a table of them is a cache
 //!   miss per span; keys are appended to one of [`PARTS`] parts and each part counted in a
-//!   table that stays in the cache, when the waiting keys reach [`COUNT_AT`] (bounded memory)
-//!   and at the end ([`SpanWords::into_parts`]).
+//!   table that stays in the cache when the waiting keys reach [`COUNT_AT`] (bounded memory);
+//!   the last waiting keys are counted once, by the gather. A span of one word is counted by
+//!   its word's id, never keyed.
 //! * **Each span once.** A span's part is a hash of its words' bytes, the same in every thread,
 //!   so at the end each part of all threads is counted together under the words' sorted ids:
 //!   memory and the training after it stay with the distinct spans, whatever the threads.
@@ -202,9 +203,10 @@ impl Spans {
 /// ends among them, the counts.
 type Out = (Vec<u32>, Vec<u32>, Vec<u64>);
 
-/// The spans of all threads, each counted by [`SpanWords::into_parts`] (`maps[t]`: thread `t`'s
-/// local word ids to the sorted ones), each span once: `(span_words, span_ends, counts)`, part
-/// by part (on the pool's threads when `par`), each part's keys freed as it is counted.
+/// The spans of all threads, counted or waiting (`maps[t]`: thread `t`'s local word ids to the
+/// sorted ones), each span once: `(span_words, span_ends, counts)`, part by part (on the
+/// pool's threads when `par`), each part's keys freed as it is counted; the spans of one word
+/// last.
 pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> Gathered {
     // Spans of one word, each word once: its sorted id, its count summed over the threads.
     let mut single = vec![0u64; maps.iter().flatten().max().map_or(0, |&m| m as usize + 1)];
@@ -218,21 +220,21 @@ pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> Gathere
         ones.2.push(c);
     }
     drop(single);
-    let mut parts: Vec<Vec<(usize, (Vec<u128>, Vec<u64>))>> = (0..PARTS).map(|_| Vec::new()).collect();
+    // Each part of every thread: its counted keys with their counts, and its waiting keys.
+    let mut parts: Vec<Vec<(usize, (Vec<u128>, Vec<u64>), Vec<u128>)>> = (0..PARTS).map(|_| Vec::new()).collect();
     for (t, s) in spans.into_iter().enumerate() {
-        debug_assert_eq!(s.waiting_len, 0, "counted by into_parts");
-        for (p, c) in s.counted.into_iter().enumerate() {
-            parts[p].push((t, c));
+        for (p, (c, w)) in s.counted.into_iter().zip(s.waiting).enumerate() {
+            parts[p].push((t, c, w));
         }
     }
-    let one = |table: &mut Vec<(u128, u64)>, part: Vec<(usize, (Vec<u128>, Vec<u64>))>| -> Out {
-        let n = part.iter().map(|(_, c)| c.0.len()).sum();
+    let one = |table: &mut Vec<(u128, u64)>, part: Vec<(usize, (Vec<u128>, Vec<u64>), Vec<u128>)>| -> Out {
+        let n = part.iter().map(|(_, c, w)| c.0.len() + w.len()).sum();
         let rekey = |t: usize, k: u128| {
             let (mut ids, len) = ids_in(k);
             ids[..len].iter_mut().for_each(|l| *l = maps[t][*l as usize]);
             key(&ids[..len])
         };
-        let keys = part.iter().flat_map(|(t, (ks, cs))| ks.iter().zip(cs).map(move |(&k, &c)| (rekey(*t, k), c)));
+        let keys = part.iter().flat_map(|(t, (ks, cs), w)| ks.iter().zip(cs).map(move |(&k, &c)| (rekey(*t, k), c)).chain(w.iter().map(move |&k| (rekey(*t, k), 1))));
         let distinct = count_keys(table, n, keys);
         drop(part);
         let mut out: Out = (Vec::with_capacity(distinct * 3), Vec::with_capacity(distinct), Vec::with_capacity(distinct));
@@ -356,11 +358,10 @@ impl SpanWords {
         self.spans.len()
     }
 
-    /// The words with local ids and the spans, all counted.
+    /// The words with local ids and the spans (the last waiting ones counted by [`gather`]).
     pub(super) fn into_parts(mut self) -> Result<(Share, Spans), String> {
         self.flush();
         self.words.finish()?;
-        self.spans.count_waiting();
         Ok((self.words, self.spans))
     }
 }
