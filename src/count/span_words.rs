@@ -100,28 +100,45 @@ const COUNT_AT: usize = if cfg!(test) { 1 << 12 } else { 1 << 24 };
 /// distinct key with its summed count in a slot of its own, the others zero. Returns how
 /// many distinct keys there are.
 pub(crate) fn count_keys(table: &mut Vec<(u128, u64)>, n: usize, keys: impl Iterator<Item = (u128, u64)>) -> usize {
-    let cap = (2 * n).next_power_of_two().max(16);
-    let (shift, mask) = (64 - cap.trailing_zeros(), cap - 1);
-    table.clear();
-    table.resize(cap, (0, 0));
-    let mut distinct = 0;
-    for (k, c) in keys {
-        let mut i = (mix128(k) >> shift) as usize;
+    let mut t = Tally::new(table, n);
+    keys.for_each(|(k, c)| t.add(k, c));
+    t.distinct
+}
+
+/// [`count_keys`] a key at a time.
+pub(crate) struct Tally<'a> {
+    table: &'a mut [(u128, u64)],
+    shift: u32,
+    mask: usize,
+    pub distinct: usize,
+}
+
+impl<'a> Tally<'a> {
+    /// A tally of `n` keys at most in `table` (reused).
+    pub(crate) fn new(table: &'a mut Vec<(u128, u64)>, n: usize) -> Self {
+        let cap = (2 * n).next_power_of_two().max(16);
+        table.clear();
+        table.resize(cap, (0, 0));
+        Tally { table, shift: 64 - cap.trailing_zeros(), mask: cap - 1, distinct: 0 }
+    }
+
+    #[inline(always)]
+    pub(crate) fn add(&mut self, k: u128, c: u64) {
+        let mut i = (mix128(k) >> self.shift) as usize;
         loop {
-            let s = &mut table[i];
+            let s = &mut self.table[i];
             if s.0 == k {
                 s.1 = s.1.saturating_add(c);
-                break;
+                return;
             }
             if s.0 == 0 {
                 *s = (k, c);
-                distinct += 1;
-                break;
+                self.distinct += 1;
+                return;
             }
-            i = (i + 1) & mask;
+            i = (i + 1) & self.mask;
         }
     }
-    distinct
 }
 
 /// The slots of a counting table that hold a key ([`count_keys`]).
@@ -234,8 +251,12 @@ pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> Gathere
             ids[..len].iter_mut().for_each(|l| *l = maps[t][*l as usize]);
             key(&ids[..len])
         };
-        let keys = part.iter().flat_map(|(t, (ks, cs), w)| ks.iter().zip(cs).map(move |(&k, &c)| (rekey(*t, k), c)).chain(w.iter().map(move |&k| (rekey(*t, k), 1))));
-        let distinct = count_keys(table, n, keys);
+        let mut tally = Tally::new(table, n);
+        for (t, (ks, cs), w) in &part {
+            ks.iter().zip(cs).for_each(|(&k, &c)| tally.add(rekey(*t, k), c));
+            w.iter().for_each(|&k| tally.add(rekey(*t, k), 1));
+        }
+        let distinct = tally.distinct;
         drop(part);
         let mut out: Out = (Vec::with_capacity(distinct * 3), Vec::with_capacity(distinct), Vec::with_capacity(distinct));
         for &(k, c) in counted(table) {
