@@ -96,16 +96,8 @@ const PARTS: usize = 1 << PART_BITS;
 /// fits the L2 cache up to ~2^23 spans a thread, L3 beyond).
 const COUNT_AT: usize = if cfg!(test) { 1 << 12 } else { 1 << 24 };
 
-/// Counts `keys` (`n` of them at most; a key with its count) in `table` (reused): each
-/// distinct key with its summed count in a slot of its own, the others zero. Returns how
-/// many distinct keys there are.
-pub(crate) fn count_keys(table: &mut Vec<(u128, u64)>, n: usize, keys: impl Iterator<Item = (u128, u64)>) -> usize {
-    let mut t = Tally::new(table, n);
-    keys.for_each(|(k, c)| t.add(k, c));
-    t.distinct
-}
-
-/// [`count_keys`] a key at a time.
+/// Counts keys, each with its count, in a table (reused): each distinct key with its summed
+/// count in a slot of its own, the others zero; `distinct` of them.
 pub(crate) struct Tally<'a> {
     table: &'a mut [(u128, u64)],
     shift: u32,
@@ -114,7 +106,7 @@ pub(crate) struct Tally<'a> {
 }
 
 impl<'a> Tally<'a> {
-    /// A tally of `n` keys at most in `table` (reused).
+    /// A tally of `n` keys at most in `table`.
     pub(crate) fn new(table: &'a mut Vec<(u128, u64)>, n: usize) -> Self {
         let cap = (2 * n).next_power_of_two().max(16);
         table.clear();
@@ -141,7 +133,7 @@ impl<'a> Tally<'a> {
     }
 }
 
-/// The slots of a counting table that hold a key ([`count_keys`]).
+/// The slots of a counting table that hold a key ([`Tally`]).
 pub(crate) fn counted(table: &[(u128, u64)]) -> impl Iterator<Item = &(u128, u64)> {
     table.iter().filter(|s| s.0 != 0)
 }
@@ -192,8 +184,10 @@ impl Spans {
     fn count_waiting(&mut self) {
         for p in 0..PARTS {
             let (mut keys, (was, counts)) = (std::mem::take(&mut self.waiting[p]), std::mem::take(&mut self.counted[p]));
-            let all = was.iter().copied().zip(counts.iter().copied()).chain(keys.iter().map(|&k| (k, 1)));
-            let n = count_keys(&mut self.table, keys.len() + was.len(), all);
+            let mut tally = Tally::new(&mut self.table, keys.len() + was.len());
+            was.iter().zip(&counts).for_each(|(&k, &c)| tally.add(k, c));
+            keys.iter().for_each(|&k| tally.add(k, 1));
+            let n = tally.distinct;
             drop((was, counts));
             // (The distinct keys where the waiting ones were: no new pages for them.)
             keys.clear();

@@ -25,7 +25,7 @@
 //! Figures: [log](../../../docs/performance.md#superword-training).
 
 use super::{WordTokens, AHEAD_WORDS, ASKED_PER_SPAN};
-use crate::count::span_words::{count_keys, counted, ids_of, key, MAX_SPAN_WORDS};
+use crate::count::span_words::{counted, ids_of, key, Tally, MAX_SPAN_WORDS};
 use crate::encode::Encoder;
 use crate::keys::mix128;
 
@@ -219,7 +219,8 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
         use rayon::prelude::*;
         let one = |table: &mut Vec<(u128, u64)>, part: Vec<(Vec<u128>, Vec<u64>)>| {
             let n = part.iter().map(|v| v.0.len()).sum();
-            count_keys(table, n, part.iter().flat_map(|(k, c)| k.iter().copied().zip(c.iter().copied())));
+            let mut tally = Tally::new(table, n);
+            part.iter().for_each(|(k, c)| k.iter().zip(c).for_each(|(&k, &c)| tally.add(k, c)));
             counted(table).copied().collect::<Vec<_>>()
         };
         match pool {
