@@ -96,8 +96,9 @@ const PARTS: usize = 1 << PART_BITS;
 /// fits the L2 cache up to ~2^23 spans a thread, L3 beyond).
 const COUNT_AT: usize = if cfg!(test) { 1 << 12 } else { 1 << 24 };
 
-/// Counts keys, each with its count, in a table (reused): each distinct key with its summed
-/// count in a slot of its own, the others zero; `distinct` of them.
+/// Counts keys, each with its count, in a table (reused, empty between uses): each distinct
+/// key with its summed count in a slot of its own; `distinct` of them. The table is read by
+/// [`drain`](Tally::drain), which empties it again, so no use clears a whole table first.
 pub(crate) struct Tally<'a> {
     table: &'a mut [(u128, u64)],
     shift: u32,
@@ -106,12 +107,15 @@ pub(crate) struct Tally<'a> {
 }
 
 impl<'a> Tally<'a> {
-    /// A tally of `n` keys at most in `table`.
+    /// A tally of `n` keys at most in `table` (empty: as [`drain`](Tally::drain) leaves it), at
+    /// most 2/3 full.
     pub(crate) fn new(table: &'a mut Vec<(u128, u64)>, n: usize) -> Self {
-        let cap = (2 * n).next_power_of_two().max(16);
-        table.clear();
-        table.resize(cap, (0, 0));
-        Tally { table, shift: 64 - cap.trailing_zeros(), mask: cap - 1, distinct: 0 }
+        let cap = (n + n / 2 + 1).next_power_of_two().max(16);
+        if table.len() < cap {
+            table.resize(cap, (0, 0));
+        }
+        debug_assert!(table.iter().all(|s| s.0 == 0), "a tally's table is empty between uses");
+        Tally { table: &mut table[..cap], shift: 64 - cap.trailing_zeros(), mask: cap - 1, distinct: 0 }
     }
 
     #[inline(always)]
@@ -131,11 +135,14 @@ impl<'a> Tally<'a> {
             i = (i + 1) & self.mask;
         }
     }
-}
 
-/// The slots of a counting table that hold a key ([`Tally`]).
-pub(crate) fn counted(table: &[(u128, u64)]) -> impl Iterator<Item = &(u128, u64)> {
-    table.iter().filter(|s| s.0 != 0)
+    /// Each distinct key with its count, in table order; the table is empty after.
+    pub(crate) fn drain(self, mut f: impl FnMut(u128, u64)) {
+        for s in self.table.iter_mut().filter(|s| s.0 != 0) {
+            let (k, c) = std::mem::take(s);
+            f(k, c);
+        }
+    }
 }
 
 /// One thread's spans, by part (the top bits of a hash of their words' bytes, so a span is in
@@ -193,10 +200,10 @@ impl Spans {
             keys.clear();
             keys.reserve(n);
             let mut counts = Vec::with_capacity(n);
-            for &(k, c) in counted(&self.table) {
+            tally.drain(|k, c| {
                 keys.push(k);
                 counts.push(c);
-            }
+            });
             keys.shrink_to_fit();
             self.counted[p] = (keys, counts);
         }
@@ -253,11 +260,11 @@ pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> Gathere
         let distinct = tally.distinct;
         drop(part);
         let mut out: Out = (Vec::with_capacity(distinct * 3), Vec::with_capacity(distinct), Vec::with_capacity(distinct));
-        for &(k, c) in counted(table) {
+        tally.drain(|k, c| {
             ids_of(k, &mut out.0);
             out.1.push(out.0.len() as u32);
             out.2.push(c);
-        }
+        });
         out
     };
     let mut outs: Vec<Out> = if par {

@@ -25,7 +25,7 @@
 //! Figures: [log](../../../docs/performance.md#superword-training).
 
 use super::{WordTokens, AHEAD_WORDS, ASKED_PER_SPAN};
-use crate::count::span_words::{counted, ids_of, key, Tally, MAX_SPAN_WORDS};
+use crate::count::span_words::{ids_of, key, Tally, MAX_SPAN_WORDS};
 use crate::encode::Encoder;
 use crate::keys::mix128;
 
@@ -221,7 +221,9 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
             let n = part.iter().map(|v| v.0.len()).sum();
             let mut tally = Tally::new(table, n);
             part.iter().for_each(|(k, c)| k.iter().zip(c).for_each(|(&k, &c)| tally.add(k, c)));
-            counted(table).copied().collect::<Vec<_>>()
+            let mut out = Vec::with_capacity(tally.distinct);
+            tally.drain(|k, c| out.push((k, c)));
+            out
         };
         match pool {
             Some(_) => by_part.into_par_iter().map_init(Vec::new, one).collect::<Vec<_>>(),
