@@ -35,6 +35,28 @@ const SLOTS: usize = 1 << SKETCH_BITS;
 const PART_BITS: u32 = 8;
 const PARTS: usize = 1 << PART_BITS;
 
+/// Pieces in a flat form: their ids, where each ends among them (from the part's start, the
+/// first end past the first piece), their counts.
+type Flat = (Vec<u32>, Vec<i64>, Vec<u64>);
+
+/// The parts one after another (on the pool's threads, each part freed once copied): `(ids,
+/// offsets from 0, counts)`.
+fn joined(pool: Option<&rayon::ThreadPool>, parts: Vec<Flat>) -> (Vec<u32>, Vec<i64>, Vec<u64>) {
+    let mut bases = vec![0i64];
+    let (mut ids, mut ends, mut counts) = (Vec::with_capacity(parts.len()), vec![vec![0i64]], Vec::with_capacity(parts.len()));
+    for (i, e, c) in parts {
+        bases.push(bases[bases.len() - 1] + i.len() as i64);
+        ids.push(i);
+        ends.push(e);
+        counts.push(c);
+    }
+    let par = pool.is_some();
+    crate::pool::install(pool, || {
+        let offsets = crate::pool::concat(par, ends, |k, e| if k == 0 { 0 } else { bases[k - 1] + e });
+        (crate::pool::concat(par, ids, |_, v| v), offsets, crate::pool::concat(par, counts, |_, c| c))
+    })
+}
+
 /// The distinct pieces cut into stage 1's tokens, as [`super::spans`] gives them, with their
 /// counts, and the floor the trainer must not merge below.
 pub struct Pieces {
@@ -215,40 +237,42 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
         cut.parts.into_iter().enumerate().for_each(|(p, v)| by_part[p].push(v));
         long.push(cut.long);
     }
-    let counted_parts = crate::pool::install(pool, || {
+    // Every piece in one flat form, a part at a time: the single words, each part's distinct
+    // keys (counted and written out on the pool's threads), the long pieces; then joined there.
+    let mut ones: Flat = (Vec::new(), Vec::new(), Vec::new());
+    for (w, &c) in single.iter().enumerate().filter(|&(w, &c)| c > 0 && wt.tokens(w).len() >= 2) {
+        ones.0.push(w as u32);
+        ones.1.push(ones.0.len() as i64);
+        ones.2.push(c);
+    }
+    drop(single);
+    let mut flats = vec![ones];
+    flats.extend(crate::pool::install(pool, || {
         use rayon::prelude::*;
-        let one = |table: &mut Vec<(u128, u64)>, part: Vec<(Vec<u128>, Vec<u64>)>| {
+        let one = |table: &mut Vec<(u128, u64)>, part: Vec<(Vec<u128>, Vec<u64>)>| -> Flat {
             let n = part.iter().map(|v| v.0.len()).sum();
             let mut tally = Tally::new(table, n);
             part.iter().for_each(|(k, c)| k.iter().zip(c).for_each(|(&k, &c)| tally.add(k, c)));
-            let mut out = Vec::with_capacity(tally.distinct);
-            tally.drain(|k, c| out.push((k, c)));
+            drop(part);
+            let d = tally.distinct;
+            let mut out: Flat = (Vec::with_capacity(d * 3), Vec::with_capacity(d), Vec::with_capacity(d));
+            tally.drain(|k, c| {
+                ids_of(k, &mut out.0);
+                out.1.push(out.0.len() as i64);
+                out.2.push(c);
+            });
             out
         };
         match pool {
             Some(_) => by_part.into_par_iter().map_init(Vec::new, one).collect::<Vec<_>>(),
             None => by_part.into_iter().map(|p| one(&mut Vec::new(), p)).collect(),
         }
-    });
-    let n_pieces = single.iter().filter(|&&c| c > 0).count() + counted_parts.iter().map(|p| p.len()).sum::<usize>() + long.iter().map(|l| l.2.len()).sum::<usize>();
-    let (mut pw, mut pe, mut pc) = (Vec::with_capacity(n_pieces * 3), Vec::with_capacity(n_pieces + 1), Vec::with_capacity(n_pieces));
-    pe.push(0i64);
-    for (w, &c) in single.iter().enumerate().filter(|&(w, &c)| c > 0 && wt.tokens(w).len() >= 2) {
-        pw.push(w as u32);
-        pe.push(pw.len() as i64);
-        pc.push(c);
-    }
-    for &(k, c) in counted_parts.iter().flatten() {
-        ids_of(k, &mut pw);
-        pe.push(pw.len() as i64);
-        pc.push(c);
-    }
-    for (w, e, c) in long {
-        let base = pw.len() as i64;
-        pw.extend_from_slice(&w);
-        pe.extend(e[1..].iter().map(|&x| base + x));
-        pc.extend_from_slice(&c);
-    }
+    }));
+    flats.extend(long.into_iter().map(|(w, mut e, c)| {
+        e.remove(0);
+        (w, e, c)
+    }));
+    let (pw, pe, pc) = joined(pool, flats);
     let t_count = t0.elapsed();
     let (ids, offsets) = wt.spans(None, &pw, &pe, false)?;
     if timing {
