@@ -413,13 +413,21 @@ pub(super) fn join_words(shares: &[Share], par: bool) -> Result<(Flat, Vec<Vec<u
     if words_g.len() > MAX_WORDS {
         return Err(format!("split_spans: more than {MAX_WORDS} distinct words"));
     }
-    let mut order: Vec<u32> = (0..words_g.len() as u32).collect();
-    let by_bytes = |&x: &u32, &y: &u32| words_g[x as usize].cmp(words_g[y as usize]);
+    // Sorted by their first 8 bytes as a number (most words differ there), then by bytes.
+    let prefix = |w: &[u8]| {
+        let mut b = [0u8; 8];
+        let n = w.len().min(8);
+        b[..n].copy_from_slice(&w[..n]);
+        u64::from_be_bytes(b)
+    };
+    let mut keyed: Vec<(u64, u32)> = words_g.iter().enumerate().map(|(g, w)| (prefix(w), g as u32)).collect();
+    let by_bytes = |x: &(u64, u32), y: &(u64, u32)| x.0.cmp(&y.0).then_with(|| words_g[x.1 as usize].cmp(words_g[y.1 as usize]));
     if par {
-        order.par_sort_unstable_by(by_bytes);
+        keyed.par_sort_unstable_by(by_bytes);
     } else {
-        order.sort_unstable_by(by_bytes);
+        keyed.sort_unstable_by(by_bytes);
     }
+    let order: Vec<u32> = keyed.into_iter().map(|(_, g)| g).collect();
     let mut rank = vec![0u32; order.len()];
     let mut words = Flat { bytes: Vec::with_capacity(words_g.iter().map(|w| w.len()).sum()), offsets: Vec::with_capacity(order.len() + 1), counts: Vec::with_capacity(order.len()) };
     words.offsets.push(0);
