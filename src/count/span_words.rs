@@ -114,7 +114,8 @@ impl<'a> Tally<'a> {
         if table.len() < cap {
             table.resize(cap, (0, 0));
         }
-        debug_assert!(table.iter().all(|s| s.0 == 0), "a tally's table is empty between uses");
+        // (Slots past `cap` are never written: a dirty one shows in a later, larger use.)
+        debug_assert!(table[..cap].iter().all(|s| s.0 == 0), "a tally's table is empty between uses");
         Tally { table: &mut table[..cap], shift: 64 - cap.trailing_zeros(), mask: cap - 1, distinct: 0 }
     }
 
@@ -145,26 +146,27 @@ impl<'a> Tally<'a> {
     }
 }
 
-/// One thread's spans, by part (the top bits of a hash of their words' bytes, so a span is in
-/// the same part in every thread): keys met since the last count, and the counted keys with
-/// their counts apart (the keys where the waiting ones were).
+/// One thread's spans: those of one word counted by the word's local id; the others by part
+/// (the top bits of a hash of their words' bytes, so a span is in the same part in every
+/// thread): keys met since the last count, and the counted keys with their counts apart (the
+/// keys where the waiting ones were).
 /// Most spans are seen once, so a table of them would take a cache miss per span; appended to
 /// their part, they are counted part by part in a table that stays in the cache.
 pub(super) struct Spans {
     /// Spans of one word, by the word's local id: most are a newline or a word after a stop,
     /// few distinct and a third of all spans, counted here and never keyed.
     single: Vec<u64>,
+    /// How many of `single` are not 0.
+    singles: usize,
     waiting: Vec<Vec<u128>>,
     counted: Vec<(Vec<u128>, Vec<u64>)>,
     waiting_len: usize,
     counted_len: usize,
-    /// The counting table (reused).
-    table: Vec<(u128, u64)>,
 }
 
 impl Default for Spans {
     fn default() -> Self {
-        Spans { single: Vec::new(), waiting: vec![Vec::new(); PARTS], counted: vec![Default::default(); PARTS], waiting_len: 0, counted_len: 0, table: Vec::new() }
+        Spans { single: Vec::new(), singles: 0, waiting: vec![Vec::new(); PARTS], counted: vec![Default::default(); PARTS], waiting_len: 0, counted_len: 0 }
     }
 }
 
@@ -184,14 +186,17 @@ impl Spans {
         if i >= self.single.len() {
             self.single.resize((i + 1).next_power_of_two().max(1 << 10), 0);
         }
+        self.singles += (self.single[i] == 0) as usize;
         self.single[i] += 1;
     }
 
     /// Counts the waiting keys into the counted ones, part by part.
     fn count_waiting(&mut self) {
+        // (A table of this call's own: one a panic left keys in is never used again.)
+        let mut table = Vec::new();
         for p in 0..PARTS {
             let (mut keys, (was, counts)) = (std::mem::take(&mut self.waiting[p]), std::mem::take(&mut self.counted[p]));
-            let mut tally = Tally::new(&mut self.table, keys.len() + was.len());
+            let mut tally = Tally::new(&mut table, keys.len() + was.len());
             was.iter().zip(&counts).for_each(|(&k, &c)| tally.add(k, c));
             keys.iter().for_each(|&k| tally.add(k, 1));
             let n = tally.distinct;
@@ -209,11 +214,10 @@ impl Spans {
         }
         self.waiting_len = 0;
         self.counted_len = self.counted.iter().map(|c| c.0.len()).sum();
-        self.table = Vec::new();
     }
 
     fn len(&self) -> usize {
-        self.waiting_len + self.counted_len + self.single.len()
+        self.waiting_len + self.counted_len + self.singles
     }
 }
 
@@ -300,8 +304,8 @@ pub enum Gathering {
 }
 
 impl Gathering {
-    /// Gathers `spans` (counted by thread, `maps[t]` thread `t`'s local word ids to the sorted
-    /// ones) on a pool of `threads` threads of its own, apart from the pools the training
+    /// Gathers `spans` (by thread, counted or waiting, `maps[t]` thread `t`'s local word ids to
+    /// the sorted ones) on a pool of `threads` threads of its own, apart from the pools the training
     /// after it runs on (on one thread, if the system refuses more).
     pub(super) fn start(spans: Vec<Spans>, maps: Vec<Vec<u32>>, threads: usize) -> Result<Gathering, String> {
         let run = move || {
@@ -335,7 +339,7 @@ impl Gathering {
     }
 }
 
-/// One thread's words (local ids, counts) and spans (keyed by their words' ids, counted).
+/// One thread's words (local ids, counts) and spans (by their words' ids, [`Spans`]).
 #[derive(Default)]
 pub(super) struct SpanWords {
     words: Share,
@@ -356,7 +360,8 @@ impl SpanWords {
         Sink { to: self, text }
     }
 
-    /// Counts the waiting spans, each in the part of its words' hashes.
+    /// Counts the spans of the batch: one of one word by its word, any other as a key in the
+    /// part of its words' hashes.
     pub(super) fn flush(&mut self) {
         let w = &mut self.words;
         w.drain();
@@ -460,6 +465,25 @@ mod tests {
                 let first = g.iter().zip(&w).find(|(a, b)| a != b).map(|(a, b)| (String::from_utf8_lossy(a.0).into_owned(), *a.1, String::from_utf8_lossy(b.0).into_owned(), *b.1));
                 assert!(g == w, "{max} words, {threads} threads: {} spans against {}, first difference {first:?}", g.len(), w.len());
             }
+        }
+    }
+
+    #[test]
+    fn a_tally_counts_each_key_once_and_leaves_its_table_empty() {
+        // A large use, a small one in the same table, then a large one again: duplicates summed,
+        // every key once, and the table all zero after each.
+        let mut table = Vec::new();
+        for (n, distinct) in [(5_000usize, 700u128), (10, 3), (9_000, 9_000)] {
+            let keys: Vec<(u128, u64)> = (0..n as u128).map(|i| (((i % distinct) + 1) << 64 | (i % distinct) * 7, 1 + (i % 3) as u64)).collect();
+            let mut want = std::collections::HashMap::new();
+            keys.iter().for_each(|&(k, c)| *want.entry(k).or_insert(0u64) += c);
+            let mut tally = Tally::new(&mut table, n);
+            keys.iter().for_each(|&(k, c)| tally.add(k, c));
+            assert_eq!(tally.distinct, want.len());
+            let mut got = std::collections::HashMap::new();
+            tally.drain(|k, c| assert!(got.insert(k, c).is_none(), "a key twice"));
+            assert_eq!(got, want);
+            assert!(table.iter().all(|s| *s == (0, 0)));
         }
     }
 

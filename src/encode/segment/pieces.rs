@@ -89,7 +89,7 @@ struct Cut {
     single: Vec<u64>,
     /// Keys and counts apart (24 bytes a piece, not 32: a `(u128, u64)` is padded).
     parts: Vec<(Vec<u128>, Vec<u64>)>,
-    long: (Vec<u32>, Vec<i64>, Vec<u64>),
+    long: Flat,
 }
 
 /// The spans (`span_words`, `span_ends`, `span_counts`, as [`super::spans`] takes them; the
@@ -189,7 +189,7 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
     // counted by word; those of one token dropped when joined).
     let cuts = crate::pool::map(pool, &stretches, |&(a, z)| {
         let part_of = || (Vec::with_capacity((z - a) / PARTS), Vec::with_capacity((z - a) / PARTS));
-        let mut cut = Cut { single: vec![0; n_words], parts: (0..PARTS).map(|_| part_of()).collect(), long: (Vec::new(), vec![0], Vec::new()) };
+        let mut cut = Cut { single: vec![0; n_words], parts: (0..PARTS).map(|_| part_of()).collect(), long: Default::default() };
         let mut emit = |piece: &[u32], c: u64| match piece.len() {
             1 => cut.single[piece[0] as usize] = cut.single[piece[0] as usize].saturating_add(c),
             2..=MAX_SPAN_WORDS => {
@@ -265,13 +265,13 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
         };
         match pool {
             Some(_) => by_part.into_par_iter().map_init(Vec::new, one).collect::<Vec<_>>(),
-            None => by_part.into_iter().map(|p| one(&mut Vec::new(), p)).collect(),
+            None => {
+                let mut table = Vec::new();
+                by_part.into_iter().map(|p| one(&mut table, p)).collect()
+            }
         }
     }));
-    flats.extend(long.into_iter().map(|(w, mut e, c)| {
-        e.remove(0);
-        (w, e, c)
-    }));
+    flats.extend(long);
     let (pw, pe, pc) = joined(pool, flats);
     let t_count = t0.elapsed();
     let (ids, offsets) = wt.spans(None, &pw, &pe, false)?;
@@ -279,4 +279,19 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
         eprintln!("pieces: words {t_words:?} sketch {t_sketch:?} (floor {floor}) cut {t_cut:?} counted {t_count:?} ({} pieces) segmented {:?}", pc.len(), t0.elapsed());
     }
     Ok(Some(Pieces { ids, offsets, counts: pc, floor }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{joined, Flat};
+
+    #[test]
+    fn parts_join_in_order_with_their_offsets_empty_ones_too() {
+        let part = |ids: &[u32], ends: &[i64], counts: &[u64]| -> Flat { (ids.to_vec(), ends.to_vec(), counts.to_vec()) };
+        let parts = || vec![part(&[], &[], &[]), part(&[1, 2, 3], &[2, 3], &[5, 6]), part(&[], &[], &[]), part(&[4, 5], &[2], &[7]), part(&[], &[], &[])];
+        let want = (vec![1, 2, 3, 4, 5], vec![0, 2, 3, 5], vec![5, 6, 7]);
+        assert_eq!(joined(None, parts()), want);
+        let pool = crate::pool::get(2);
+        assert_eq!(joined(pool.as_deref(), parts()), want);
+    }
 }
