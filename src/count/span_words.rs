@@ -137,6 +137,19 @@ impl<'a> Tally<'a> {
         }
     }
 
+    /// The distinct keys ([`key`]s of ids) in a flat form: their ids one after another,
+    /// `end(n)` where each ends among them, their counts; the table is empty after.
+    pub(crate) fn drain_ids<E>(self, end: impl Fn(usize) -> E) -> (Vec<u32>, Vec<E>, Vec<u64>) {
+        let d = self.distinct;
+        let mut out = (Vec::with_capacity(d * 3), Vec::with_capacity(d), Vec::with_capacity(d));
+        self.drain(|k, c| {
+            ids_of(k, &mut out.0);
+            out.1.push(end(out.0.len()));
+            out.2.push(c);
+        });
+        out
+    }
+
     /// Each distinct key with its count, in table order; the table is empty after.
     pub(crate) fn drain(self, mut f: impl FnMut(u128, u64)) {
         for s in self.table.iter_mut().filter(|s| s.0 != 0) {
@@ -261,15 +274,8 @@ pub(super) fn gather(spans: Vec<Spans>, maps: &[Vec<u32>], par: bool) -> Gathere
             ks.iter().zip(cs).for_each(|(&k, &c)| tally.add(rekey(*t, k), c));
             w.iter().for_each(|&k| tally.add(rekey(*t, k), 1));
         }
-        let distinct = tally.distinct;
         drop(part);
-        let mut out: Out = (Vec::with_capacity(distinct * 3), Vec::with_capacity(distinct), Vec::with_capacity(distinct));
-        tally.drain(|k, c| {
-            ids_of(k, &mut out.0);
-            out.1.push(out.0.len() as u32);
-            out.2.push(c);
-        });
-        out
+        tally.drain_ids(|n| n as u32)
     };
     let mut outs: Vec<Out> = if par {
         parts.into_par_iter().map_init(Vec::new, one).collect()

@@ -25,7 +25,7 @@
 //! Figures: [log](../../../docs/performance.md#superword-training).
 
 use super::{WordTokens, AHEAD_WORDS, ASKED_PER_SPAN};
-use crate::count::span_words::{ids_of, key, Tally, MAX_SPAN_WORDS};
+use crate::count::span_words::{key, Tally, MAX_SPAN_WORDS};
 use crate::encode::Encoder;
 use crate::keys::mix128;
 
@@ -254,14 +254,7 @@ pub fn pieces(enc: &Encoder, words: (&[u8], &[i64]), word_counts: &[u64], span_w
             let mut tally = Tally::new(table, n);
             part.iter().for_each(|(k, c)| k.iter().zip(c).for_each(|(&k, &c)| tally.add(k, c)));
             drop(part);
-            let d = tally.distinct;
-            let mut out: Flat = (Vec::with_capacity(d * 3), Vec::with_capacity(d), Vec::with_capacity(d));
-            tally.drain(|k, c| {
-                ids_of(k, &mut out.0);
-                out.1.push(out.0.len() as i64);
-                out.2.push(c);
-            });
-            out
+            tally.drain_ids(|n| n as i64)
         };
         match pool {
             Some(_) => by_part.into_par_iter().map_init(Vec::new, one).collect::<Vec<_>>(),
