@@ -29,6 +29,7 @@ pub(crate) mod span_words;
 mod split;
 mod stream;
 mod tables;
+pub(crate) mod tally;
 
 use std::sync::Mutex;
 

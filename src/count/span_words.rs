@@ -26,7 +26,7 @@
 use rayon::prelude::*;
 
 use super::split::Share;
-use crate::keys::mix128;
+use super::tally::Tally;
 use crate::pretok::spans::SpanSink;
 
 /// The most words of a span counted by its words' ids (four `u32`s in a `u128`).
@@ -39,7 +39,7 @@ const BATCH: usize = 64;
 /// The key of a span of 1..=4 words: `id + 1` of each (at most `u32::MAX`), the first word in
 /// the top bits and 0 past the last, so the key's high half is never 0 (an empty slot); the low
 /// half is then scrambled with the high one, a bijection ([`ids_of`] undoes it): the hash of
-/// the parts and tables ([`mix128`]) folds the halves together with a shift, under which keys
+/// the parts and tables ([`mix128`](crate::keys::mix128)) folds the halves together with a shift, under which keys
 /// of small ids in neighbouring places collide outright.
 #[inline(always)]
 pub(crate) fn key(ids: &[u32]) -> u128 {
@@ -95,69 +95,6 @@ const PARTS: usize = 1 << PART_BITS;
 /// then are counted (bounded memory: 16 bytes a waiting span, 32 a counted one; a part's table
 /// fits the L2 cache up to ~2^23 spans a thread, L3 beyond).
 const COUNT_AT: usize = if cfg!(test) { 1 << 12 } else { 1 << 24 };
-
-/// Counts keys, each with its count, in a table (reused, empty between uses): each distinct
-/// key with its summed count in a slot of its own; `distinct` of them. The table is read by
-/// [`drain`](Tally::drain), which empties it again, so no use clears a whole table first.
-pub(crate) struct Tally<'a> {
-    table: &'a mut [(u128, u64)],
-    shift: u32,
-    mask: usize,
-    pub distinct: usize,
-}
-
-impl<'a> Tally<'a> {
-    /// A tally of `n` keys at most in `table` (empty: as [`drain`](Tally::drain) leaves it), at
-    /// most 2/3 full.
-    pub(crate) fn new(table: &'a mut Vec<(u128, u64)>, n: usize) -> Self {
-        let cap = (n + n / 2 + 1).next_power_of_two().max(16);
-        if table.len() < cap {
-            table.resize(cap, (0, 0));
-        }
-        // (Slots past `cap` are never written: a dirty one shows in a later, larger use.)
-        debug_assert!(table[..cap].iter().all(|s| s.0 == 0), "a tally's table is empty between uses");
-        Tally { table: &mut table[..cap], shift: 64 - cap.trailing_zeros(), mask: cap - 1, distinct: 0 }
-    }
-
-    #[inline(always)]
-    pub(crate) fn add(&mut self, k: u128, c: u64) {
-        let mut i = (mix128(k) >> self.shift) as usize;
-        loop {
-            let s = &mut self.table[i];
-            if s.0 == k {
-                s.1 = s.1.saturating_add(c);
-                return;
-            }
-            if s.0 == 0 {
-                *s = (k, c);
-                self.distinct += 1;
-                return;
-            }
-            i = (i + 1) & self.mask;
-        }
-    }
-
-    /// The distinct keys ([`key`]s of ids) in a flat form: their ids one after another,
-    /// `end(n)` where each ends among them, their counts; the table is empty after.
-    pub(crate) fn drain_ids<E>(self, end: impl Fn(usize) -> E) -> (Vec<u32>, Vec<E>, Vec<u64>) {
-        let d = self.distinct;
-        let mut out = (Vec::with_capacity(d * 3), Vec::with_capacity(d), Vec::with_capacity(d));
-        self.drain(|k, c| {
-            ids_of(k, &mut out.0);
-            out.1.push(end(out.0.len()));
-            out.2.push(c);
-        });
-        out
-    }
-
-    /// Each distinct key with its count, in table order; the table is empty after.
-    pub(crate) fn drain(self, mut f: impl FnMut(u128, u64)) {
-        for s in self.table.iter_mut().filter(|s| s.0 != 0) {
-            let (k, c) = std::mem::take(s);
-            f(k, c);
-        }
-    }
-}
 
 /// One thread's spans: those of one word counted by the word's local id; the others by part
 /// (the top bits of a hash of their words' bytes, so a span is in the same part in every
@@ -471,25 +408,6 @@ mod tests {
                 let first = g.iter().zip(&w).find(|(a, b)| a != b).map(|(a, b)| (String::from_utf8_lossy(a.0).into_owned(), *a.1, String::from_utf8_lossy(b.0).into_owned(), *b.1));
                 assert!(g == w, "{max} words, {threads} threads: {} spans against {}, first difference {first:?}", g.len(), w.len());
             }
-        }
-    }
-
-    #[test]
-    fn a_tally_counts_each_key_once_and_leaves_its_table_empty() {
-        // A large use, a small one in the same table, then a large one again: duplicates summed,
-        // every key once, and the table all zero after each.
-        let mut table = Vec::new();
-        for (n, distinct) in [(5_000usize, 700u128), (10, 3), (9_000, 9_000)] {
-            let keys: Vec<(u128, u64)> = (0..n as u128).map(|i| (((i % distinct) + 1) << 64 | (i % distinct) * 7, 1 + (i % 3) as u64)).collect();
-            let mut want = std::collections::HashMap::new();
-            keys.iter().for_each(|&(k, c)| *want.entry(k).or_insert(0u64) += c);
-            let mut tally = Tally::new(&mut table, n);
-            keys.iter().for_each(|&(k, c)| tally.add(k, c));
-            assert_eq!(tally.distinct, want.len());
-            let mut got = std::collections::HashMap::new();
-            tally.drain(|k, c| assert!(got.insert(k, c).is_none(), "a key twice"));
-            assert_eq!(got, want);
-            assert!(table.iter().all(|s| *s == (0, 0)));
         }
     }
 

@@ -25,7 +25,8 @@
 //! Figures: [log](../../../docs/performance.md#superword-training).
 
 use super::{WordTokens, AHEAD_WORDS, ASKED_PER_SPAN};
-use crate::count::span_words::{key, Tally, MAX_SPAN_WORDS};
+use crate::count::span_words::{key, MAX_SPAN_WORDS};
+use crate::count::tally::Tally;
 use crate::encode::Encoder;
 use crate::keys::mix128;
 
